@@ -19,9 +19,11 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from tinyjuice._gc import gc_paused
 from tinyjuice.boundary import (
     BoundaryIndex,
     anchor_tail_start,
@@ -707,64 +709,68 @@ def compress(
     it lifts every block), and an automatic run that fires but changes nothing is a
     strike, so calling this every turn with the returned state cannot loop.
     """
-    opts = options or CompactionOptions()
-    counter = counter or default_counter()
-    tokens = tokens or count_transcript(transcript, counter)
-    if len(tokens.per_message) != len(transcript.messages):
-        raise ValueError("tokens were counted for a different transcript")
-    now = time.time() if now is None else now
-    st = state or CompactionState(lineage_id=opts.lineage_id)
-    own_index = BoundaryIndex(transcript.messages) if index is None else None
-    plan = plan_boundary(
-        transcript,
-        opts,
-        tokens,
-        index=index if index is not None else own_index,
-        state=st,
-        counter=counter,
-    )
-    run = _Run(transcript, opts, tokens, counter, plan, _prompt_tokens(transcript, tokens), st)
-    run.own_index = own_index
-
-    if (
-        opts.profile is Profile.RULES
-        and opts.rules
-        and not RulesConfig.from_mapping(opts.rules).enabled
-    ):
-        return _unchanged(
-            run, Status.NOOP, "rule-based compaction is disabled (compaction.enabled: false)"
+    # Compaction builds tens of thousands of messages and no cycles: see gc_paused. Not
+    # while a provider may spend seconds on the network (the process-wide switch would
+    # keep every other thread from being collected meanwhile).
+    with gc_paused() if provider is None else nullcontext():
+        opts = options or CompactionOptions()
+        counter = counter or default_counter()
+        tokens = tokens or count_transcript(transcript, counter)
+        if len(tokens.per_message) != len(transcript.messages):
+            raise ValueError("tokens were counted for a different transcript")
+        now = time.time() if now is None else now
+        st = state or CompactionState(lineage_id=opts.lineage_id)
+        own_index = BoundaryIndex(transcript.messages) if index is None else None
+        plan = plan_boundary(
+            transcript,
+            opts,
+            tokens,
+            index=index if index is not None else own_index,
+            state=st,
+            counter=counter,
         )
-    if run.prompt.kind is CountKind.MEASURED:
-        # A provider reading is the anti-thrash signal: still over the threshold right
-        # after a compaction is a strike; any reading below it lifts every block.
-        run.state = st = record_reading(st, run.prompt, plan.budget)
-    if not opts.manual:
-        decision = should_compress(run.prompt, plan.budget, st, force=opts.force, now=now)
-        if not decision.fire:
-            status = {
-                "below_threshold": Status.BELOW_THRESHOLD,
-                "cooldown": Status.COOLDOWN,
-            }.get(decision.code.value, Status.BACKED_OFF)
-            return _unchanged(run, status, decision.reason)
-    if plan.no_op:
-        _strike_if_automatic(run)
-        return _unchanged(run, Status.NOOP, plan.reason)
+        run = _Run(transcript, opts, tokens, counter, plan, _prompt_tokens(transcript, tokens), st)
+        run.own_index = own_index
 
-    key = transcript.session_id or transcript.path or "transcript"
-    held = None
-    if lease is not None:
-        held = lease.try_acquire(key)
-        if not held.acquired:
+        if (
+            opts.profile is Profile.RULES
+            and opts.rules
+            and not RulesConfig.from_mapping(opts.rules).enabled
+        ):
             return _unchanged(
-                run,
-                Status.LEASE_BUSY,
-                f"compaction already in flight (held by {held.holder}); nothing was changed",
+                run, Status.NOOP, "rule-based compaction is disabled (compaction.enabled: false)"
             )
-    try:
-        return _compress(run, provider, now)
-    finally:
-        if lease is not None and held is not None and held.lease_id:
-            lease.release(held.lease_id)
+        if run.prompt.kind is CountKind.MEASURED:
+            # A provider reading is the anti-thrash signal: still over the threshold right
+            # after a compaction is a strike; any reading below it lifts every block.
+            run.state = st = record_reading(st, run.prompt, plan.budget)
+        if not opts.manual:
+            decision = should_compress(run.prompt, plan.budget, st, force=opts.force, now=now)
+            if not decision.fire:
+                status = {
+                    "below_threshold": Status.BELOW_THRESHOLD,
+                    "cooldown": Status.COOLDOWN,
+                }.get(decision.code.value, Status.BACKED_OFF)
+                return _unchanged(run, status, decision.reason)
+        if plan.no_op:
+            _strike_if_automatic(run)
+            return _unchanged(run, Status.NOOP, plan.reason)
+
+        key = transcript.session_id or transcript.path or "transcript"
+        held = None
+        if lease is not None:
+            held = lease.try_acquire(key)
+            if not held.acquired:
+                return _unchanged(
+                    run,
+                    Status.LEASE_BUSY,
+                    f"compaction already in flight (held by {held.holder}); nothing was changed",
+                )
+        try:
+            return _compress(run, provider, now)
+        finally:
+            if lease is not None and held is not None and held.lease_id:
+                lease.release(held.lease_id)
 
 
 def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> CompactionResult:
@@ -835,7 +841,13 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
                 pruned[i] = r
 
         compacted_middle = pruned
-        pruned_tokens = sum(cost(m) for m in pruned)
+        # The middle's total, corrected for the messages the prune replaced.
+        per_message = run.tokens.per_message
+        pruned_tokens = plan.middle_tokens + sum(
+            cost(m) - per_message[start + i]
+            for i, m in enumerate(pruned)
+            if m is not msgs[start + i]
+        )
         steps.append(
             StepSaving(
                 "prune",

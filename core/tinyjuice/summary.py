@@ -95,6 +95,9 @@ METADATA_KEY = "tinyjuice"
 
 _SUMMARY_STARTS: tuple[str, ...] = (HANDOFF_PREFIX, "[CONTEXT COMPACTION", *LEGACY_SUMMARY_PREFIXES)
 
+assert all(p.startswith("[") for p in _SUMMARY_STARTS)  # is_summary_message relies on it
+_SUMMARY_ROLES = frozenset((Role.USER, Role.ASSISTANT, Role.SYSTEM))
+
 _LEGACY_RE = re.compile(
     r"^[ \t]*(?:" + "|".join(re.escape(p) for p in LEGACY_SUMMARY_PREFIXES) + r")[ \t]*",
     re.M,
@@ -713,10 +716,15 @@ def is_summary_message(message: Message) -> bool:
     """A compaction summary: flagged in meta, or starting with a known summary prefix."""
     if message.meta.is_summary:
         return True
-    if message.role not in (Role.USER, Role.ASSISTANT, Role.SYSTEM):
+    if message.role not in _SUMMARY_ROLES:
         return False
-    text = message.text.lstrip()
-    return any(text.startswith(p) for p in _SUMMARY_STARTS)
+    parts = message.parts
+    text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else message.text
+    # Every known start begins with "[": most texts are decided by their first character.
+    first = text[:1]
+    if first != "[" and not first.isspace():
+        return False
+    return text.lstrip().startswith(_SUMMARY_STARTS)
 
 
 def summary_tag(message: Message) -> SummaryTag | None:
@@ -878,6 +886,38 @@ _COMMAND_CHARS = 300
 _ERROR_CHARS = 300
 _TURN_CHARS = 200
 _ARG_CHARS = 80
+
+
+class _RedactedItems(Mapping[str, tuple[str, ...]]):
+    """Items per category, redacted when first read.
+
+    What the budget left out can run to tens of thousands of items on a long session;
+    most callers only need the counts, so each category is redacted on first access
+    (and kept), which reads exactly like a mapping redacted up front.
+    """
+
+    __slots__ = ("_done", "_raw")
+
+    def __init__(self, raw: Mapping[str, Sequence[str]]) -> None:
+        self._raw = {key: tuple(v) for key, v in raw.items() if v}
+        self._done: dict[str, tuple[str, ...]] = {}
+
+    def __getitem__(self, key: str) -> tuple[str, ...]:
+        done = self._done.get(key)
+        if done is None:
+            from tinyjuice.redact import redact_text
+
+            done = self._done[key] = tuple(redact_text(i) for i in self._raw[key])
+        return done
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 @dataclass(frozen=True, slots=True)
@@ -1531,7 +1571,8 @@ def fallback_summary(
     in ``omitted``, named in ``omitted_items`` and counted in the text ("Left out to fit
     the budget: …").
     With ``redact`` the chosen items go through :func:`tinyjuice.redact.redact_text` once
-    more. Linear in the size of ``middle``.
+    more, and so do the items of ``omitted_items`` (each category when first read).
+    Linear in the size of ``middle``.
     """
     counter = counter or default_counter()
     collected = _collect(middle, last_turns)
@@ -1552,7 +1593,6 @@ def fallback_summary(
         from tinyjuice.redact import redact_text
 
         chosen = {key: [redact_text(i) for i in v] for key, v in chosen.items()}
-        left_out = {key: [redact_text(i) for i in v] for key, v in left_out.items()}
     omitted = {key: len(v) for key, v in left_out.items() if v}
 
     summary = _assemble(len(middle), chosen, omitted)
@@ -1581,5 +1621,9 @@ def fallback_summary(
         omitted={key: omitted[key] for key, _ in _CATEGORIES if omitted.get(key)},
         tokens=tokens,
         source_messages=len(middle),
-        omitted_items={key: tuple(left_out[key]) for key, _ in _CATEGORIES if left_out[key]},
+        omitted_items=(
+            _RedactedItems({key: left_out[key] for key, _ in _CATEGORIES})
+            if redact
+            else {key: tuple(left_out[key]) for key, _ in _CATEGORIES if left_out[key]}
+        ),
     )
