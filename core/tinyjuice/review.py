@@ -61,6 +61,7 @@ from tinyjuice.summary import (
     _is_shell_tool,
     _paths_in,
     _string_leaves,
+    _undiff_paths,
     is_summary_message,
     strip_summary_wrappers,
 )
@@ -328,6 +329,22 @@ def _source_text(m: Message) -> str:
     return strip_summary_wrappers(m.text) if is_summary_message(m) else m.text
 
 
+def _undiff(items: _Items) -> None:
+    """Diff prefixes dropped from paths as the fallback summary drops them (``a/P`` and
+    ``b/P`` both seen: both are ``P``, at the first place either was seen)."""
+    paths = {text: None for (cat, text) in items.seen if cat is Category.PATHS}
+    kept = _undiff_paths(paths)
+    if kept is paths:
+        return
+    seen: dict[tuple[Category, str], int] = {}
+    for (cat, text), index in items.seen.items():
+        if cat is Category.PATHS and text not in kept:
+            text = text[2:]
+        key = (cat, text)
+        seen[key] = min(index, seen.get(key, index))
+    items.seen = seen
+
+
 def collect_items(
     middle: Sequence[Message], *, start_index: int = 0
 ) -> tuple[tuple[Category, str, int], ...]:
@@ -384,6 +401,7 @@ def collect_items(
                         out.add(Category.COMMANDS, _norm(cmd), i)
     if latest is not None:
         out.add(Category.LATEST_ASK, latest[0], latest[1])
+    _undiff(out)
     order = {c: k for k, c in enumerate(CATEGORIES)}
     items = sorted(out.seen.items(), key=lambda kv: order[kv[0][0]])
     result: list[tuple[Category, str, int]] = []

@@ -957,9 +957,15 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:limit]} …[{len(text) - limit:,} more chars]"
 
 
+#: Device files that show up in shell commands and diffs; nothing to remember.
+_PSEUDO_FILES = frozenset(
+    ("/dev/null", "/dev/zero", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty")
+)
+
+
 def _accept_path(raw: str) -> str | None:
     p = raw.rstrip(".,:;!?'\"-")
-    if len(p) < 2 or _NUMERIC_RE.fullmatch(p):
+    if len(p) < 2 or _NUMERIC_RE.fullmatch(p) or p in _PSEUDO_FILES:
         return None
     if p[1:3] == ":\\":
         return p
@@ -1266,6 +1272,20 @@ def _scan_paths(texts: Sequence[str], batch: list[int], out: dict[int, list[str]
         pos = end
 
 
+def _undiff_paths(paths: dict[str, None]) -> dict[str, None]:
+    """``paths`` with diff prefixes dropped: when both ``a/P`` and ``b/P`` were seen (a
+    ``git diff`` header), both stand for ``P``. First-seen order, no duplicates."""
+    diffed = {p[2:] for p in paths if p.startswith("a/") and "b/" + p[2:] in paths}
+    if not diffed:
+        return paths
+    out: dict[str, None] = {}
+    for p in paths:
+        if p.startswith(("a/", "b/")) and p[2:] in diffed:
+            p = p[2:]
+        out.setdefault(p, None)
+    return out
+
+
 def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
     out = _Collector()
     add = out.add
@@ -1369,6 +1389,7 @@ def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
             add("paths", named)
         for p in found.get(k, ()):
             add("paths", p)
+    out.items["paths"] = _undiff_paths(out.items["paths"])
     lines = _error_lines_many(error_texts)
     for k in sorted({*lines, *error_firsts}):
         label = error_labels[k]

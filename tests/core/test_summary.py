@@ -472,6 +472,28 @@ def test_fallback_extracts_anchors() -> None:
     assert fb.included["asks"] == 2 and not fb.omitted
 
 
+def test_fallback_paths_from_a_diff_lose_their_a_b_prefixes() -> None:
+    diff = (
+        "diff --git a/src/pkg/core.py b/src/pkg/core.py\n"
+        "--- a/src/pkg/core.py\n+++ b/src/pkg/core.py\n@@ -1 +1 @@\n-x\n+y\n"
+        "--- /dev/null\n+++ b/docs/new.md\n"
+    )
+    middle = [
+        user("Keep a/notes.md in mind, and run it > /dev/null"),
+        assistant("", call("c1", "terminal", command="git diff")),
+        tool("c1", "terminal", diff),
+    ]
+    fb = fallback_summary(middle, budget_tokens=4000, counter=RoughCounter())
+    files = fb.summary.relevant_files.splitlines()
+    assert "- src/pkg/core.py" in files
+    assert not any(f.startswith(("- a/src", "- b/src")) for f in files), files
+    # b/docs/new.md has no a/ twin (a new file): it is kept as written.
+    assert "- b/docs/new.md" in files
+    # A lone a/… path is a real directory, not a diff prefix.
+    assert "- a/notes.md" in files
+    assert not any("/dev/null" in f for f in files)
+
+
 def test_fallback_multiline_ask_with_headings_parses_back() -> None:
     ask = "Please apply this plan:\n## Goal\nrewrite io\n# Steps\n1. read src/io.py"
     fb = fallback_summary([user(ask)], budget_tokens=2000, counter=RoughCounter(), last_turns=0)
