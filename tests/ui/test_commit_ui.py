@@ -172,3 +172,23 @@ async def test_history_screen_lists_commits_and_undoes(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: "undone" in text(screen, "#history-status"))
         await wait_for(pilot, lambda: screen.records[0].state is CommitState.UNDONE)
         assert sha(path) == original
+
+
+async def test_history_empty_note_goes_when_all_files_show_commits(tmp_path: Path) -> None:
+    committed = write_openai_session(tmp_path / "t.json", exchanges=12)
+    loaded = load_source(committed)
+    s = inspector_session(loaded)
+    commit(compress(s.transcript, s.compaction_options(), counter=RoughCounter()), loaded)
+    fresh = write_openai_session(tmp_path / "fresh.json", exchanges=12)
+
+    screen = HistoryScreen(fresh)
+    app = Host(screen)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: "no commits yet" in text(screen, "#history-status"))
+        assert "a: all files" in text(screen, "#history-status")
+        await pilot.press("a")  # all files: the other file's commit is listed
+        await wait_for(pilot, lambda: len(screen.records) == 1)
+        assert "no commits yet" not in text(screen, "#history-status")
+        await pilot.press("a")  # back to this file: empty again, and said so
+        await wait_for(pilot, lambda: not screen.records)
+        await wait_for(pilot, lambda: "no commits yet" in text(screen, "#history-status"))

@@ -100,6 +100,7 @@ class HistoryScreen(Screen[None]):
         self.archive = archive
         self.show_all = source is None
         self.records: list[CommitRecord] = []
+        self._empty_shown = False
 
     def compose(self) -> ComposeResult:
         yield Static("", id="history-title", markup=False)
@@ -135,7 +136,15 @@ class HistoryScreen(Screen[None]):
         for r in event.records:
             table.add_row(*record_row(r), key=r.id)
         if not event.records:
-            self._status("no commits yet — commit a compaction with c in the inspector", ok=True)
+            where = "" if self.show_all or self.source is None else " for this file (a: all files)"
+            self._status(
+                f"no commits yet{where} — commit a compaction with c in the inspector", ok=True
+            )
+            self._empty_shown = True
+        elif self._empty_shown:
+            # The list has rows now (e.g. after a: all files): the empty note is stale.
+            self._status("", ok=True)
+            self._empty_shown = False
         self._show_detail()
 
     def _selected(self) -> CommitRecord | None:
