@@ -141,6 +141,12 @@ class ContextBreakdown:
     def total_kind(self) -> CountKind:
         if self.measured_prompt_tokens is not None:
             return CountKind.MEASURED
+        return self.counted_kind
+
+    @property
+    def counted_kind(self) -> CountKind:
+        """How :attr:`estimated_total_tokens` was counted: exact when every non-empty
+        bucket was counted exactly, else estimated."""
         kinds = {b.kind for b in self.categories if b.tokens}
         return CountKind.EXACT if kinds <= {CountKind.EXACT} else CountKind.ESTIMATED
 
@@ -183,6 +189,7 @@ class ContextBreakdown:
             "context_max_tokens": self.context_max_tokens,
             "total_tokens": self.total_tokens,
             "total_kind": self.total_kind.value,
+            "counted_kind": self.counted_kind.value,
             "static_tokens": self.static_tokens,
             "conversation_tokens": self.conversation_tokens,
             "counter": self.counter,

@@ -27,7 +27,13 @@ from tinyjuice.model import (
     Transcript,
     Usage,
 )
-from tinyjuice.tokens import IMAGE_TOKENS, CountKind, RoughCounter, count_transcript
+from tinyjuice.tokens import (
+    IMAGE_TOKENS,
+    CountKind,
+    RoughCounter,
+    count_transcript,
+    default_counter,
+)
 
 SECRET = "TOP-SECRET-PROMPT-CONTENT-93817"
 
@@ -242,6 +248,23 @@ def test_measured_usage_overrides_estimate() -> None:
     assert bd_plain.total_tokens == bd_plain.estimated_total_tokens
     assert bd_plain.total_kind is CountKind.ESTIMATED
     assert bd.to_dict()["total_kind"] == "measured"
+    # The counted figure beside a measurement keeps its own kind (rough: estimated).
+    assert bd.counted_kind is CountKind.ESTIMATED
+    assert bd.to_dict()["counted_kind"] == "estimated"
+
+
+def test_counted_kind_is_exact_with_an_exact_counter_even_beside_a_measurement() -> None:
+    exact = default_counter(exact=True)
+    if exact.kind is not CountKind.EXACT:
+        pytest.skip("no exact tokenizer on this machine")
+    text_only = [m for m in conversation() if not m.media]  # images are estimated
+    t = make(
+        text_only,
+        usage=(Usage(input_tokens=900, message_index=1, context_window=200_000),),
+    )
+    bd = compute_breakdown(t, count_transcript(t, exact), counter=exact)
+    assert bd.total_kind is CountKind.MEASURED
+    assert bd.counted_kind is CountKind.EXACT
 
 
 def test_mismatched_tokens_are_rejected() -> None:

@@ -256,3 +256,19 @@ async def test_commit_from_the_inspector_and_undo(tmp_path: Path) -> None:
         await pilot.press("u")
         await wait_for(pilot, lambda: dialog.undone)
         assert path.read_bytes() == original
+
+
+async def test_bar_labels_a_measured_prompt_and_the_counted_figure_with_their_kinds() -> None:
+    from tjui.widgets.context_bar import ContextBar
+
+    app = make_app(SESSIONS / "claude-code.jsonl")
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = await wait_loaded(pilot)
+        assert screen.session is not None
+        bd = screen.session.breakdown
+        assert bd.measured_prompt_tokens is not None
+        text = str(screen.query_one(ContextBar).render())
+        assert f"{bd.measured_prompt_tokens:,} measured" in text
+        counted = f"(counted {bd.estimated_total_tokens:,} {bd.counted_kind.value})"
+        assert counted in text, text
+        assert "estimate " not in text

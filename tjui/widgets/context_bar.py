@@ -210,7 +210,10 @@ class ContextBar(Widget):
         stats.append(f"{pct:.1f}% of {_k(window)}", style="bold")
         stats.append(f" · {shown_total:,} {kind}", style=self._style("label"))
         if b.measured_prompt_tokens is not None:
-            stats.append(f" (estimate {b.estimated_total_tokens:,})", style=self._style("label"))
+            stats.append(
+                f" (counted {b.estimated_total_tokens:,} {b.counted_kind.value})",
+                style=self._style("label"),
+            )
         stats.append(" · threshold ", style=self._style("label"))
         stats.append(f"┃{_k(threshold)}", style=self._style("threshold"))
         stats.append(f" ({rule})", style=self._style("label"))
