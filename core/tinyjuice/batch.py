@@ -757,7 +757,7 @@ def process_file(
     Formats tinyjuice cannot write (Claude Code, Codex, SWE-agent, Hermes ``state.db``)
     are reported as ``bad_input`` and left for the caller to copy through.
     """
-    from tinyjuice.formats import WRITABLE_FORMATS, LoadError, dumps, load_bytes
+    from tinyjuice.formats import JSONL_SUFFIXES, WRITABLE_FORMATS, LoadError, dumps, load_bytes
     from tinyjuice.formats._base import SQLITE_MAGIC, read_bytes
 
     started = time.perf_counter()
@@ -782,7 +782,9 @@ def process_file(
         result = compress_trajectory(transcript, options, counter=counter, provider=provider)
         output = None
         if result.changed:
-            output = dumps(result.transcript, transcript.format)
+            # A .jsonl file stays JSON lines (a Hermes gateway log, a one-line document).
+            jsonl = True if Path(path).suffix.lower() in JSONL_SUFFIXES else None
+            output = dumps(result.transcript, transcript.format, jsonl=jsonl)
     except Exception as exc:  # never stop a directory run on one file
         return _bad(f"could not compress: {type(exc).__name__}: {exc}", None, started)
     return LineResult(output, replace(result.metrics, duration_s=time.perf_counter() - started))

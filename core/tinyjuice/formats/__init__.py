@@ -1,8 +1,10 @@
 """Transcript readers and writers, with format auto-detection.
 
 ``load(path)`` reads any supported transcript into a :class:`~tinyjuice.model.Transcript`;
-``save(transcript, path, format)`` writes one of the writable formats. Bad input raises
-:class:`LoadError` with the file, the line or JSON path, and what was expected.
+``save(transcript, path, format)`` writes one of the writable formats (JSON lines for a
+``.jsonl`` path) and ``conversion_losses(transcript, format)`` lists what that format
+would drop. Bad input raises :class:`LoadError` with the file, the line or JSON path,
+and what was expected.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from tinyjuice._gc import gc_paused
 from tinyjuice.formats._base import (
     FORMAT_NAMES,
     SQLITE_MAGIC,
+    JsonLine,
     JsonlResult,
     LoadError,
     LoadOptions,
@@ -29,14 +32,18 @@ from tinyjuice.formats._base import (
     parse_jsonl,
     read_bytes,
 )
+from tinyjuice.formats.losses import ConversionLoss, conversion_losses
 from tinyjuice.model import Transcript
 
 __all__ = [
     "FORMAT_NAMES",
+    "JSONL_SUFFIXES",
     "WRITABLE_FORMATS",
+    "ConversionLoss",
     "LoadError",
     "LoadOptions",
     "SaveError",
+    "conversion_losses",
     "detect",
     "dumps",
     "load",
@@ -89,24 +96,38 @@ def _parse(path: Path, data: bytes, options: LoadOptions) -> Source:
         raise
 
 
-def _sniff(source: Source) -> tuple[str | None, int]:
-    best: tuple[str | None, int] = (None, 0)
-    for name in FORMAT_NAMES:
-        try:
-            score = _module(name).sniff(source)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
-            # A sniffer that trips over an odd shape is simply not a match.
-            score = 0
-        if score > best[1]:
-            best = (name, score)
-    return best
+#: The parsed kinds each format's reader takes (see :class:`Source`).
+_KINDS: dict[str, tuple[str, ...]] = {
+    "openai": ("json",),
+    "anthropic": ("json",),
+    "hermes": ("json", "jsonl", "sqlite"),
+    "claude-code": ("jsonl",),
+    "codex": ("jsonl",),
+    "sharegpt": ("json", "jsonl"),
+    "swe-agent": ("json",),
+}
+_KIND_NAMES: dict[str, str] = {
+    "json": "a JSON document",
+    "jsonl": "JSON lines",
+    "sqlite": "a SQLite database",
+}
+
+
+def _as_json_document(source: Source) -> Source | None:
+    """A JSONL source holding one record, read as that one JSON document.
+
+    ``json.dumps(doc) + "\n"``, ``jq -c .`` and CRLF or trailing blank lines make a
+    one-document file look like one line of JSONL.
+    """
+    if source.kind != "jsonl" or len(source.doc.lines) != 1 or source.doc.bad_lines:
+        return None
+    return Source(path=source.path, data=source.data, doc=source.doc.lines[0].value, kind="json")
 
 
 def _as_single_line_jsonl(source: Source) -> Source | None:
+    """A JSON object read as a JSONL file of that one record (pretty-printed JSONL)."""
     if source.kind != "json" or not isinstance(source.doc, dict):
         return None
-    from tinyjuice.formats._base import JsonLine
-
     return Source(
         path=source.path,
         data=source.data,
@@ -115,24 +136,66 @@ def _as_single_line_jsonl(source: Source) -> Source | None:
     )
 
 
+def _readings(source: Source) -> list[Source]:
+    """The source as parsed, then its other reading when it holds exactly one record."""
+    other = _as_json_document(source) or _as_single_line_jsonl(source)
+    return [source] if other is None else [source, other]
+
+
+def _score(name: str, source: Source) -> int:
+    try:
+        return _module(name).sniff(source)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        # A sniffer that trips over an odd shape is simply not a match.
+        return 0
+
+
+def _sniff(readings: list[Source]) -> tuple[str | None, Source]:
+    """The best-scoring (format, reading); a tie keeps the earlier reading (as parsed)."""
+    best: tuple[str | None, Source, int] = (None, readings[0], 0)
+    for reading in readings:
+        for name in FORMAT_NAMES:
+            if reading.kind not in _KINDS[name]:
+                continue
+            score = _score(name, reading)
+            if score > best[2]:
+                best = (name, reading, score)
+    return best[0], best[1]
+
+
+def _what(source: Source) -> str:
+    if source.kind == "jsonl":
+        n = len(source.doc.lines)
+        return "one JSON object" if n == 1 else f"JSON lines ({n} records)"
+    return _KIND_NAMES[source.kind]
+
+
+def _reading_for(name: str, readings: list[Source]) -> Source:
+    """The reading a forced ``--format`` takes: one its reader accepts, the likelier one."""
+    usable = [r for r in readings if r.kind in _KINDS[name]]
+    if not usable:
+        kinds = " or ".join(_KIND_NAMES[k] for k in _KINDS[name])
+        raise LoadError(
+            readings[0].path,
+            f"the file holds {_what(readings[0])}, which is not how {name} transcripts are stored",
+            expected=f"{kinds} for {name}, or another --format",
+        )
+    if len(usable) == 1:
+        return usable[0]
+    return max(usable, key=lambda r: _score(name, r))  # max keeps the first of a tie
+
+
 def _resolve(source: Source, format: str | None) -> tuple[str, Source]:
+    readings = _readings(source)
     if format is not None:
         _module(format)  # validates the name
-        return format, source
-    name, _ = _sniff(source)
+        return format, _reading_for(format, readings)
+    name, reading = _sniff(readings)
     if name is not None:
-        return name, source
-    single = _as_single_line_jsonl(source)
-    if single is not None:
-        name, _ = _sniff(single)
-        if name is not None:
-            return name, single
-    what = {"sqlite": "SQLite database", "jsonl": "JSON lines", "json": "JSON document"}[
-        source.kind
-    ]
+        return name, reading
     raise LoadError(
         source.path,
-        f"unrecognised transcript ({what}); tried formats: " + ", ".join(FORMAT_NAMES),
+        f"unrecognised transcript ({_what(source)}); tried formats: " + ", ".join(FORMAT_NAMES),
         expected="a transcript in one of those formats, or pass --format",
     )
 
@@ -165,9 +228,18 @@ def load_bytes(
             raise
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             # A reader met a shape it did not expect: report it, never a traceback.
-            raise LoadError(
-                p, f"not a valid {name} transcript: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise LoadError(p, f"not a valid {name} transcript: {_shape_problem(exc)}") from exc
+
+
+def _shape_problem(exc: Exception) -> str:
+    """What a reader's unexpected exception says about the input, without Python's names."""
+    if isinstance(exc, KeyError) and exc.args:
+        return f"a required field {exc.args[0]!r} is missing"
+    if isinstance(exc, IndexError):
+        return "a list is shorter than expected"
+    if isinstance(exc, (TypeError, AttributeError)):
+        return "a value has an unexpected type"
+    return str(exc) or "an unexpected value"
 
 
 def load(
@@ -184,20 +256,39 @@ def load(
     return load_bytes(read_bytes(p), p, format, options=opts)
 
 
-def dumps(transcript: Transcript, format: str) -> bytes:
-    """Render ``transcript`` in ``format`` (one of :data:`WRITABLE_FORMATS`)."""
+#: File suffixes that ask for the JSON-lines layout when :func:`save` is not told.
+JSONL_SUFFIXES: tuple[str, ...] = (".jsonl", ".ndjson")
+
+
+def dumps(transcript: Transcript, format: str, *, jsonl: bool | None = None) -> bytes:
+    """Render ``transcript`` in ``format`` (one of :data:`WRITABLE_FORMATS`).
+
+    ``jsonl=True`` asks for the format's JSON-lines layout: every record compact on its
+    own line ending in ``\n`` (OpenAI, Anthropic and ShareGPT: the transcript on one
+    line; Hermes: the gateway layout, a ``session_meta`` line then one message a line).
+    ``jsonl=False`` asks for a JSON document; ``None`` keeps the layout the transcript
+    was read in (a ShareGPT JSONL line stays one line).
+    """
     if format not in WRITABLE_FORMATS:
         raise SaveError(
             f"cannot write format {format!r}; writable formats: " + ", ".join(WRITABLE_FORMATS)
         )
     module: Any = _module(format)
-    return module.write(transcript)
+    return module.write(transcript, jsonl=jsonl)
 
 
-def save(transcript: Transcript, path: str | Path, format: str) -> None:
-    """Write ``transcript`` to ``path`` in ``format``, atomically (temp file + rename)."""
-    data = dumps(transcript, format)
+def save(
+    transcript: Transcript, path: str | Path, format: str, *, jsonl: bool | None = None
+) -> None:
+    """Write ``transcript`` to ``path`` in ``format``, atomically (temp file + rename).
+
+    ``jsonl`` is as for :func:`dumps`; when not given, a ``.jsonl``/``.ndjson`` path
+    gets the JSON-lines layout.
+    """
     target = Path(path)
+    if jsonl is None and target.suffix.lower() in JSONL_SUFFIXES:
+        jsonl = True
+    data = dumps(transcript, format, jsonl=jsonl)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -25,6 +25,7 @@ __all__ = [
     "SaveError",
     "Source",
     "decode_utf8",
+    "dump_document",
     "iter_jsonl",
     "jsonl_head",
     "parse_json",
@@ -224,7 +225,7 @@ def parse_jsonl(
             ) from None
         if type(value) is not dict:
             if lenient:
-                result.bad_lines.append((n, f"a JSON {type(value).__name__}, not an object"))
+                result.bad_lines.append((n, f"a JSON {_json_type(value)}, not an object"))
                 continue
             raise LoadError(
                 path,
@@ -250,6 +251,8 @@ def bad_line_warnings(result: JsonlResult) -> tuple[str, ...]:
 
 
 def _json_type(value: Any) -> str:
+    if isinstance(value, JsonlResult):
+        return "lines file"  # a reader handed the wrong kind of source: "a JSON lines file"
     return {
         dict: "object",
         list: "array",
@@ -258,7 +261,7 @@ def _json_type(value: Any) -> str:
         float: "number",
         bool: "boolean",
         type(None): "null",
-    }.get(type(value), type(value).__name__)
+    }.get(type(value), "value of an unexpected kind")
 
 
 def json_type(value: Any) -> str:
@@ -279,6 +282,17 @@ def expect(
             path, f"found a JSON {_json_type(value)}", json_path=json_path, expected=expected
         )
     return value
+
+
+def dump_document(doc: Any, *, jsonl: bool | None) -> bytes:
+    """One JSON document: indented, or with ``jsonl`` compact on one line ending in ``\n``.
+
+    The one-line form is a valid one-record JSONL file (``{"messages": …}`` per line is
+    also OpenAI's fine-tuning layout), and reads back as the same document.
+    """
+    if jsonl:
+        return orjson.dumps(doc) + b"\n"
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
 
 
 def jsonl_head(data: bytes) -> tuple[bytes, Any] | None:

@@ -18,7 +18,14 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import LoadError, LoadOptions, Source, expect, json_type
+from tinyjuice.formats._base import (
+    LoadError,
+    LoadOptions,
+    Source,
+    dump_document,
+    expect,
+    json_type,
+)
 from tinyjuice.formats._common import (
     base64_size,
     finish,
@@ -869,8 +876,10 @@ def _system_value(transcript: Transcript, lead: list[str], own: bool) -> tuple[b
     return (True, text) if text else (False, None)
 
 
-def write(transcript: Transcript) -> bytes:
+def write(transcript: Transcript, *, jsonl: bool | None = None) -> bytes:
     """Render ``transcript`` as an Anthropic Messages request object.
+
+    With ``jsonl`` the object is written compact on one line (one JSONL record).
 
     A transcript read from Anthropic comes back as the same JSON value when it was not
     changed. Others are converted: leading system messages join ``system``, tool
@@ -889,8 +898,9 @@ def write(transcript: Transcript) -> bytes:
         and not transcript.tools
         and not transcript.system_prompt
         and not lead
+        and not jsonl
     ):
-        return orjson.dumps(body, option=orjson.OPT_INDENT_2)
+        return dump_document(body, jsonl=False)
     fields: dict[str, Any] = {}
     model = transcript.model
     if model is not None and model != extra.get("_derived_model"):
@@ -910,4 +920,4 @@ def write(transcript: Transcript) -> bytes:
     fields.update(extra)
     doc = {k: fields[k] for k in order if k in fields}
     doc.update((k, v) for k, v in fields.items() if k not in doc)
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+    return dump_document(doc, jsonl=jsonl)

@@ -468,8 +468,37 @@ def _reorder(d: Mapping[str, Any], order: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def write(transcript: Transcript) -> bytes:
-    """Render ``transcript`` as a Hermes session log (``session_<id>.json``)."""
+def write(transcript: Transcript, *, jsonl: bool | None = None) -> bytes:
+    """Render ``transcript`` as a Hermes session log (``session_<id>.json``).
+
+    With ``jsonl`` it is written in the gateway layout instead: a ``session_meta`` line,
+    then one message a line, each compact and ending in ``\n``.
+    """
+    if jsonl:
+        return _write_gateway(transcript)
+    return _write_log(transcript)
+
+
+def _write_gateway(transcript: Transcript) -> bytes:
+    extra = transcript.extra if transcript.format == NAME else EMPTY
+    meta: dict[str, Any] = {"role": "session_meta", "tools": list(transcript.tools)}
+    for key, value in (
+        ("session_id", transcript.session_id),
+        ("model", transcript.model),
+        ("system_prompt", transcript.system_prompt),
+    ):
+        if value is not None:
+            meta[key] = value
+    # The source's other top-level fields (platform, base_url, ...); a recorded
+    # message_count would be stale after compaction.
+    for key, value in extra.items():
+        if not key.startswith("_") and key not in ("message_count", "messages", "role"):
+            meta.setdefault(key, value)
+    lines = [meta, *(_message_out(m) for m in transcript.messages)]
+    return b"".join([orjson.dumps(line) + b"\n" for line in lines])
+
+
+def _write_log(transcript: Transcript) -> bytes:
     extra = transcript.extra if transcript.format == NAME else EMPTY
     from_log = extra.get("_hermes_source") == "session_log"
     public = {k: v for k, v in extra.items() if not k.startswith("_")} if from_log else {}

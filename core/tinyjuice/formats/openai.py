@@ -13,7 +13,14 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import LoadError, LoadOptions, Source, expect
+from tinyjuice.formats._base import (
+    LoadError,
+    LoadOptions,
+    Source,
+    dump_document,
+    expect,
+    json_type,
+)
 from tinyjuice.formats._common import (
     finish,
     indexed_message,
@@ -325,7 +332,7 @@ def message_from_dict(
     else:
         raise LoadError(
             source.path,
-            "content is a JSON " + type(content).__name__,
+            "content is a JSON " + json_type(content),
             json_path=f"{jp}.content",
             expected="a string, null or a list of parts",
         )
@@ -482,7 +489,11 @@ def message_to_dict(m: Message) -> dict[str, Any]:
     return out
 
 
-def write(transcript: Transcript) -> bytes:
+def write(transcript: Transcript, *, jsonl: bool | None = None) -> bytes:
+    """Render ``transcript`` as Chat Completions messages (a list, or ``{"messages": …}``).
+
+    With ``jsonl`` the object is written compact on one line (one JSONL record).
+    """
     messages = [message_to_dict(m) for m in transcript.messages]
     if transcript.system_prompt and not (
         transcript.messages and transcript.messages[0].role in (Role.SYSTEM, Role.DEVELOPER)
@@ -490,8 +501,8 @@ def write(transcript: Transcript) -> bytes:
         messages.insert(0, {"role": "system", "content": transcript.system_prompt})
     extra = dict(transcript.extra) if transcript.format == NAME else {}
     top_form = extra.pop("_top_form", None)
-    if top_form == "list" and not transcript.tools and not transcript.model:
-        return orjson.dumps(messages, option=orjson.OPT_INDENT_2)
+    if top_form == "list" and not transcript.tools and not transcript.model and not jsonl:
+        return dump_document(messages, jsonl=False)
     doc: dict[str, Any] = {}
     if transcript.model:
         doc["model"] = transcript.model
@@ -499,4 +510,4 @@ def write(transcript: Transcript) -> bytes:
     if transcript.tools:
         doc["tools"] = list(transcript.tools)
     doc.update(extra)
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+    return dump_document(doc, jsonl=jsonl)

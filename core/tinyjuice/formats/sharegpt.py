@@ -32,6 +32,7 @@ from tinyjuice.formats._base import (
     LoadOptions,
     Source,
     bad_line_warnings,
+    dump_document,
     json_type,
     parse_json,
     read_bytes,
@@ -851,8 +852,22 @@ def _tools_value(transcript: Transcript, extra: dict[str, Any]) -> tuple[bool, A
     return True, json.dumps(tools, ensure_ascii=False)
 
 
-def write(transcript: Transcript) -> bytes:
-    """Render ``transcript`` as one ShareGPT trajectory (in the file's container form)."""
+def _container(top_form: str, jsonl: bool | None) -> str:
+    """The container to write: the file's own, unless ``jsonl`` asks for (or against) lines."""
+    if jsonl is None:
+        return top_form
+    if jsonl:
+        return "jsonl"
+    return "object" if top_form == "jsonl" else top_form
+
+
+def write(transcript: Transcript, *, jsonl: bool | None = None) -> bytes:
+    """Render ``transcript`` as one ShareGPT trajectory.
+
+    The container is the file's own (an object, a one-item list, or a JSONL line);
+    ``jsonl=True`` writes one compact line ending in ``\n`` whatever the source was,
+    ``jsonl=False`` a JSON document.
+    """
     own = transcript.format == NAME
     messages = list(transcript.messages)
     conversations = _conversations(messages, own)
@@ -861,7 +876,7 @@ def write(transcript: Transcript) -> bytes:
     ):
         conversations.insert(0, {"from": "system", "value": transcript.system_prompt})
     extra = dict(transcript.extra) if own else {}
-    top_form = extra.pop("_top_form", "object")
+    top_form = _container(extra.pop("_top_form", "object"), jsonl)
     order = extra.pop("_key_order", [])
     fields: dict[str, Any] = {"conversations": conversations}
     has_tools, tools = _tools_value(transcript, extra)
@@ -872,8 +887,6 @@ def write(transcript: Transcript) -> bytes:
     fields.update(extra)
     doc = {k: fields[k] for k in order if k in fields}
     doc.update((k, v) for k, v in fields.items() if k not in doc)
-    if top_form == "jsonl":
-        return orjson.dumps(doc) + b"\n"
     if top_form == "list":
-        return orjson.dumps([doc], option=orjson.OPT_INDENT_2)
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+        return dump_document([doc], jsonl=False)
+    return dump_document(doc, jsonl=top_form == "jsonl")
