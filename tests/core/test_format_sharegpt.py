@@ -356,6 +356,35 @@ def test_read_loads_the_first_and_read_all_loads_every_one() -> None:
         assert all(x.tool_call_count == 4 for x in everything)
 
 
+@pytest.mark.parametrize("layout", ["jsonl", "json"])
+def test_session_picks_a_trajectory_by_id_or_number(layout: str) -> None:
+    docs = _batch()
+    data = _jsonl(*docs) if layout == "jsonl" else orjson.dumps(docs)
+
+    def pick(session: str) -> Transcript:
+        return fmt.read(
+            Source(
+                Path("b"),
+                data,
+                parse_jsonl("b", data, lenient=False) if layout == "jsonl" else orjson.loads(data),
+                layout,
+            ),
+            LoadOptions(session=session),
+        )
+
+    assert pick("traj-2").session_id == "traj-2"
+    assert pick("2").session_id == "traj-1"
+    assert pick("#3").session_id == "traj-2"
+    assert any("loaded trajectory 2" in w for w in pick("2").warnings)
+    for missing in ("4", "0", "traj-9", "#x"):
+        with pytest.raises(LoadError, match=r"no trajectory .* among the 3 .* number from 1 to 3"):
+            pick(missing)
+    # Without --session the first is loaded, and the warning says how to pick another.
+    first = load_bytes(data, "batch", "sharegpt")
+    assert first.session_id == "traj-0"
+    assert any("--session N" in w for w in first.warnings)
+
+
 def test_iter_trajectories_streams_jsonl_line_by_line(tmp_path: Path) -> None:
     docs = _batch()
     path = tmp_path / "batch.jsonl"

@@ -1,7 +1,8 @@
 """ShareGPT trajectories: ``{"conversations": [{"from", "value"}], "tools": "<json>"}``.
 
 A file holds one trajectory (an object), a JSON list of them, or one per line (JSONL).
-:func:`read` loads the first; :func:`read_all` loads every one of a parsed source and
+:func:`read` loads the first (or the one ``--session`` names: its ``id`` or 1-based
+number); :func:`read_all` loads every one of a parsed source and
 :func:`iter_trajectories` streams them from a path (line by line for JSONL).
 
 Inside ``gpt`` values, ``<think>…</think>`` becomes a :class:`ThinkingPart` and each
@@ -562,8 +563,34 @@ def read_all(source: Source, options: LoadOptions) -> list[Transcript]:
     return list(_iter_source(source))
 
 
+def _pick(source: Source, session: str, total: int) -> Transcript:
+    """The trajectory ``session`` names: its ``id`` field, or its 1-based number."""
+    doc = source.doc
+    if source.kind == "jsonl":
+        raw: list[tuple[Any, str, int | None, str]] = [
+            (ln.value, "$", ln.number, "jsonl") for ln in doc.lines
+        ]
+    elif isinstance(doc, list):
+        raw = [(obj, f"$[{i}]", None, "list") for i, obj in enumerate(doc)]
+    else:
+        raw = [(doc, "$", None, "object")]
+    for obj, jp, line, form in raw:
+        if isinstance(obj, dict) and obj.get("id") == session:
+            return _trajectory(source, obj, jp, line, form)
+    number = session.removeprefix("#")
+    if number.isdigit() and 1 <= int(number) <= total:
+        obj, jp, line, form = raw[int(number) - 1]
+        return _trajectory(source, obj, jp, line, form)
+    raise LoadError(
+        source.path,
+        f"no trajectory {session!r} among the {total} in the file",
+        expected=f"a trajectory id, or a number from 1 to {total}",
+    )
+
+
 def read(source: Source, options: LoadOptions) -> Transcript:
-    """The first trajectory of the source (a warning says when there are more)."""
+    """One trajectory of the source: the one ``options.session`` names (its ``id``, or
+    its 1-based number), else the first (a warning says when there are more)."""
     if source.kind not in ("json", "jsonl"):
         raise LoadError(source.path, "not a JSON file", expected="ShareGPT JSON or JSONL")
     if source.kind == "json" and not isinstance(source.doc, (dict, list)):
@@ -581,12 +608,18 @@ def read(source: Source, options: LoadOptions) -> Transcript:
             json_path="$",
             expected="at least one trajectory",
         )
-    first = next(_iter_source(source))
     notes: list[str] = []
-    if total > 1:
-        notes.append(
-            f"file holds {total} trajectories; loaded the first (use sharegpt.read_all for all)"
-        )
+    if options.session is not None:
+        first = _pick(source, options.session, total)
+        if total > 1:
+            notes.append(f"file holds {total} trajectories; loaded trajectory {options.session}")
+    else:
+        first = next(_iter_source(source))
+        if total > 1:
+            notes.append(
+                f"file holds {total} trajectories; loaded the first "
+                "(--session N or a trajectory id picks another)"
+            )
     if source.kind == "jsonl":
         notes += bad_line_warnings(source.doc)
     return replace(first, warnings=(*first.warnings, *notes)) if notes else first
