@@ -102,7 +102,8 @@ class TokenSource(StrEnum):
 
     RECORDED = "recorded"  # the compaction event recorded it (Claude Code preTokens)
     MEASURED = "measured"  # a provider-measured usage point
-    ESTIMATED = "estimated"  # a counted estimate
+    EXACT = "exact"  # counted with a tokenizer (no measurement involved)
+    ESTIMATED = "estimated"  # the rough counter, or a count adjusted by a measurement
     UNKNOWN = "unknown"
 
 
@@ -131,8 +132,18 @@ def _inflation(point: UsagePoint | None, tool_tokens: int) -> Inflation | None:
     return Inflation(point.message_index, point.estimate, point.tokens, tool_tokens)
 
 
+#: The count kind of a before/after figure, by where it came from.
+_SOURCE_KINDS: dict[TokenSource, CountKind] = {
+    TokenSource.RECORDED: CountKind.MEASURED,
+    TokenSource.MEASURED: CountKind.MEASURED,
+    TokenSource.EXACT: CountKind.EXACT,
+}
+
+
 def _source(point: UsagePoint) -> TokenSource:
-    return TokenSource.MEASURED if point.measured else TokenSource.ESTIMATED
+    if point.measured:
+        return TokenSource.MEASURED
+    return TokenSource.EXACT if point.kind is CountKind.EXACT else TokenSource.ESTIMATED
 
 
 @dataclass(frozen=True, slots=True)
@@ -496,9 +507,7 @@ def explain(
                 state = record_reading(state, PromptTokens(p.tokens, p.kind), budget)
                 pi += 1
             if auto and pre is not None:
-                kind = (
-                    CountKind.ESTIMATED if pre_src is TokenSource.ESTIMATED else CountKind.MEASURED
-                )
+                kind = _SOURCE_KINDS.get(pre_src, CountKind.ESTIMATED)
                 held = _held(should_compress(PromptTokens(pre, kind), budget, state, now=0.0).code)
             if pre is not None and post is not None:
                 state = record_compaction(

@@ -53,6 +53,7 @@ hold the compacted list itself (head, summary, tail), so there is nothing to res
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -439,6 +440,8 @@ _ALIASES_IN = {
     "reserve": "reserve",
     "cap": "reserve_cap",
 }
+#: Settings that are shares of a window: (0, 1], written as 0.75 or 75%.
+_RATIO_KEYS = frozenset({"ratio", "pct", "limit_ratio"})
 _ALIASES_OUT = {
     "raise_ratio_small_windows": "raise",
     "max_output_tokens": "max_output",
@@ -477,6 +480,16 @@ def _parse_value(policy: str, key: str, raw: str, current: object) -> object:
         number = float(text) * scale
     except ValueError:
         raise ValueError(f"{policy}: {key} must be a number, got {raw!r}") from None
+    name = _ALIASES_OUT.get(key, key)
+    if not math.isfinite(number):
+        raise ValueError(f"{policy}: {name} must be a finite number, got {raw!r}")
+    if number < 0:
+        raise ValueError(f"{policy}: {name} must not be negative, got {raw.strip()!r}")
+    if key in _RATIO_KEYS and not 0.0 < number <= 1.0:
+        raise ValueError(
+            f"{policy}: {name} must be a fraction in (0, 1] or a percentage (e.g. 0.75 or"
+            f" 75%), got {raw.strip()!r}"
+        )
     if isinstance(current, float) or scale == 0.01 or number != int(number):
         return number
     return int(number)
@@ -575,7 +588,9 @@ class UsagePoint:
 
     message_index: int
     tokens: int
-    #: ``measured`` (provider usage) or ``estimated``.
+    #: ``measured`` (provider usage); ``exact`` (counted with a tokenizer, before any
+    #: measurement); ``estimated`` (the rough counter, or a count adjusted by the last
+    #: measurement's offset).
     kind: CountKind
     #: System prompt + tool schemas + live messages before this turn, counted.
     estimate: int
@@ -682,7 +697,10 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
     resets = _reset_indices(transcript)
     points: list[UsagePoint] = []
     append = points.append
-    measured_kind, estimated_kind = CountKind.MEASURED, CountKind.ESTIMATED
+    measured_kind = CountKind.MEASURED
+    # Before any measurement a point is a plain count (exact with a tokenizer); after
+    # one it carries the measured offset, an estimate.
+    point_kind = tokens.kind
     # Measured − counted at the last measured turn: what counting misses (an unrecorded
     # system prompt and tool schemas, tokenizer differences). Estimates add it.
     offset = 0
@@ -699,17 +717,21 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
         if value is not None:
             append(UsagePoint(i, value, measured_kind, raw, seg))
             offset = value - raw
+            point_kind = CountKind.ESTIMATED
         else:
-            append(UsagePoint(i, max(0, raw + offset), estimated_kind, raw, seg))
+            append(UsagePoint(i, max(0, raw + offset), point_kind, raw, seg))
     live = resets[-1] if resets else 0
     last = points[-1] if points else None
     if last is not None and last.message_index >= live:
         since = prefix[n] - prefix[last.message_index]
         next_tokens = last.tokens + since
-        next_kind = CountKind.MEASURED if last.measured and not since else CountKind.ESTIMATED
+        if last.measured:
+            next_kind = CountKind.MEASURED if not since else CountKind.ESTIMATED
+        else:
+            next_kind = last.kind  # a count plus counted messages: the same kind
     else:
         next_tokens = max(0, static + prefix[n] - prefix[min(live, n)] + offset)
-        next_kind = CountKind.ESTIMATED
+        next_kind = point_kind
     return UsageSeries(
         points=tuple(points),
         static_tokens=static,

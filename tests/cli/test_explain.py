@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from tinyjuice.tokens import CountKind, default_counter
 from tjui.commands.explain import explain_cmd
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,4 +139,65 @@ def test_policy_that_does_not_fit_the_window_is_one_clear_line() -> None:
     )
     assert code == 2
     assert "buffer" in err and "40,000" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def _now_kind(out: str) -> str:
+    match = re.search(r"Now: [\d,]+ tokens \((\w+)\)", out)
+    assert match, out
+    return match.group(1)
+
+
+@pytest.mark.skipif(default_counter().kind is not CountKind.EXACT, reason="no tokenizer loads here")
+def test_counted_figures_are_exact_with_a_tokenizer() -> None:
+    # demo.json records no provider usage: every figure is a tokenizer count.
+    got = run_json(str(SESSIONS / "demo.json"))
+    assert got["current"]["kind"] == "exact"
+    assert {p["kind"] for p in got["series"]["points"]} == {"exact"}
+    assert {e["post_source"] for e in got["events"]} <= {"exact", "recorded", "unknown"}
+    code, out, _ = run(str(SESSIONS / "demo.json"))
+    assert code == 0
+    assert _now_kind(out) == "exact"
+    assert f"(0 measured, {got['points']:,} exact;" in out
+    assert "estimated" not in out
+
+
+def test_counted_figures_are_estimated_with_the_rough_counter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TJUI_TOKENIZER", "rough")
+    got = run_json(str(SESSIONS / "demo.json"))
+    assert got["series"]["counter"] == "rough"
+    assert got["current"]["kind"] == "estimated"
+    code, out, _ = run(str(SESSIONS / "demo.json"))
+    assert code == 0
+    assert _now_kind(out) == "estimated"
+    assert f"(0 measured, {got['points']:,} estimated;" in out
+
+
+def test_measured_figures_keep_their_kind_in_text_and_json() -> None:
+    path = str(SESSIONS / "claude-code.jsonl")
+    got = run_json(path)
+    code, out, _ = run(path)
+    assert code == 0
+    # The last turn was measured and messages came after it: measured + counted.
+    assert _now_kind(out) == got["current"]["kind"] == "estimated"
+    assert f"({got['measured_points']:,} measured;" in out
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("custom:ratio=5", "ratio must be a fraction in (0, 1]"),
+        ("custom:reserve=-5k", "reserve must not be negative, got '-5k'"),
+        ("hermes:floor=-1", "floor must not be negative"),
+        ("claude-code:buffer=300k", "claude-code buffer (300,000)"),
+    ],
+)
+def test_bad_policy_values_blame_the_option_not_the_file(spec: str, needle: str) -> None:
+    code, out, err = run(str(SESSIONS / "demo.json"), "--policy", spec)
+    assert code == 2 and out == ""
+    assert err.startswith(f"tjui: error: --policy {spec}: ")
+    assert needle in err
+    assert "demo.json" not in err
     assert len(err.strip().splitlines()) == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ from tinyjuice.policies import (
     resolve_window,
     usage_series,
 )
-from tinyjuice.tokens import CountKind, RoughCounter, count_transcript
+from tinyjuice.tokens import CountKind, RoughCounter, count_transcript, default_counter
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = ROOT / "sessions"
@@ -268,6 +269,25 @@ def test_hermes_estimate_series_is_system_plus_messages_so_far(tmp_path: Path) -
     assert all(p.kind is CountKind.ESTIMATED for p in series.points)
     assert [p.tokens for p in series.points] == [prompt_at(k) for k in range(20)]
     assert series.next_tokens == rough(SYSTEM) + 20 * (rough(USER) + rough(ANSWER))
+
+
+def test_series_kinds_follow_the_counter_until_a_measurement(tmp_path: Path) -> None:
+    exact = default_counter(exact=True)
+    if exact.kind is not CountKind.EXACT:
+        pytest.skip("no tokenizer loads here")
+    t = load(hermes_log(tmp_path / "s.json", 6))
+    plain = usage_series(t, count_transcript(t, exact))
+    assert {p.kind for p in plain.points} == {CountKind.EXACT}
+    assert plain.next_kind is CountKind.EXACT
+    assert explain(t, counter=exact).current.kind is CountKind.EXACT
+    # A measured turn: later counts carry its offset and are estimates from there on.
+    measured = replace(t, usage=(Usage(input_tokens=9_000, message_index=5),))
+    series = usage_series(measured, count_transcript(measured, exact))
+    kinds = {p.message_index: p.kind for p in series.points}
+    assert kinds[1] is kinds[3] is CountKind.EXACT
+    assert kinds[5] is CountKind.MEASURED
+    assert kinds[7] is kinds[9] is kinds[11] is CountKind.ESTIMATED
+    assert series.next_kind is CountKind.ESTIMATED
 
 
 def test_hermes_crosses_the_applied_threshold_at_a_known_turn(tmp_path: Path) -> None:

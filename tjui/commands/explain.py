@@ -1,4 +1,9 @@
-"""``tjui explain FILE``: why compaction fired (or did not), under an agent's policy."""
+"""``tjui explain FILE``: why compaction fired (or did not), under an agent's policy.
+
+Every figure says what kind it is, as ``tjui inspect`` does: ``measured`` (provider
+usage), ``exact`` (counted with a tokenizer) or ``estimated`` (the chars/4 estimate, or
+a count adjusted from an earlier measured reading).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from tinyjuice.explain import Explanation, explain
-from tinyjuice.policies import POLICY_NAMES, parse_policy
+from tinyjuice.policies import POLICY_NAMES, UsageSeries, parse_policy
+from tinyjuice.tokens import CountKind, default_counter
 from tjui.clikit import (
     context_window_option,
     emit_json,
@@ -32,9 +38,16 @@ def _n(value: int | None) -> str:
     return "—" if value is None else f"{value:,}"
 
 
+def _usage_counts(series: UsageSeries) -> str:
+    order = (CountKind.MEASURED, CountKind.EXACT, CountKind.ESTIMATED)
+    counts = {k: sum(1 for p in series.points if p.kind is k) for k in order}
+    shown = [f"{counts[k]:,} {k.value}" for k in order if counts[k] or k is CountKind.MEASURED]
+    return ", ".join(shown)
+
+
 def print_explanation(result: Explanation, out: Console | None = None) -> None:
     """The explanation as rich tables (what ``tjui explain`` prints)."""
-    out = out or Console(highlight=False, soft_wrap=False)
+    out = out or Console(highlight=False, soft_wrap=False, markup=False)
     thr = result.threshold
     head = Table(box=None, show_header=False, padding=(0, 2))
     head.add_column("key", style="bold")
@@ -52,8 +65,7 @@ def print_explanation(result: Explanation, out: Console | None = None) -> None:
     peak = max((p.tokens for p in series.points), default=0)
     head.add_row(
         "usage",
-        f"{len(series.points):,} turns ({series.measured_count:,} measured, "
-        f"{len(series.points) - series.measured_count:,} estimated; counter "
+        f"{len(series.points):,} turns ({_usage_counts(series)}; counter "
         f"{series.counter}) · peak {peak:,}",
     )
     out.print(head)
@@ -135,12 +147,18 @@ def explain_cmd(
         try:
             policy = parse_policy(policy_spec)
         except ValueError as exc:
-            fail(f"--policy: {exc}")
+            fail(f"--policy {policy_spec}: {exc}")
     transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+    counter = default_counter()
     try:
-        result = explain(transcript, policy, context_window=context_window)
+        result = explain(transcript, policy, context_window=context_window, counter=counter)
     except ValueError as exc:
-        fail(f"{file}: {exc}")
+        # Only a given policy can fail to fit the window (the agent's own falls back to
+        # hermes): the option is to blame, not the file.
+        if policy_spec is None:
+            fail(f"{file}: {exc}")
+        window = f" with --context-window {context_window:,}" if context_window else ""
+        fail(f"--policy {policy_spec}{window}: {exc}")
     if as_json:
         emit_json(result.to_dict())
         return
