@@ -184,3 +184,17 @@ def test_history_when_empty_and_mode_without_commit(session: Path) -> None:
     assert code == 2 and "--mode needs --commit" in err
     code, _, err = invoke(undo_cmd)
     assert code == EXIT_REFUSED and "nothing to undo" in err
+
+
+def test_history_without_an_archive_creates_nothing(tmp_path: Path) -> None:
+    import os
+
+    home = Path(os.environ["TJUI_HOME"])
+    assert not home.exists()
+    code, out, err = invoke(history_cmd)
+    assert code == 0, err
+    assert out.startswith("no commits yet")
+    code, out, err = invoke(history_cmd, str(tmp_path / "x.json"), "--json")
+    assert code == 0, err
+    assert json.loads(out) == {"archive": str(home / "archive.db"), "commits": []}
+    assert not home.exists()

@@ -395,7 +395,7 @@ def test_export_to_another_format_and_undo_restores_what_was_there(
     target.write_text('{"previous": "file"}')
     previous = target.read_bytes()
     source = load_source(session_file)
-    with pytest.raises(CommitError, match="-o PATH"):
+    with pytest.raises(CommitError, match="needs a target path"):
         plan_commit(compacted(source), source, mode="export")
     record = commit(compacted(source), source, mode="export", target=target,
                     target_format="anthropic")  # fmt: skip
@@ -408,8 +408,23 @@ def test_export_to_another_format_and_undo_restores_what_was_there(
 
 def test_export_never_overwrites_the_source(session_file: Path) -> None:
     source = load_source(session_file)
-    with pytest.raises(CommitError, match="in-place"):
+    with pytest.raises(CommitError, match="commit in place instead"):
         plan_commit(compacted(source), source, mode="export", target=session_file)
+
+
+def test_export_to_jsonl_writes_one_line_and_says_what_the_format_drops(tmp_path: Path) -> None:
+    src = tmp_path / "anthropic.json"
+    src.write_bytes((SESSIONS / "anthropic-messages.json").read_bytes())
+    source = load_source(src)
+    target = tmp_path / "out.jsonl"
+    plan = plan_commit(
+        compacted(source), source, mode="export", target=target, target_format="sharegpt"
+    )
+    assert plan.data is not None and plan.data.count(b"\n") == 1 and plan.data.endswith(b"\n")
+    assert any(n.startswith("sharegpt export drops 1 image") for n in plan.notes), plan.notes
+    # The same format loses nothing: no note.
+    same = plan_commit(compacted(source), source, mode="export", target=tmp_path / "o.json")
+    assert not any("drops" in n for n in same.notes)
 
 
 # ------------------------------------------------------------------------ Claude Code

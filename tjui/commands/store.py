@@ -122,6 +122,8 @@ def commit_from_cli(
             "committed": False,
             "reason": f"compaction {result.report.status.value}: {result.report.reason}",
         }
+    if mode == "export" and output is None:
+        fail("--mode export needs -o PATH (the file to write)", EXIT_REFUSED)
     try:
         record = commit(result, loaded, mode=mode, target=output, target_format=to_format)
     except (CommitError, ArchiveError) as exc:
@@ -184,19 +186,24 @@ def history_cmd(file: Path | None, session: str | None, as_json: bool) -> None:
 
     Each commit archived the original before writing; undo one with `tjui undo ID`.
     """
-    from tinyjuice.store import Archive, history
+    from tinyjuice.store import Archive, archive_path, history
 
+    # Read-only: a missing archive means no commits yet, and is not created.
     try:
-        archive = Archive()
-        records = history(file, session=session, archive=archive)
+        archive = Archive.open_existing()
+        records = [] if archive is None else history(file, session=session, archive=archive)
     except (ArchiveError, CommitError) as exc:
         _refuse(exc)
+    path = archive.path if archive is not None else archive_path()
     if as_json:
-        emit_json({"archive": str(archive.path), "commits": [r.to_dict() for r in records]})
+        emit_json({"archive": str(path), "commits": [r.to_dict() for r in records]})
+        return
+    if archive is None:
+        click.echo(f"no commits yet (no archive at {path})")
         return
     if not records:
         where = f" for {file}" if file is not None else ""
-        click.echo(f"no commits{where} in the archive ({archive.path})")
+        click.echo(f"no commits{where} in the archive ({path})")
         return
     header = ("ID", "WHEN", "MODE", "STATE", "TOKENS", "TARGET")
     rows = [header, *history_rows(records)]

@@ -17,6 +17,7 @@ from tinyjuice.store.archive import (
     CommitState,
     SourceKind,
     StaleSourceError,
+    archive_path,
     default_home,
 )
 from tinyjuice.store.atomic import atomic_write
@@ -48,6 +49,7 @@ __all__ = [
     "SourceRef",
     "SqliteLease",
     "StaleSourceError",
+    "archive_path",
     "atomic_write",
     "commit",
     "default_home",

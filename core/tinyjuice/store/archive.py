@@ -54,6 +54,7 @@ __all__ = [
     "CommitState",
     "SourceKind",
     "StaleSourceError",
+    "archive_path",
     "default_home",
     "new_commit_id",
 ]
@@ -114,6 +115,11 @@ def default_home() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir(_APP, appauthor=False))
+
+
+def archive_path(home: str | Path | None = None) -> Path:
+    """Where the archive of ``home`` (default: :func:`default_home`) lives."""
+    return (Path(home) if home is not None else default_home()) / ARCHIVE_NAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +290,18 @@ class Archive:
         self.path = self.home / ARCHIVE_NAME
         self._timeout = timeout
         self._prepare()
+
+    @classmethod
+    def open_existing(
+        cls, home: str | Path | None = None, *, timeout: float = 15.0
+    ) -> Archive | None:
+        """The archive at ``home`` if one exists; None otherwise, creating nothing.
+
+        For read-only callers (``tjui history``): a missing archive means no commits yet.
+        """
+        if not archive_path(home).exists():
+            return None
+        return cls(home, timeout=timeout)
 
     # ------------------------------------------------------------- opening
 

@@ -35,7 +35,15 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats import WRITABLE_FORMATS, LoadOptions, dumps, load, load_bytes
+from tinyjuice.formats import (
+    JSONL_SUFFIXES,
+    WRITABLE_FORMATS,
+    LoadOptions,
+    conversion_losses,
+    dumps,
+    load,
+    load_bytes,
+)
 from tinyjuice.formats._base import SQLITE_MAGIC, LoadError, SaveError, read_bytes
 from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, Transcript
 from tinyjuice.report import CompactionReport, CompactionResult, PersistenceRecommendation, Status
@@ -252,8 +260,8 @@ def _resolve_mode(
             ) from None
         if chosen is CommitMode.IN_PLACE and source.format in _NEVER_IN_PLACE:
             raise CommitError(
-                f"{_NEVER_IN_PLACE[source.format]}; use --mode child (a new session that"
-                " continues it) or --mode export"
+                f"{_NEVER_IN_PLACE[source.format]}; commit it as a child (a new session"
+                " that continues it) or as an export instead"
             )
         return chosen, notes
     if report is None or report.persistence is PersistenceRecommendation.IN_PLACE_ARCHIVE:
@@ -296,18 +304,18 @@ def _check_in_place_format(source: LoadedSource) -> None:
     if fmt not in WRITABLE_FORMATS:
         raise CommitError(
             f"tinyjuice cannot write {fmt} transcripts, so it cannot replace this one in"
-            " place; use --mode export with -o PATH and --to one of: " + ", ".join(WRITABLE_FORMATS)
+            " place; export it instead, to a file in one of: " + ", ".join(WRITABLE_FORMATS)
         )
     kind = source.transcript.extra.get("_hermes_source")
     if fmt == "hermes" and kind == "gateway":
         raise CommitError(
             "a Hermes gateway JSONL cannot be rewritten in place (tinyjuice writes session"
-            " logs); use --mode child or --mode export"
+            " logs); commit it as a child or as an export instead"
         )
     if fmt == "sharegpt" and _trajectory_count(source.data) > 1:
         raise CommitError(
             f"{source.path.name} holds several trajectories and only the first was compacted;"
-            " replacing the file would drop the others — use --mode child or export"
+            " replacing the file would drop the others — commit it as a child or as an export instead"
         )
 
 
@@ -322,12 +330,18 @@ def _default_child_path(source: LoadedSource, commit_id: str, session: str | Non
 
 
 def _render(
-    transcript: Transcript, fmt: str, source: LoadedSource, summary: Message | None, **kw: Any
+    transcript: Transcript,
+    fmt: str,
+    source: LoadedSource,
+    summary: Message | None,
+    *,
+    jsonl: bool | None = None,
+    **kw: Any,
 ) -> bytes:
     try:
         if fmt == "claude-code":
             return claude_code_continuation(transcript, source, summary=summary, **kw)
-        return dumps(transcript, fmt)
+        return dumps(transcript, fmt, jsonl=jsonl)
     except SaveError as exc:
         raise CommitError(str(exc)) from None
 
@@ -369,7 +383,7 @@ def plan_commit(
         if target_path is not None and target_path != source.path:
             raise CommitError(
                 f"a {chosen.value} commit of a state.db session writes into the same database;"
-                " -o is only for --mode export"
+                " a target path is only for an export"
             )
         session = source.ref.session_id if chosen is CommitMode.IN_PLACE else None
         session = session or hermes_db.new_session_id()
@@ -380,9 +394,13 @@ def plan_commit(
 
     if chosen is CommitMode.IN_PLACE:
         if target_path is not None and target_path != source.path:
-            raise CommitError("an in-place commit writes the source itself; -o is for export")
+            raise CommitError(
+                "an in-place commit writes the source itself; a target path is only for an export"
+            )
         if target_format is not None and target_format != source.format:
-            raise CommitError("an in-place commit keeps the source's format; --to is for export")
+            raise CommitError(
+                "an in-place commit keeps the source's format; another format is only for an export"
+            )
         _check_in_place_format(source)
         fmt, out_path, session = source.format, source.path, None
         data = _render(transcript, fmt, source, summary)
@@ -397,15 +415,17 @@ def plan_commit(
         else:
             raise CommitError(
                 f"tinyjuice cannot write {source.format} transcripts, so it cannot write a"
-                " child in that format; use --mode export -o PATH --to "
-                + "|".join(WRITABLE_FORMATS)
+                " child in that format; export it instead, to a file in one of: "
+                + ", ".join(WRITABLE_FORMATS)
             )
         if target_format is not None and target_format != fmt:
-            raise CommitError("a child continuation keeps the source's format; --to is for export")
+            raise CommitError(
+                "a child continuation keeps the source's format; another format is only for an export"
+            )
         out_path = target_path or _default_child_path(source, cid, session)
         if out_path == source.path:
             raise CommitError(
-                "a child continuation never writes over its source; choose another -o"
+                "a child continuation never writes over its source; choose another target path"
             )
         if out_path.exists():
             raise CommitError(
@@ -426,18 +446,21 @@ def plan_commit(
         transcript = child
     else:
         if target_path is None:
-            raise CommitError("an export needs a target path (-o PATH)")
+            raise CommitError("an export needs a target path")
         if target_path == source.path:
-            raise CommitError("an export never writes over its source; use --mode in-place")
+            raise CommitError("an export never writes over its source; commit in place instead")
         fmt = target_format or source.format
         if fmt not in WRITABLE_FORMATS:
             raise CommitError(
-                f"cannot write {fmt!r} transcripts; pass --to with one of: "
+                f"cannot write {fmt!r} transcripts; export to one of: "
                 + ", ".join(WRITABLE_FORMATS)
             )
         out_path, session = target_path, None
-        data = _render(transcript, fmt, source, summary)
+        # A .jsonl target gets JSON lines; what the target format cannot hold is said.
+        jsonl = True if out_path.suffix.lower() in JSONL_SUFFIXES else None
+        data = _render(transcript, fmt, source, summary, jsonl=jsonl)
         _check_reads_back(data, out_path, fmt, transcript)
+        notes += [f"{fmt} export drops {loss}" for loss in conversion_losses(transcript, fmt)]
     _writable_dir(out_path)
     return CommitPlan(
         cid, chosen, source, transcript, report, SourceKind.FILE, out_path, session, fmt, data,

@@ -228,7 +228,7 @@ def _require_in_place_columns(conn: sqlite3.Connection, path: Path) -> None:
         raise CommitError(
             f"{path} is an older Hermes state.db without messages."
             + "/".join(sorted(missing))
-            + " columns: in-place compaction is not possible; use --mode child or export"
+            + " columns: in-place compaction is not possible; commit it as a child or as an export instead"
         )
 
 
