@@ -7,6 +7,8 @@ clear line on stderr with exit status 2, never a traceback.
 
 from __future__ import annotations
 
+import difflib
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,10 +20,12 @@ from tjui.clikit import (
     boundary_options,
     context_window_option,
     emit_json,
+    ensure_parent_dir,
     fail,
     format_option,
     lenient_option,
     load_or_fail,
+    output_option,
     session_option,
 )
 from tjui.commands.store import commit_from_cli, commit_options, echo_commit, load_for_commit
@@ -29,14 +33,45 @@ from tjui.commands.summaries import provider_option, resolve_provider
 
 _GROUP_FLAGS = ("--help", "-h", "--version")
 
+#: The commands that work without a terminal, named when the inspector cannot start.
+HEADLESS_COMMANDS = ("inspect", "compress", "explain", "summarize", "review")
+
+
+def _looks_like_command(word: str) -> bool:
+    """A bare word (no path separator, no dot or extension): a command name, not a file."""
+    if not word or word.startswith("-"):
+        return False
+    return not any(c in word for c in {"/", ".", os.sep, os.altsep or "/"})
+
 
 class _DefaultToOpen(click.Group):
-    """A group where ``tjui FILE`` (or bare ``tjui``) means ``tjui open [FILE]``."""
+    """A group where ``tjui FILE`` (or bare ``tjui``) means ``tjui open [FILE]``.
+
+    A first argument that is neither a command nor an existing path but looks like a
+    command name (``tjui inspectt``) is reported as a mistyped command, not opened.
+    """
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args or (args[0] not in self.commands and args[0] not in _GROUP_FLAGS):
+            if args and _looks_like_command(args[0]) and not Path(args[0]).exists():
+                self._no_such_command(args[0])
             args = ["open", *args]
         return super().parse_args(ctx, args)
+
+    def _no_such_command(self, word: str) -> None:
+        names = sorted(name for name, cmd in self.commands.items() if not cmd.hidden)
+        close = difflib.get_close_matches(word, names, n=1)
+        if close:
+            fail(f"No such command '{word}'. Did you mean '{close[0]}'?")
+        fail(
+            f"No such command '{word}' (and no such file). Commands: {', '.join(names)};"
+            " to open a transcript, give its path"
+        )
+
+
+def _interactive() -> bool:
+    """Whether the inspector can run: stdin and stdout are both terminals."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
 
 
 @click.group(cls=_DefaultToOpen, context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,6 +99,15 @@ def open_cmd(
     model: str | None,
 ) -> None:
     """Open the inspector on FILE (the bundled demo session by default)."""
+    if not _interactive():
+        streams = [n for n, s in (("stdin", sys.stdin), ("stdout", sys.stdout)) if not s.isatty()]
+        commands = [f"tjui {c} FILE" for c in HEADLESS_COMMANDS]
+        fail(
+            f"the inspector needs a terminal ({' and '.join(streams) or 'stdin/stdout'}"
+            f" {'is' if len(streams) == 1 else 'are'} not a TTY); without one, use "
+            + ", ".join(commands[:-1])
+            + f" or {commands[-1]} (see tjui --help)"
+        )
     from tjui.app import run_app
     from tjui.paths import demo_session
 
@@ -87,10 +131,18 @@ def inspect_cmd(
     as_json: bool,
 ) -> None:
     """Summarise a transcript: counts, tokens by role and kind, past compactions."""
+    from dataclasses import replace
+
+    from tinyjuice.report import DEFAULT_CONTEXT_WINDOW
     from tinyjuice.stats import compute_stats
 
     transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
     stats = compute_stats(transcript, context_window=context_window)
+    if stats.context_window is None:
+        # The window compress and explain judge against when nothing names one.
+        stats = replace(
+            stats, context_window=DEFAULT_CONTEXT_WINDOW, context_window_source="default"
+        )
     if as_json:
         emit_json(stats.to_dict())
         return
@@ -115,13 +167,9 @@ def inspect_cmd(
 @click.option(
     "--dry-run", is_flag=True, help="Only show where the boundary falls and the zone sizes."
 )
-@click.option(
-    "-o",
-    "--output",
-    "output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the compacted transcript here (never over FILE).",
+@output_option(
+    "Write the compacted transcript to this file (never over FILE); missing directories"
+    " are created. With --commit: the export or child target."
 )
 @click.option(
     "--to",
@@ -161,7 +209,13 @@ def compress_cmd(
     anchors); with them you choose the boundary. FILE is modified only with --commit
     (in place: the original is archived first; `tjui undo` restores it).
     """
-    from tinyjuice.formats import WRITABLE_FORMATS, SaveError, save
+    from tinyjuice.formats import (
+        WRITABLE_FORMATS,
+        ConversionLoss,
+        SaveError,
+        conversion_losses,
+        save,
+    )
     from tinyjuice.pipeline import compress, plan_boundary
     from tinyjuice.report import CompactionOptions, Profile
 
@@ -208,19 +262,35 @@ def compress_cmd(
     summarizer = resolve_provider(provider) if provider is not None else None
     result = compress(transcript, options, summarizer)
     report = result.report.to_dict()
-    written = None
+    written: str | None = None
+    losses: list[ConversionLoss] = []
+    written_format: str | None = None
     if loaded is not None:
         # With --commit, -o/--to name the export or child target; the store checks them.
-        report["commit"] = commit_from_cli(
+        if output is not None and result.changed:
+            ensure_parent_dir(output)
+        commit = commit_from_cli(
             result, loaded, mode=commit_mode, output=output, to_format=to_format
         )
+        report["commit"] = commit
+        if commit.get("committed"):
+            written, written_format = commit.get("target_path"), commit.get("target_format")
     elif output is not None and result.changed:
+        ensure_parent_dir(output)
         try:
+            losses = conversion_losses(result.transcript, out_format)
             save(result.transcript, output, out_format)
         except (SaveError, OSError) as exc:
             fail(f"could not write {output}: {exc}")
-        written = str(output)
-    report["output"] = {"path": written, "format": out_format if written else None}
+        written, written_format = str(output), out_format
+        if not as_json:
+            for loss in losses:
+                click.echo(f"tjui: warning: {out_format} output drops {loss}", err=True)
+    report["output"] = {
+        "path": written,
+        "format": written_format,
+        "dropped": [{"kind": x.kind, "count": x.count, "message": x.message} for x in losses],
+    }
     if as_json:
         emit_json(report)
     else:
@@ -229,6 +299,12 @@ def compress_cmd(
         print_report(report)
         if loaded is not None:
             echo_commit(report["commit"])
+    if output is not None and loaded is None and written is None:
+        # A no-op (below the threshold, nothing to compress) or an abort writes nothing.
+        left = "left as it was" if output.exists() else "not created"
+        click.echo(
+            f"not written: {report['status']}: {report['reason']} ({output} {left})", err=True
+        )
     if result.report.status.value == "aborted":
         sys.exit(1)
 

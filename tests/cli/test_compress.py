@@ -164,3 +164,87 @@ def test_mode_without_commit_is_refused(session: Path) -> None:
     code, _, err = run("compress", str(session), "--keep-last", "2", "--mode", "child")
     assert code == 2
     assert "--mode needs --commit" in err
+
+
+def test_commit_in_place_says_only_what_happened(session: Path) -> None:
+    code, out, err = run("compress", str(session), "--keep-last", "2", "--commit")
+    assert code == 0, err
+    assert "nothing written" not in out
+    assert "persistence:" not in out
+    assert f"in-place → {session.resolve()}" in out or f"in-place → {session}" in out
+    assert "undo: tjui undo " in out
+
+
+def test_commit_export_reports_the_written_path(session: Path, tmp_path: Path) -> None:
+    target = tmp_path / "exports" / "exp.json"  # a missing directory is created
+    args = ["compress", str(session), "--keep-last", "2", "--commit", "--mode", "export"]
+    code, out, err = run(*args, "-o", str(target))
+    assert code == 0, err
+    assert "nothing written" not in out
+    assert "export → " in out and "exp.json" in out
+    assert target.is_file()
+    target.unlink()
+    code, out, err = run(*args, "-o", str(target), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["commit"]["committed"] is True
+    assert Path(report["output"]["path"]).resolve() == target.resolve()
+    assert report["output"]["format"] == "openai"
+
+
+def test_plain_report_says_nothing_was_written(session: Path) -> None:
+    code, out, err = run("compress", str(session), "--keep-last", "2")
+    assert code == 0, err
+    assert "nothing written, the input is unchanged" in " ".join(out.split())
+    assert "persistence:" not in out
+
+
+def test_noop_with_output_says_not_written(session: Path, tmp_path: Path) -> None:
+    out_path = tmp_path / "out.json"
+    code, out, err = run("compress", str(session), "-o", str(out_path))
+    assert code == 0
+    assert not out_path.exists()
+    assert err.startswith("not written: below_threshold: ")
+    assert "not created" in err
+    assert "below_threshold" in out
+
+
+def test_output_creates_missing_directories(session: Path, tmp_path: Path) -> None:
+    out_path = tmp_path / "a" / "b" / "out.json"
+    code, out, err = run("compress", str(session), "--keep-last", "1", "-o", str(out_path))
+    assert code == 0, err
+    assert load(out_path).messages[-1].text == "Now make the retry logic idempotent."
+    assert f"wrote {out_path} (openai)" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("commit", [[], ["--commit", "--mode", "export"]])
+def test_output_naming_a_directory_is_refused(
+    session: Path, tmp_path: Path, commit: list[str]
+) -> None:
+    base = ["compress", str(session), "--keep-last", "1", *commit]
+    trailing = f"{tmp_path / 'newdir'}/"
+    code, out, err = run(*base, "-o", trailing)
+    assert code == 2 and out == ""
+    assert err.startswith(f"tjui: error: -o {trailing}: ends with a path separator")
+    assert not (tmp_path / "newdir").exists()
+    code, _, err = run(*base, "-o", str(tmp_path))
+    assert code == 2
+    assert f"-o {tmp_path}: is a directory" in err
+    assert ".tmp" not in err
+
+
+def test_converting_warns_what_the_target_format_drops(tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parents[2] / "sessions" / "anthropic-messages.json"
+    out = tmp_path / "x.jsonl"
+    code, _, err = run("compress", str(src), "--keep-last", "2", "--to", "sharegpt", "-o", str(out))
+    assert code == 0, err
+    assert "tjui: warning: sharegpt output drops 1 image (sharegpt has no media)" in err
+    assert out.read_bytes().count(b"\n") == 1  # .jsonl: one compact record
+    code, stdout, _ = run(
+        "compress", str(src), "--keep-last", "2", "--to", "sharegpt", "-o", str(out), "--json"
+    )
+    dropped = json.loads(stdout)["output"]["dropped"]
+    assert {"kind": "media", "count": 1} in [{k: d[k] for k in ("kind", "count")} for d in dropped]
+    # The same format drops nothing, and says nothing.
+    code, _, err = run("compress", str(src), "--keep-last", "2", "-o", str(tmp_path / "y.json"))
+    assert code == 0 and "drops" not in err

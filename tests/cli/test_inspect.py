@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,65 @@ def test_sessions_on_a_non_database_is_a_clear_error() -> None:
     assert code == 2
     assert err.startswith("tjui: error: ")
     assert "Traceback" not in err
+
+
+def _exact_counter_available() -> bool:
+    from tinyjuice.tokens import CountKind, default_counter
+
+    return default_counter().kind is CountKind.EXACT
+
+
+@pytest.mark.skipif(not _exact_counter_available(), reason="no tokenizer loads here")
+def test_exact_counts_are_labelled_exact_with_their_notes() -> None:
+    path = str(SESSIONS / "claude-code.jsonl")
+    code, out, err = run("inspect", path, "--json")
+    assert code == 0, err
+    tokens = json.loads(out)["tokens"]
+    assert tokens["kind"] == "exact"
+    code, out, _ = run("inspect", path)
+    assert code == 0
+    assert "tokens (estimate" not in out
+    note = re.escape(f"{tokens['total']:,}  [exact, {tokens['counter']}]")
+    assert re.search(rf"tokens \(exact\) +{note}", out)
+    # Bracketed notes used to vanish as Rich markup.
+    readings = tokens["measured_points"]
+    assert f"{tokens['measured_prompt']:,}  [measured, last of {readings} readings]" in out
+
+
+def test_rough_estimate_is_labelled_estimated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TJUI_TOKENIZER", "rough")
+    path = str(SESSIONS / "demo.json")
+    code, out, err = run("inspect", path, "--json")
+    assert code == 0, err
+    tokens = json.loads(out)["tokens"]
+    assert (tokens["kind"], tokens["counter"]) == ("estimated", "rough")
+    code, out, _ = run("inspect", path)
+    assert code == 0
+    note = re.escape(f"{tokens['total']:,}  [estimated, rough]")
+    assert re.search(rf"tokens \(estimated\) +{note}", out)
+    assert "tokens (exact)" not in out
+
+
+def test_unknown_model_shows_the_default_window_compress_uses(tmp_path: Path) -> None:
+    path = tmp_path / "nomodel.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "hello there"},
+                {"role": "assistant", "content": "hi"},
+            ]
+        )
+    )
+    code, out, err = run("compress", str(path), "--json")
+    assert code == 0, err
+    budget = json.loads(out)["budget"]
+    window, source = budget["context_window"], budget["context_window_source"]
+    assert source == "default"
+    code, out, err = run("inspect", str(path), "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert (got["context_window"], got["context_window_source"]) == (window, source)
+    code, out, _ = run("inspect", str(path))
+    assert code == 0
+    assert re.search(rf"context window +{window:,}  \(default\)", out)

@@ -423,3 +423,15 @@ def test_review_bad_file_is_one_line(tmp_path: Path) -> None:
     bad.write_text("{ nope")
     code, _, err = invoke(review_cmd, str(bad))
     assert code == 2 and "bad.json" in err and "Traceback" not in err
+
+
+def test_summarize_nothing_to_compress_is_not_an_error() -> None:
+    path = str(SESSIONS / "openai-chat.json")
+    code, out, err = invoke(summarize_cmd, path, "--keep-last", "100")
+    assert code == 0, err
+    assert out.startswith("nothing to summarise (noop): ")
+    assert "leaves nothing to compress" in out
+    code, out, err = invoke(summarize_cmd, path, "--keep-last", "100", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["status"], data["summary"], data["failure_class"]) == ("noop", None, None)

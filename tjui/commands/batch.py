@@ -18,7 +18,7 @@ import orjson
 
 from tjui.clikit import emit_json, fail
 
-__all__ = ["EXIT_INTERRUPTED", "batch"]
+__all__ = ["EXIT_INTERRUPTED", "NETWORK_WORKERS_PER_CORE", "batch", "worker_count"]
 
 #: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
 EXIT_INTERRUPTED = 130
@@ -136,6 +136,25 @@ def _provider_factory(name: str | None) -> tuple[Any, str]:
     return partial(make_provider, config), f"provider:{config.name}"
 
 
+#: With a summary provider the work waits on the network: this many workers per core.
+NETWORK_WORKERS_PER_CORE = 4
+
+
+def worker_count(requested: int | None, *, network_bound: bool) -> tuple[int, int | None]:
+    """(workers to start, the cap when ``requested`` was lowered to it, else None).
+
+    The default is one worker per core. More processes than cores only slow a CPU-bound
+    run down, so ``requested`` is capped at the core count — or at
+    ``NETWORK_WORKERS_PER_CORE`` × cores when a summary provider is configured and
+    workers mostly wait for its answers.
+    """
+    cores = os.cpu_count() or 1
+    if requested is None:
+        return cores, None
+    cap = cores * NETWORK_WORKERS_PER_CORE if network_bound else cores
+    return (cap, cap) if requested > cap else (requested, None)
+
+
 def _warn(message: str) -> None:
     click.echo(f"tjui: warning: {message}", err=True)
 
@@ -194,7 +213,8 @@ def _summary_line(data: dict[str, Any]) -> str:
     type=click.IntRange(min=1),
     default=None,
     metavar="K",
-    help="Worker processes (default: all cores). Output is identical for any K.",
+    help="Worker processes (default: all cores; at most the core count, or 4× it with"
+    " --provider). Output is identical for any K.",
 )
 @click.option(
     "--keep-last",
@@ -283,7 +303,15 @@ def batch(
         profile=Profile(profile),
     )
     factory, summary_label = _provider_factory(provider_name)
-    n_workers = workers or os.cpu_count() or 1
+    n_workers, capped = worker_count(workers, network_bound=factory is not None)
+    if capped is not None:
+        cores = os.cpu_count() or 1
+        why = (
+            f"{NETWORK_WORKERS_PER_CORE} per core × {cores} core(s) with a summary provider"
+            if factory is not None
+            else f"{cores} core(s): more processes than cores only slow a CPU-bound run"
+        )
+        _warn(f"--workers {workers} capped at {capped} ({why})")
     bar = _Progress(sum(j.size for j in jobs), _progress_enabled(progress))
     metrics_fh: IO[bytes] | None = None
     if metrics_path is not None:

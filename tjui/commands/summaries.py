@@ -255,12 +255,13 @@ def summarize_cmd(
 
     Without --keep-last/--at the agent-style policy picks the boundary. The provider is
     --provider, else $TJUI_PROVIDER, else default_provider; without one the
-    deterministic fallback writes the summary. A provider failure that aborts (auth,
+    deterministic fallback writes the summary. Nothing to summarise (the boundary
+    leaves no middle) exits with status 0; a provider failure that aborts (auth,
     network) exits with status 1 and changes nothing.
     """
     from tinyjuice.budget import summary_token_budget
     from tinyjuice.pipeline import compress
-    from tinyjuice.report import CompactionOptions
+    from tinyjuice.report import CompactionOptions, Status
     from tinyjuice.review import review_summary
     from tinyjuice.tokens import count_transcript, default_counter, message_tokens
 
@@ -291,14 +292,22 @@ def summarize_cmd(
             "warnings": list(report.warnings),
             "review": None,
         }
+        aborted = report.status is Status.ABORTED
         if as_json:
             emit_json(data)
-        else:
+        elif aborted:
             cls = f" [{report.failure_class}]" if report.failure_class else ""
             click.echo(f"no summary{cls}: {report.reason}", err=True)
             for w in report.warnings:
                 click.echo(f"  {w}", err=True)
-        sys.exit(1)
+        else:
+            click.echo(f"nothing to summarise ({report.status.value}): {report.reason}")
+            for w in report.warnings:
+                click.echo(f"note: {w}")
+        # A provider failure aborts (1); nothing to summarise is not an error (0).
+        if aborted:
+            sys.exit(1)
+        return
     middle = result.compacted_middle
     budget = summary_token_budget(
         report.context_window, sum(message_tokens(m, counter) for m in middle)

@@ -1,0 +1,87 @@
+"""`tjui [FILE]`: the inspector needs a terminal; a mistyped command is not opened as a file.
+
+CliRunner's streams are not terminals, so these tests see what a pipe or a cron job
+sees; ``_interactive`` is patched where a terminal is assumed. ``run_app`` is replaced
+so no test starts the Textual app.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import tjui.app
+import tjui.cli
+from tjui.cli import main
+
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The paths ``run_app`` was called with (it never starts the app here)."""
+    calls: list[Path] = []
+
+    def fake_run_app(path: str | Path, **kwargs: object) -> None:
+        calls.append(Path(path))
+
+    monkeypatch.setattr(tjui.app, "run_app", fake_run_app)
+    return calls
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tjui.cli, "_interactive", lambda: True)
+
+
+@pytest.mark.parametrize("args", [[str(SESSIONS / "openai-chat.json")], [], ["open"]])
+def test_without_a_terminal_the_inspector_refuses(args: list[str], opened: list[Path]) -> None:
+    code, out, err = run(*args)
+    assert code == 2
+    assert out == "" and opened == []
+    assert err.startswith("tjui: error: the inspector needs a terminal")
+    for command in ("tjui inspect FILE", "tjui compress FILE", "tjui explain FILE"):
+        assert command in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_with_a_terminal_file_opens_the_inspector(opened: list[Path], terminal: None) -> None:
+    code, _, err = run(str(SESSIONS / "openai-chat.json"))
+    assert code == 0, err
+    assert opened == [SESSIONS / "openai-chat.json"]
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("inspectt", "inspect"), ("hist", "history")])
+def test_mistyped_command_suggests_the_closest(
+    typed: str, meant: str, opened: list[Path], terminal: None
+) -> None:
+    code, out, err = run(typed, "x.json")
+    assert code == 2
+    assert out == "" and opened == []
+    assert err == f"tjui: error: No such command '{typed}'. Did you mean '{meant}'?\n"
+
+
+def test_unknown_word_lists_the_commands(opened: list[Path], terminal: None) -> None:
+    code, _, err = run("zzzqqq")
+    assert code == 2 and opened == []
+    assert "No such command 'zzzqqq'" in err and "inspect" in err and "Did you mean" not in err
+
+
+def test_path_like_arguments_still_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened: list[Path], terminal: None
+) -> None:
+    # A missing path (dot or separator) goes to the inspector, whose dialog says
+    # "no such file"; an existing file named like a word opens too.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "inspectt").write_text("[]")
+    for arg in ("nope.json", "sub/nope", "inspectt"):
+        code, _, err = run(arg)
+        assert code == 0, err
+    assert opened == [Path("nope.json"), Path("sub/nope"), Path("inspectt")]
