@@ -151,9 +151,16 @@ def _score(name: str, source: Source) -> int:
 
 
 def _sniff(readings: list[Source]) -> tuple[str | None, Source]:
-    """The best-scoring (format, reading); a tie keeps the earlier reading (as parsed)."""
+    """The best-scoring (format, reading); a tie keeps the earlier reading (as parsed).
+
+    A JSON document is read as one JSONL record only when no format takes it as a
+    document (a pretty-printed one-line JSONL file): a document is far more often just
+    that, and sniffing every format twice would slow every load.
+    """
     best: tuple[str | None, Source, int] = (None, readings[0], 0)
     for reading in readings:
+        if best[0] is not None and readings[0].kind == "json":
+            break
         for name in FORMAT_NAMES:
             if reading.kind not in _KINDS[name]:
                 continue
