@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import click
@@ -21,6 +22,7 @@ from tjui.commands.store import (
     echo_commit,
     history_cmd,
     load_for_commit,
+    recover_cmd,
     undo_cmd,
 )
 
@@ -155,9 +157,25 @@ def test_undo_refused_when_the_file_changed_unless_forced(session: Path) -> None
     session.write_bytes(session.read_bytes() + b"\n")
     code, _, err = invoke(undo_cmd, commit_id)
     assert code == EXIT_REFUSED and "--force" in err
+    agent_state = session.read_bytes()
     code, out, err = invoke(undo_cmd, commit_id, "--force")
     assert code == 0, err
     assert "archived" in out and sha(session) == original
+    # What the forced undo replaced (the agent's newer state) can be written back out.
+    short = re.search(r"tjui recover (\w+) -o FILE", out)
+    assert short, out
+    back = session.parent / "agent-state.json"
+    code, out, err = invoke(recover_cmd, short.group(1), "-o", str(back))
+    assert code == 0, err
+    assert back.read_bytes() == agent_state and "verified" in out
+    # Never over an existing file without --force; a bad or unknown digest is one line.
+    code, _, err = invoke(recover_cmd, short.group(1), "-o", str(back))
+    assert code == EXIT_REFUSED and "--force" in err
+    code, _, err = invoke(recover_cmd, "zz", "-o", str(session.parent / "x"))
+    assert code == EXIT_REFUSED and "at least 8 hex characters" in err
+    code, _, err = invoke(recover_cmd, "0" * 12, "-o", str(session.parent / "x"))
+    assert code == EXIT_REFUSED and "no copy" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_a_held_lease_exits_busy_and_changes_nothing(session: Path) -> None:

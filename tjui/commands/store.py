@@ -36,6 +36,7 @@ __all__ = [
     "echo_commit",
     "history_cmd",
     "load_for_commit",
+    "recover_cmd",
     "undo_cmd",
 ]
 
@@ -213,6 +214,51 @@ def history_cmd(file: Path | None, session: str | None, as_json: bool) -> None:
         click.echo("  ".join([*cells, row[-1]]).rstrip())
 
 
+# ------------------------------------------------------------------------- recover
+
+
+@click.command("recover")
+@click.argument("sha256")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Write the archived copy to this file (never over an existing one unless --force).",
+)
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+def recover_cmd(sha256: str, output: Path, force: bool) -> None:
+    """Write an archived copy (by its sha256, or its first 8+ characters) to a file.
+
+    Every original a commit replaced is archived, and so is the state a forced undo
+    replaced (its sha256 is printed by `tjui undo --force` and shown by
+    `tjui history --json` as forced_sha256). For a Hermes state.db session the copy is a
+    JSON snapshot of its rows.
+    """
+    from tinyjuice.store import Archive
+    from tinyjuice.store.atomic import atomic_write
+
+    if output.is_dir() or str(output).endswith(("/", "\\")):
+        fail(f"-o {output} is a directory; give the file to write")
+    if output.exists() and not force:
+        fail(f"{output} exists; pass --force to replace it", EXIT_REFUSED)
+    archive = Archive.open_existing()
+    if archive is None:
+        fail("no archive yet: nothing has been committed", EXIT_REFUSED)
+    try:
+        digest = archive.find_blob(sha256)
+        data = archive.blob(digest)
+    except ArchiveError as exc:
+        _refuse(exc)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(output, data, tag="recover")
+    except OSError as exc:
+        fail(f"could not write {output}: {exc.strerror or exc}", EXIT_REFUSED)
+    click.echo(f"wrote {output} ({len(data):,} bytes, sha256 {digest[:12]}… verified)")
+
+
 # ---------------------------------------------------------------------------- undo
 
 
@@ -256,6 +302,10 @@ def undo_cmd(commit_id: str | None, file: Path | None, force: bool, as_json: boo
     )
     click.echo(f"undone {record.id} · {record.mode.value} · {restored}")
     if record.forced_sha256:
-        click.echo(f"its state before the undo is archived (sha256 {record.forced_sha256[:12]}…)")
+        short = record.forced_sha256[:12]
+        click.echo(
+            f"its state before the undo is archived (sha256 {short}…);"
+            f" `tjui recover {short} -o FILE` writes it back out"
+        )
     if record.note:
         click.echo(f"note: {record.note}")

@@ -424,6 +424,25 @@ class Archive:
             )
         return data
 
+    def find_blob(self, prefix: str) -> str:
+        """The full sha256 of the one archived copy starting with ``prefix`` (8+ hex
+        characters, as commands print them); ArchiveError when none or several match."""
+        p = prefix.strip().lower().rstrip("…").rstrip(".")
+        if len(p) < 8 or any(c not in "0123456789abcdef" for c in p):
+            raise ArchiveError(f"{prefix!r} is not a sha256 (give at least 8 hex characters)")
+        with self.connect() as conn:
+            rows = conn.execute(
+                "SELECT sha256 FROM blobs WHERE sha256 >= ? AND sha256 < ? LIMIT 2",
+                (p, p + "g"),
+            ).fetchall()
+        if not rows:
+            raise ArchiveError(
+                f"the archive has no copy whose sha256 starts with {p} ({self.path})"
+            )
+        if len(rows) > 1:
+            raise ArchiveError(f"several archived copies start with {p}; give more characters")
+        return str(rows[0]["sha256"])
+
     def has_blob(self, digest: str) -> bool:
         with self.connect() as conn:
             return (
