@@ -271,3 +271,14 @@ def test_openai_list_form_becomes_an_object_line() -> None:
     assert _records(dumps(t, "openai", jsonl=True)) == [
         {"messages": [{"role": "user", "content": "hi"}]}
     ]
+
+
+@pytest.mark.parametrize("sample", ["swe-agent.traj", "codex-rollout.jsonl", "claude-code.jsonl"])
+@pytest.mark.parametrize("target", ["openai", "hermes"])
+def test_a_conversion_reads_back_as_its_target_format(sample: str, target: str) -> None:
+    # Source-only fields (a SWE-agent "thought", a Codex item type) are not copied into
+    # OpenAI-shaped messages, so the written file is detected as what it now is.
+    t = load(SESSIONS / sample)
+    back = load_bytes(dumps(t, target), "x.json")
+    assert back.format == target
+    assert len(back.messages) >= len(t.messages)

@@ -30,7 +30,13 @@ from tinyjuice.formats import _hermes_db as _db
 from tinyjuice.formats._base import LoadError, LoadOptions, Source, bad_line_warnings, expect
 from tinyjuice.formats._common import finish
 from tinyjuice.formats._hermes_db import SessionInfo, list_sessions
-from tinyjuice.formats.openai import fast_message, known_keys, message_from_dict, message_to_dict
+from tinyjuice.formats.openai import (
+    OPENAI_SHAPED,
+    fast_message,
+    known_keys,
+    message_from_dict,
+    message_to_dict,
+)
 from tinyjuice.model import EMPTY, CompactionEvent, Message, Role, Transcript, Trigger
 
 __all__ = ["NAME", "SessionInfo", "list_sessions", "read", "sniff", "write"]
@@ -448,8 +454,8 @@ def _in_place_event(
 # ------------------------------------------------------------------------------ write
 
 
-def _message_out(m: Message) -> dict[str, Any]:
-    d = message_to_dict(m)
+def _message_out(m: Message, own: bool) -> dict[str, Any]:
+    d = message_to_dict(m, own_extra=own)
     keys = m.hints.get(_KEYS_HINT)
     if keys is None:
         # A message from elsewhere: write it the way Hermes logs tool results.
@@ -494,7 +500,8 @@ def _write_gateway(transcript: Transcript) -> bytes:
     for key, value in extra.items():
         if not key.startswith("_") and key not in ("message_count", "messages", "role"):
             meta.setdefault(key, value)
-    lines = [meta, *(_message_out(m) for m in transcript.messages)]
+    own = transcript.format in OPENAI_SHAPED
+    lines = [meta, *(_message_out(m, own) for m in transcript.messages)]
     return b"".join([orjson.dumps(line) + b"\n" for line in lines])
 
 
@@ -502,7 +509,8 @@ def _write_log(transcript: Transcript) -> bytes:
     extra = transcript.extra if transcript.format == NAME else EMPTY
     from_log = extra.get("_hermes_source") == "session_log"
     public = {k: v for k, v in extra.items() if not k.startswith("_")} if from_log else {}
-    messages = [_message_out(m) for m in transcript.messages]
+    own = transcript.format in OPENAI_SHAPED
+    messages = [_message_out(m, own) for m in transcript.messages]
 
     count: Any = len(messages)
     if "message_count" in public and extra.get("_messages_at_load") == len(messages):

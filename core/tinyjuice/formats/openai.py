@@ -450,8 +450,16 @@ def _call_to_dict(call: ToolCall) -> dict[str, Any]:
     return {"id": call.id, "type": call.kind, "function": fn, **extra}
 
 
-def message_to_dict(m: Message) -> dict[str, Any]:
-    """Message → OpenAI-style dict (shared with Hermes and SWE-agent)."""
+#: Formats whose message objects are OpenAI-shaped: their extra keys mean the same here.
+OPENAI_SHAPED: frozenset[str] = frozenset(("openai", "hermes"))
+
+
+def message_to_dict(m: Message, *, own_extra: bool = True) -> dict[str, Any]:
+    """Message → OpenAI-style dict (shared with Hermes and SWE-agent).
+
+    ``own_extra=False`` leaves out the message's source-only fields (a SWE-agent
+    ``thought``, a Codex item type…): written into another format they would make the
+    file read as its source format again."""
     hints = m.hints
     out: dict[str, Any] = {"role": hints.get("role", m.role.value)}
     form = hints.get("content_form")
@@ -485,7 +493,8 @@ def message_to_dict(m: Message) -> dict[str, Any]:
     for key in ("reasoning", "reasoning_content"):
         if f"{key}_raw" in hints:
             out[key] = hints[f"{key}_raw"]
-    out.update(m.extra)
+    if own_extra:
+        out.update(m.extra)
     return out
 
 
@@ -494,7 +503,8 @@ def write(transcript: Transcript, *, jsonl: bool | None = None) -> bytes:
 
     With ``jsonl`` the object is written compact on one line (one JSONL record).
     """
-    messages = [message_to_dict(m) for m in transcript.messages]
+    own = transcript.format in OPENAI_SHAPED
+    messages = [message_to_dict(m, own_extra=own) for m in transcript.messages]
     if transcript.system_prompt and not (
         transcript.messages and transcript.messages[0].role in (Role.SYSTEM, Role.DEVELOPER)
     ):
