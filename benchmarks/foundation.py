@@ -62,9 +62,11 @@ _WORKER_TIMEOUT_S = 900
 
 
 def _repeats(n: int, quick: bool) -> int:
+    """Samples per timing: a 1k-message load takes a few milliseconds, where one
+    scheduler hiccup moves the ratio by a whole point, so small sizes take many more."""
     if quick:
         return 3 if n <= 10_000 else 1
-    return 7 if n <= 1_000 else 5 if n <= 10_000 else 3
+    return 40 if n <= 1_000 else 10 if n <= 10_000 else 3
 
 
 def _size_label(n: int) -> str:
