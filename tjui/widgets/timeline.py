@@ -1,8 +1,8 @@
 """The usage timeline: context tokens per assistant turn, drawn with Unicode blocks.
 
 One column per turn (turns are bucketed by their peak when there are more turns than
-columns). Measured turns are solid blocks (``█`` with eighth-block tops), estimated
-turns are shaded (``▒``) in another colour. The window (``─``), the policy's threshold
+columns). Measured turns are solid blocks (``█`` with eighth-block tops); counted turns
+(exact or estimated: no provider usage) are shaded (``▒``) in another colour. The window (``─``), the policy's threshold
 (``━``) and the output reservation edge (``╌``) are horizontal lines, labelled in the
 left gutter. Under the chart, ``▲`` marks each past compaction (the selected one
 highlighted) and ``△`` each turn where the policy would have fired on replay. Every
@@ -266,7 +266,7 @@ class TimelineChart(Widget, can_focus=True):
 
         legend = Text()
         legend.append(f"{MEASURED} measured  ", self._style("measured"))
-        legend.append(f"{ESTIMATED} estimated  ", self._style("estimated"))
+        legend.append(f"{ESTIMATED} counted  ", self._style("estimated"))
         legend.append(f"{THRESHOLD_LINE} threshold  ", self._style("threshold"))
         legend.append(f"{WINDOW_LINE} window  ", self._style("window"))
         if thr.output_reservation:
