@@ -669,7 +669,9 @@ def _summarise(
         )
     else:
         source = _with_error_lines(middle, originals)
-    fb = fallback_summary(source, budget_tokens=budget_tokens, counter=run.counter)
+    fb = fallback_summary(
+        source, budget_tokens=budget_tokens, counter=run.counter, focus=opts.focus_topic
+    )
     text = fb.text
     if prev:
         text = _merge_previous(fb.summary, prev, budget_tokens, run.counter)

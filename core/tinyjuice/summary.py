@@ -984,11 +984,17 @@ def _accept_path(raw: str) -> str | None:
     return p  # a bare name with a known extension, or a dotfile
 
 
+#: What a clipped text ends with (``_clip`` here and in digests).
+_CLIPPED = "…"
+
+
 def _paths_in(text: str) -> Iterator[str]:
     if "/" not in text and "\\" not in text and "." not in text:
         return
     scrubbed = _URL_RE.sub(" ", text) if "://" in text else text
     for m in _PATH_RE.finditer(scrubbed):
+        if scrubbed.startswith(_CLIPPED, m.end()):
+            continue  # cut short by a clip ("src/app/lo…"): not a path that exists
         p = _accept_path(m.group(0))
         if p is not None:
             yield p
@@ -1258,6 +1264,8 @@ def _scan_paths(texts: Sequence[str], batch: list[int], out: dict[int, list[str]
         start = max(rfind(" ", pos, q), rfind("\t", pos, q), rfind("\n", pos, q)) + 1 or pos
         end = token_rest(big, q).end()
         for m in scan(big, start, end):
+            if big.startswith(_CLIPPED, m.end()):
+                continue  # cut short by a clip (see _paths_in)
             raw = m.group(0)
             p = accepted.get(raw)
             if p is None:
@@ -1431,11 +1439,13 @@ def _bullet(item: str) -> str:
     return "- " + item.replace("\n", "\n    ")
 
 
-def _note(n_messages: int, omitted: Mapping[str, int]) -> str:
+def _note(n_messages: int, omitted: Mapping[str, int], focus: str | None = None) -> str:
     note = (
         f"Deterministic fallback summary of {n_messages:,} earlier message(s), generated "
         "locally without a model; it may be incomplete."
     )
+    if focus:
+        note += f" Focus: {_one_line(focus, 200)} (matching items are listed first)."
     left = [f"{omitted[key]:,} {label}" for key, label in _CATEGORIES if omitted.get(key)]
     if left:
         note += " Left out to fit the budget: " + ", ".join(left) + "."
@@ -1443,7 +1453,10 @@ def _note(n_messages: int, omitted: Mapping[str, int]) -> str:
 
 
 def _assemble(
-    n_messages: int, chosen: Mapping[str, list[str]], omitted: Mapping[str, int]
+    n_messages: int,
+    chosen: Mapping[str, list[str]],
+    omitted: Mapping[str, int],
+    focus: str | None = None,
 ) -> StructuredSummary:
     def block(key: str) -> str:
         return "\n".join(_bullet(i) for i in chosen.get(key, ()))
@@ -1458,7 +1471,7 @@ def _assemble(
             "Newest first, verbatim; historical — the latest user message overrides them.\n" + asks
         )
     return StructuredSummary(
-        historical_task_snapshot=_note(n_messages, omitted),
+        historical_task_snapshot=_note(n_messages, omitted, focus),
         pending_asks=asks,
         relevant_files=block("paths"),
         completed_actions=labelled(
@@ -1556,6 +1569,36 @@ def _allocate(
     return chosen, omitted
 
 
+#: Categories a focus topic reorders (asks stay newest first, last turns in order).
+_FOCUSABLE: tuple[str, ...] = (
+    "paths",
+    "commands",
+    "errors",
+    "urls",
+    "tools",
+    "tool_calls",
+    "digests",
+)
+_FOCUS_STOPWORDS = frozenset(("the", "and", "for", "with", "from", "into", "about", "that"))
+
+
+def _focus_terms(focus: str | None) -> tuple[str, ...]:
+    """The words of a focus topic worth matching (3+ characters, lower case)."""
+    if not focus:
+        return ()
+    words = re.findall(r"[\w./-]{3,}", focus.lower())
+    return tuple(dict.fromkeys(w for w in words if w not in _FOCUS_STOPWORDS))
+
+
+def _focus_first(items: list[str], terms: tuple[str, ...]) -> list[str]:
+    """``items`` with those that mention a focus term first (each group in its order)."""
+    hit = [i for i in items if any(t in i.lower() for t in terms)]
+    if not hit or len(hit) == len(items):
+        return items
+    hits = set(hit)
+    return hit + [i for i in items if i not in hits]
+
+
 def fallback_summary(
     middle: Sequence[Message],
     *,
@@ -1563,6 +1606,7 @@ def fallback_summary(
     counter: TokenCounter | None = None,
     last_turns: int = 3,
     redact: bool = True,
+    focus: str | None = None,
 ) -> FallbackSummary:
     """A model-free summary of ``middle`` (messages that were ALREADY redacted).
 
@@ -1591,6 +1635,9 @@ def fallback_summary(
     to the room left if it alone is too big). What was left out is counted per category
     in ``omitted``, named in ``omitted_items`` and counted in the text ("Left out to fit
     the budget: …").
+    A ``focus`` topic puts the paths, commands, errors, URLs, tools, tool calls and tool
+    results that mention one of its words first in their category (so they are the ones a
+    tight budget keeps), and the note names it; asks and last turns keep their order.
     With ``redact`` the chosen items go through :func:`tinyjuice.redact.redact_text` once
     more, and so do the items of ``omitted_items`` (each category when first read).
     Linear in the size of ``middle``.
@@ -1598,6 +1645,12 @@ def fallback_summary(
     counter = counter or default_counter()
     collected = _collect(middle, last_turns)
     items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
+    terms = _focus_terms(focus)
+    if terms:
+        for key in _FOCUSABLE:
+            items[key] = _focus_first(items[key], terms)
+    else:
+        focus = None
     totals = {key: len(v) for key, v in items.items()}
 
     # Fixed cost: the note at its longest, every heading and label that may appear.
@@ -1605,6 +1658,7 @@ def fallback_summary(
         len(middle),
         {key: [""] for key in items if items[key]},
         {key: n for key, n in totals.items() if n},
+        focus,
     ).render()
     remaining = max(0, budget_tokens - counter.count(fixed_text))
 
@@ -1616,7 +1670,7 @@ def fallback_summary(
         chosen = {key: [redact_text(i) for i in v] for key, v in chosen.items()}
     omitted = {key: len(v) for key, v in left_out.items() if v}
 
-    summary = _assemble(len(middle), chosen, omitted)
+    summary = _assemble(len(middle), chosen, omitted, focus)
     text = summary.render()
     tokens = counter.count(text)
     # Token counts are not exactly additive (and redaction may lengthen an item): trim
@@ -1630,7 +1684,7 @@ def fallback_summary(
             excess -= counter.count(_bullet(dropped)) + 1
             omitted[key] = omitted.get(key, 0) + 1
             left_out[key].insert(0, dropped)
-        summary = _assemble(len(middle), chosen, omitted)
+        summary = _assemble(len(middle), chosen, omitted, focus)
         text = summary.render()
         tokens = counter.count(text)
 

@@ -494,6 +494,37 @@ def test_fallback_paths_from_a_diff_lose_their_a_b_prefixes() -> None:
     assert not any("/dev/null" in f for f in files)
 
 
+def test_fallback_focus_puts_matching_items_first_and_says_so() -> None:
+    middle = [user("Start")]
+    for k in range(200):
+        middle.append(assistant("", call(f"c{k}", "read_file", path=f"src/billing/mod_{k}.py")))
+        middle.append(tool(f"c{k}", "read_file", "x = 1"))
+    middle.append(assistant("", call("p1", "read_file", path="src/payments/retry.py")))
+    middle.append(tool("p1", "read_file", "retry = 3"))
+    tight = {"budget_tokens": 400, "counter": RoughCounter(), "last_turns": 0}
+    plain = fallback_summary(middle, **tight)
+    focused = fallback_summary(middle, focus="payments retry", **tight)
+    assert "src/payments/retry.py" not in plain.summary.relevant_files  # crowded out
+    files = focused.summary.relevant_files.splitlines()
+    assert files[0] == "- src/payments/retry.py"
+    assert "Focus: payments retry" in focused.text
+    # Without a matching item nothing moves (the note naming the focus takes a little room).
+    other = fallback_summary(middle, focus="kubernetes", **tight)
+    assert plain.summary.relevant_files.startswith(other.summary.relevant_files)
+
+
+def test_fallback_skips_paths_cut_short_by_a_clip() -> None:
+    middle = [
+        user("Look at src/app/payments/webhooks.py"),
+        assistant("", call("c1", "terminal", command="cat tests/fixtures/evt_payment_succ…")),
+        tool("c1", "terminal", "[terminal] ran `pytest tests/payments/test_webh…` -> exit 1"),
+    ]
+    fb = fallback_summary(middle, budget_tokens=4000, counter=RoughCounter())
+    files = fb.summary.relevant_files
+    assert "src/app/payments/webhooks.py" in files
+    assert "evt_payment_succ" not in files and "test_webh" not in files
+
+
 def test_fallback_multiline_ask_with_headings_parses_back() -> None:
     ask = "Please apply this plan:\n## Goal\nrewrite io\n# Steps\n1. read src/io.py"
     fb = fallback_summary([user(ask)], budget_tokens=2000, counter=RoughCounter(), last_turns=0)
@@ -687,3 +718,16 @@ def test_fallback_verbose_parts_never_take_room_an_anchor_needs() -> None:
     assert fb.omitted["tool_calls"] > 0
     for i in range(30):
         assert f"suite s{i} failed" in fb.text
+
+
+def test_compress_hands_the_focus_topic_to_the_fallback() -> None:
+    from builders import coding_session
+
+    from tinyjuice.pipeline import compress
+    from tinyjuice.report import CompactionOptions
+
+    t = coding_session(6).transcript()
+    opts = CompactionOptions(keep_last=1, force=True, focus_topic="engine rename")
+    result = compress(t, opts, counter=RoughCounter())
+    summary = next(m for m in result.transcript.messages if m.meta.generated_by == "summary")
+    assert "Focus: engine rename" in summary.text
