@@ -326,6 +326,7 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
         },
         "total": {"messages": plan.total_messages, "tokens": plan.total_tokens},
         "projected_tokens": plan.projected_tokens,
+        "projection": plan.projection,
         "summary_budget": plan.summary_budget,
         "budget": {
             "context_window": plan.context_window,

@@ -178,10 +178,17 @@ def print_plan(plan: dict[str, Any], out: Console | None = None) -> None:
     out.print(_zones_table(plan["zones"]))
     budget = plan["budget"]
     out.print(f"threshold: {budget['explanation']}")
-    out.print(
-        f"prompt now {plan['total']['tokens']:,} tokens → projected ~{plan['projected_tokens']:,}"
-        f" (summary target {plan['summary_budget']:,})"
-    )
+    if plan.get("projection") == "upper_bound":
+        out.print(
+            f"prompt now {plan['total']['tokens']:,} tokens → at most"
+            f" {plan['projected_tokens']:,} (the rules profile's saving shows once its rules"
+            " run: compress without --dry-run, or preview with p in the inspector)"
+        )
+    else:
+        out.print(
+            f"prompt now {plan['total']['tokens']:,} tokens → projected"
+            f" ~{plan['projected_tokens']:,} (summary target {plan['summary_budget']:,})"
+        )
 
 
 def print_report(report: dict[str, Any], out: Console | None = None) -> None:

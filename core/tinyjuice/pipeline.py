@@ -115,13 +115,16 @@ class BoundaryPlan:
     middle_tokens: int
     tail_tokens: int
     static_tokens: int
-    #: Estimated prompt after compaction (hermes: head + tail + summary target).
+    #: Estimated prompt after compaction (hermes: head + tail + summary target; rules:
+    #: the prompt as it is, an upper bound — what the rules remove shows only once they run).
     projected_tokens: int
     summary_budget: int
     budget: Budget
     context_window: int
     context_window_source: str
     compaction_count: int
+    #: How to read ``projected_tokens``: "estimate" or "upper_bound".
+    projection: str = "estimate"
 
     @property
     def head_messages(self) -> int:
@@ -309,6 +312,7 @@ def plan_boundary(
         context_window=window,
         context_window_source=window_source,
         compaction_count=count,
+        projection="upper_bound" if opts.profile is Profile.RULES else "estimate",
     )
 
 

@@ -248,3 +248,17 @@ def test_converting_warns_what_the_target_format_drops(tmp_path: Path) -> None:
     # The same format drops nothing, and says nothing.
     code, _, err = run("compress", str(src), "--keep-last", "2", "-o", str(tmp_path / "y.json"))
     assert code == 0 and "drops" not in err
+
+
+def test_rules_dry_run_says_its_projection_is_an_upper_bound(session: Path) -> None:
+    code, out, err = run(
+        "compress", str(session), "--keep-last", "3", "--profile", "rules", "--dry-run"
+    )
+    assert code == 0, err
+    assert "at most" in out and "projected ~" not in out
+    code, out, _ = run(
+        "compress", str(session), "--keep-last", "3", "--profile", "rules", "--dry-run", "--json"
+    )
+    assert json.loads(out)["projection"] == "upper_bound"
+    code, out, _ = run("compress", str(session), "--keep-last", "3", "--dry-run", "--json")
+    assert json.loads(out)["projection"] == "estimate"
