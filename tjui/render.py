@@ -170,14 +170,18 @@ def print_plan(plan: dict[str, Any], out: Console | None = None) -> None:
     out = out or console()
     b = plan["boundary"]
     if plan["status"] == "noop":
-        out.print(Text(f"Nothing to compress: {plan['reason']}", style="yellow"))
+        reason = str(plan["reason"])
+        if "nothing to compress" not in reason.lower():
+            reason = f"nothing to compress: {reason}"
+        out.print(Text(reason[:1].upper() + reason[1:], style="yellow"))
     else:
         out.print(Text(f"Would compress messages {b['start']}–{b['end'] - 1}", style="bold"))
     if b["snap_reason"]:
         out.print(Text(f"boundary: {b['snap_reason']}", style="dim"))
     out.print(_zones_table(plan["zones"]))
     budget = plan["budget"]
-    out.print(f"threshold: {budget['explanation']}")
+    explanation = str(budget["explanation"])
+    out.print(explanation if explanation.startswith("threshold") else f"threshold: {explanation}")
     if plan.get("projection") == "upper_bound":
         out.print(
             f"prompt now {plan['total']['tokens']:,} tokens → at most"

@@ -41,7 +41,11 @@ from itertools import pairwise
 from tinyjuice.model import MediaPart, Message, MessageMeta, Role, TextPart
 from tinyjuice.tokens import TranscriptTokens
 
+#: The snap reason of a requested boundary that was already legal.
+AS_REQUESTED = "legal as requested"
+
 __all__ = [
+    "AS_REQUESTED",
     "BRIDGE_RESULT_TEXT",
     "BoundaryIndex",
     "OrphanCallPolicy",
@@ -332,7 +336,7 @@ class BoundaryIndex:
         if index > n:
             return Snap(n, index, True, f"index beyond the end clamped to {n}")
         if self.legal[index]:
-            return Snap(index, index, False, "legal as requested")
+            return Snap(index, index, False, AS_REQUESTED)
         start = self.group_start[index]
         end = self.group_end[index]
         after = end + 1

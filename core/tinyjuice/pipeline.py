@@ -25,6 +25,7 @@ from typing import Any
 
 from tinyjuice._gc import gc_paused
 from tinyjuice.boundary import (
+    AS_REQUESTED,
     BoundaryIndex,
     anchor_tail_start,
     protected_head_end,
@@ -268,6 +269,8 @@ def plan_boundary(
             prepared=idx,
         )
         if anchored != end:
+            if reasons and reasons[-1] == AS_REQUESTED:
+                reasons.pop()  # it was, but anchoring moved it: say only that
             reasons.append(
                 f"moved back from {end} to {anchored} to keep the latest user ask and reply verbatim"
             )

@@ -2006,3 +2006,19 @@ def test_summary_event_points_at_the_inserted_summary() -> None:
     inserted = result.transcript.messages[event.summary_index]
     assert inserted.meta.is_summary and inserted.meta.generated_by == "summary"
     assert result.summary_message is inserted
+
+
+def test_an_anchored_boundary_says_only_that_it_moved() -> None:
+    from builders import coding_session
+
+    from tinyjuice.pipeline import plan_boundary
+    from tinyjuice.tokens import RoughCounter, count_transcript
+
+    t = coding_session(4).transcript()
+    last = len(t.messages) - 1  # legal, but it would put the latest ask in the summary
+    plan = plan_boundary(
+        t, CompactionOptions(boundary=last, force=True), count_transcript(t, RoughCounter())
+    )
+    assert plan.end < last
+    assert "moved back" in plan.snap_reason
+    assert "as requested" not in plan.snap_reason
