@@ -6,6 +6,7 @@ The console parses no markup: transcript text, paths and notes such as
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,7 +34,10 @@ SUGGESTED_MODES = {"in_place_archive": "in-place", "child_continuation": "child"
 
 
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=False, markup=False)
+    # Piped into a file or another program, tables keep their natural width (ids and
+    # paths on one line) instead of Rich's 80-column default.
+    width = None if sys.stdout.isatty() else 240
+    return Console(highlight=False, soft_wrap=False, markup=False, width=width)
 
 
 def _n(value: int | None) -> str:

@@ -282,3 +282,21 @@ def test_a_conversion_reads_back_as_its_target_format(sample: str, target: str) 
     back = load_bytes(dumps(t, target), "x.json")
     assert back.format == target
     assert len(back.messages) >= len(t.messages)
+
+
+def test_save_gives_a_new_file_the_usual_mode_and_keeps_an_existing_ones(tmp_path: Path) -> None:
+    import os
+
+    t = load(SESSIONS / "openai-chat.json")
+    umask = os.umask(0o022)
+    try:
+        new = tmp_path / "new.json"
+        save(t, new, "openai")
+        assert new.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+        private = tmp_path / "private.json"
+        private.write_bytes(b"{}")
+        private.chmod(0o600)
+        save(t, private, "openai")
+        assert private.stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(umask)

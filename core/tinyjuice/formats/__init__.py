@@ -263,6 +263,28 @@ def load(
     return load_bytes(read_bytes(p), p, format, options=opts)
 
 
+def _mode_of(target: Path) -> int:
+    """The permission bits a write to ``target`` should leave: the existing file's, else
+    0666 less the umask (what ``open`` would create)."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process umask, read without changing it (``os.umask`` would set it, for a
+    moment, for every thread); 022 when the system does not say."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
 #: File suffixes that ask for the JSON-lines layout when :func:`save` is not told.
 JSONL_SUFFIXES: tuple[str, ...] = (".jsonl", ".ndjson")
 
@@ -302,6 +324,9 @@ def save(
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        # mkstemp makes the file 0600; give it what a plain open() would (an existing
+        # target keeps its own bits).
+        os.chmod(tmp, _mode_of(target))
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
