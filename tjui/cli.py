@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from tinyjuice.formats import FORMAT_NAMES, LoadError
+from tinyjuice.formats import FORMAT_NAMES, WRITABLE_FORMATS, LoadError
 from tjui.clikit import (
     boundary_options,
     context_window_option,
@@ -209,13 +209,7 @@ def compress_cmd(
     anchors); with them you choose the boundary. FILE is modified only with --commit
     (in place: the original is archived first; `tjui undo` restores it).
     """
-    from tinyjuice.formats import (
-        WRITABLE_FORMATS,
-        ConversionLoss,
-        SaveError,
-        conversion_losses,
-        save,
-    )
+    from tinyjuice.formats import ConversionLoss
     from tinyjuice.pipeline import compress, plan_boundary
     from tinyjuice.report import CompactionOptions, Profile
 
@@ -276,21 +270,9 @@ def compress_cmd(
         if commit.get("committed"):
             written, written_format = commit.get("target_path"), commit.get("target_format")
     elif output is not None and result.changed:
-        ensure_parent_dir(output)
-        try:
-            losses = conversion_losses(result.transcript, out_format)
-            save(result.transcript, output, out_format)
-        except (SaveError, OSError) as exc:
-            fail(f"could not write {output}: {exc}")
+        losses = _write_output(result.transcript, output, out_format, warn=not as_json)
         written, written_format = str(output), out_format
-        if not as_json:
-            for loss in losses:
-                click.echo(f"tjui: warning: {out_format} output drops {loss}", err=True)
-    report["output"] = {
-        "path": written,
-        "format": written_format,
-        "dropped": [{"kind": x.kind, "count": x.count, "message": x.message} for x in losses],
-    }
+    report["output"] = {"path": written, "format": written_format, "dropped": _dropped(losses)}
     if as_json:
         emit_json(report)
     else:
@@ -337,6 +319,79 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
             "explanation": plan.budget.explanation,
         },
     }
+
+
+def _write_output(transcript: Any, output: Path, fmt: str, *, warn: bool) -> list[Any]:
+    """Save ``transcript`` to ``output`` in ``fmt`` (parents created); what it dropped.
+
+    With ``warn`` each loss is also said on stderr."""
+    from tinyjuice.formats import SaveError, conversion_losses, save
+
+    ensure_parent_dir(output)
+    try:
+        losses = conversion_losses(transcript, fmt)
+        save(transcript, output, fmt)
+    except (SaveError, OSError) as exc:
+        fail(f"could not write {output}: {exc}")
+    if warn:
+        for loss in losses:
+            click.echo(f"tjui: warning: {fmt} output drops {loss}", err=True)
+    return losses
+
+
+def _dropped(losses: list[Any]) -> list[dict[str, Any]]:
+    return [{"kind": x.kind, "count": x.count, "message": x.message} for x in losses]
+
+
+@main.command("convert")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--to",
+    "to_format",
+    required=True,
+    type=click.Choice(WRITABLE_FORMATS),
+    help="The format to write.",
+)
+@output_option("Write the converted transcript to this file (never over FILE).")
+@format_option
+@session_option
+@lenient_option
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+def convert_cmd(
+    file: Path,
+    to_format: str,
+    output: Path | None,
+    fmt: str | None,
+    session: str | None,
+    lenient: bool,
+    as_json: bool,
+) -> None:
+    """Write FILE in another format, unchanged otherwise (no compaction).
+
+    Says on stderr what the target format cannot hold (ShareGPT has no images, …); an
+    OUT ending in .jsonl gets one compact record per line.
+    """
+    if output is None:
+        fail("convert needs -o OUT (the file to write)")
+    transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+    if output.resolve() == file.resolve():
+        fail(f"refusing to write over the input {file}; choose another -o path")
+    losses = _write_output(transcript, output, to_format, warn=not as_json)
+    if as_json:
+        emit_json(
+            {
+                "path": str(output),
+                "format": to_format,
+                "source_format": transcript.format,
+                "messages": len(transcript.messages),
+                "dropped": _dropped(losses),
+            }
+        )
+        return
+    click.echo(
+        f"wrote {output} ({to_format}, {len(transcript.messages):,} messages from"
+        f" {transcript.format}); the input is unchanged"
+    )
 
 
 @main.command("sessions")
