@@ -173,6 +173,8 @@ def test_undo_refused_when_the_file_changed_unless_forced(session: Path) -> None
     assert code == EXIT_REFUSED and "--force" in err
     code, _, err = invoke(recover_cmd, "zz", "-o", str(session.parent / "x"))
     assert code == EXIT_REFUSED and "at least 8 hex characters" in err
+    code, _, err = invoke(recover_cmd, commit_id, "-o", str(session.parent / "x"))
+    assert code == EXIT_REFUSED and f"is a commit id, not a sha256: `tjui undo {commit_id}`" in err
     code, _, err = invoke(recover_cmd, "0" * 12, "-o", str(session.parent / "x"))
     assert code == EXIT_REFUSED and "no copy" in err
     assert len(err.strip().splitlines()) == 1
@@ -216,3 +218,22 @@ def test_history_without_an_archive_creates_nothing(tmp_path: Path) -> None:
     assert code == 0, err
     assert json.loads(out) == {"archive": str(home / "archive.db"), "commits": []}
     assert not home.exists()
+
+
+def test_undoing_a_state_db_child_says_it_removed_the_session_not_the_file(
+    tmp_path: Path,
+) -> None:
+    from tjui.cli import main
+
+    db = tmp_path / "state.db"
+    db.write_bytes((Path(__file__).resolve().parents[2] / "sessions/hermes-state.db").read_bytes())
+    code, out, err = invoke(
+        main, "compress", str(db), "--session", "20250915_141022_7be0d2", "--keep-last", "2",
+        "--force", "--commit", "--mode", "child", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    commit = json.loads(out)["commit"]
+    code, out, err = invoke(undo_cmd, commit["id"])
+    assert code == 0, err
+    assert f"removed session {commit['target_session']} from {db.resolve()}" in out
+    assert db.exists()

@@ -250,6 +250,9 @@ def recover_cmd(sha256: str, output: Path, force: bool) -> None:
         digest = archive.find_blob(sha256)
         data = archive.blob(digest)
     except ArchiveError as exc:
+        hint = _commit_hint(archive, sha256)
+        if hint is not None:
+            fail(hint, EXIT_REFUSED)
         _refuse(exc)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -257,6 +260,20 @@ def recover_cmd(sha256: str, output: Path, force: bool) -> None:
     except OSError as exc:
         fail(f"could not write {output}: {exc.strerror or exc}", EXIT_REFUSED)
     click.echo(f"wrote {output} ({len(data):,} bytes, sha256 {digest[:12]}… verified)")
+
+
+def _commit_hint(archive: Any, text: str) -> str | None:
+    """When ``text`` names a commit rather than a copy: what to run instead."""
+    try:
+        record = archive.get(text)
+    except ArchiveError:
+        return None
+    original = record.before_sha256 or record.source_sha256
+    also = f"; its original is archived as {original[:12]}…" if original else ""
+    return (
+        f"{text} is a commit id, not a sha256: `tjui undo {record.id}` restores what it"
+        f" replaced{also}"
+    )
 
 
 # ---------------------------------------------------------------------------- undo
@@ -298,7 +315,11 @@ def undo_cmd(commit_id: str | None, file: Path | None, force: bool, as_json: boo
     restored = (
         f"restored {record.target_label} (sha256 {record.before_sha256[:12]}… verified)"
         if record.before_sha256 is not None
-        else f"removed {record.target_label}"
+        else (
+            f"removed session {record.target_session} from {record.target_path}"
+            if record.target_session
+            else f"removed {record.target_label}"
+        )
     )
     click.echo(f"undone {record.id} · {record.mode.value} · {restored}")
     if record.forced_sha256:
