@@ -9,14 +9,16 @@ from typing import Any
 
 from textual.app import App
 from textual.widgets import Button, DataTable, Input, RadioButton, Static
-from ui_helpers import wait_for, write_openai_session
+from ui_helpers import wait_for, wait_loaded, write_openai_session
 
 from tinyjuice.formats import load
 from tinyjuice.pipeline import compress
 from tinyjuice.store import Archive, CommitMode, CommitState, LoadedSource, commit, load_source
 from tinyjuice.tokens import RoughCounter, count_transcript
+from tjui.app import make_app
 from tjui.screens.commit import CommitDialog, CommitOutcome
 from tjui.screens.history import HistoryScreen
+from tjui.screens.main import MainScreen
 from tjui.session import InspectorSession
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -192,3 +194,171 @@ async def test_history_empty_note_goes_when_all_files_show_commits(tmp_path: Pat
         await pilot.press("a")  # back to this file: empty again, and said so
         await wait_for(pilot, lambda: not screen.records)
         await wait_for(pilot, lambda: "no commits yet" in text(screen, "#history-status"))
+
+
+# ----------------------------------------------------------- the inspector's commit flow
+
+
+def demo_copy(tmp_path: Path) -> Path:
+    path = tmp_path / "demo.json"
+    path.write_bytes((ROOT / "sessions" / "demo.json").read_bytes())
+    return path
+
+
+async def open_commit_dialog(pilot: Any) -> CommitDialog:
+    await wait_loaded(pilot)
+    await pilot.press("c")
+    await wait_for(
+        pilot, lambda: isinstance(pilot.app.screen, CommitDialog) and pilot.app.screen.plan
+    )
+    dialog = pilot.app.screen
+    assert isinstance(dialog, CommitDialog)
+    return dialog
+
+
+async def export_mode(pilot: Any, dialog: CommitDialog) -> tuple[Input, str]:
+    """`m` `m` (in place → child → export), Tab into the target field, clear it; the
+    field and the default target it showed."""
+    await pilot.press("m")
+    await wait_for(pilot, lambda: dialog.plan is not None and dialog.plan.mode is CommitMode.CHILD)
+    await pilot.press("m")
+    await wait_for(pilot, lambda: dialog.plan is not None and dialog.plan.mode is CommitMode.EXPORT)
+    await pilot.press("tab")
+    field = dialog.query_one("#commit-target", Input)
+    assert pilot.app.focused is field
+    default = field.value
+    assert default
+    await pilot.press("ctrl+a", "ctrl+k")  # select all, delete
+    await pilot.pause()
+    assert field.value == ""
+    return field, default
+
+
+async def test_typed_export_target_is_used_without_enter(tmp_path: Path) -> None:
+    path = demo_copy(tmp_path)
+    app = make_app(path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        dialog = await open_commit_dialog(pilot)
+        _, default = await export_mode(pilot, dialog)
+        first = tmp_path / "first.json"
+        await pilot.press(*str(first))
+        # The plan line follows the typing (no Enter).
+        await wait_for(
+            pilot, lambda: f"exports to hermes: {first}" in text(dialog, "#commit-writes")
+        )
+        # More typing, then Ctrl+S at once: what the field shows is what is written.
+        await pilot.press(*"-typed", "ctrl+s")
+        typed = tmp_path / "first.json-typed"
+        await wait_for(pilot, lambda: dialog.record is not None)
+        record = dialog.record
+        assert record is not None and record.mode is CommitMode.EXPORT
+        assert record.target_path == str(typed)
+        assert typed.is_file() and not first.exists() and not Path(default).exists()
+        assert load(typed).messages  # a real export
+        assert f"exports to hermes: {typed}" in text(dialog, "#commit-writes")
+
+
+async def test_failing_plan_then_ctrl_s_says_why(tmp_path: Path) -> None:
+    path = demo_copy(tmp_path)
+    original = sha(path)
+    app = make_app(path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        dialog = await open_commit_dialog(pilot)
+        await export_mode(pilot, dialog)
+        missing = tmp_path / "missing" / "out.json"
+        await pilot.press(*str(missing))
+        await wait_for(pilot, lambda: "cannot commit" in text(dialog, "#commit-writes"))
+        assert "does not exist" in text(dialog, "#commit-writes")
+        assert dialog.query_one("#commit-go", Button).disabled
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "not committed" in text(dialog, "#commit-result"))
+        assert "does not exist" in text(dialog, "#commit-result")
+        assert dialog.query_one("#commit-result").has_class("-error")
+        # Typed and committed at once: planned first, refused, nothing written.
+        await pilot.press("ctrl+a", "ctrl+k", *str(tmp_path / "nowhere" / "x.json"), "ctrl+s")
+        await wait_for(pilot, lambda: "nowhere" in text(dialog, "#commit-result"))
+        assert "not committed" in text(dialog, "#commit-result")
+        assert dialog.record is None and Archive().commits() == []
+        assert sha(path) == original and not missing.parent.exists()
+
+
+async def test_u_undoes_an_export_commit_typed_in_the_field(tmp_path: Path) -> None:
+    path = demo_copy(tmp_path)
+    app = make_app(path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        dialog = await open_commit_dialog(pilot)
+        field, _ = await export_mode(pilot, dialog)
+        out = tmp_path / "out.json"
+        await pilot.press(*str(out), "enter")
+        await wait_for(pilot, lambda: f"exports to hermes: {out}" in text(dialog, "#commit-writes"))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: dialog.record is not None)
+        await pilot.pause()
+        assert out.is_file() and "press u to undo" in text(dialog, "#commit-result")
+        assert pilot.app.focused is not field
+        await pilot.press("u")
+        await wait_for(pilot, lambda: dialog.undone)
+        await pilot.pause()
+        assert field.value == str(out)  # no stray "u" typed into the field
+        assert not out.exists()
+        assert "undone" in text(dialog, "#commit-result")
+        assert dialog.record is not None
+        assert Archive().get(dialog.record.id).state is CommitState.UNDONE
+
+
+async def test_undo_in_history_reloads_the_inspector(tmp_path: Path) -> None:
+    path = demo_copy(tmp_path)
+    original = sha(path)
+    total = len(load(path).messages)
+    app = make_app(path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        dialog = await open_commit_dialog(pilot)
+        assert dialog.plan is not None and dialog.plan.mode is CommitMode.IN_PLACE
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: dialog.record is not None)
+        await pilot.press("escape")  # an in-place commit: the inspector reloads
+        await wait_for(
+            pilot,
+            lambda: (
+                isinstance(app.screen, MainScreen)
+                and app.screen.session is not None
+                and len(app.screen.session.transcript.messages) < total
+            ),
+        )
+        assert sha(path) != original
+        await pilot.press("h")
+        await wait_for(pilot, lambda: isinstance(app.screen, HistoryScreen) and app.screen.records)
+        history_screen = app.screen
+        assert isinstance(history_screen, HistoryScreen)
+        await pilot.press("u")
+        await wait_for(pilot, lambda: "undone" in text(history_screen, "#history-status"))
+        assert sha(path) == original
+        await pilot.press("escape")
+        await wait_for(
+            pilot,
+            lambda: (
+                isinstance(app.screen, MainScreen)
+                and app.screen.session is not None
+                and len(app.screen.session.transcript.messages) == total
+            ),
+        )
+        main = await wait_loaded(pilot)
+        assert f"{total:,} msgs" in text(main, "#file-header")
+        # The commit dialog plans against the restored file, not stale bytes.
+        dialog = await open_commit_dialog(pilot)
+        assert not dialog.stale and "cannot commit" not in text(dialog, "#commit-writes")
+        assert dialog.plan is not None and dialog.plan.tokens_before is not None
+
+
+async def test_header_kind_matches_the_context_bar(tmp_path: Path) -> None:
+    # demo.json holds images: flat estimates, so the total is an estimate however the
+    # text was counted, and the header says so, as the bar does.
+    app = make_app(demo_copy(tmp_path))
+    async with app.run_test(size=(160, 48)) as pilot:
+        main = await wait_loaded(pilot)
+        b = main.session.breakdown if main.session else None
+        assert b is not None and b.measured_prompt_tokens is None
+        assert b.counted_kind.value == "estimated"
+        header = text(main, "#file-header")
+        assert f"prompt {b.estimated_total_tokens:,} estimated" in header
+        assert "exact" not in header

@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message as TMessage
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Button, Input, Label, ProgressBar, RadioButton, RadioSet, Select, Static
 from textual.worker import Worker, WorkerState
 
@@ -45,6 +46,8 @@ __all__ = ["STAGES", "CommitDialog", "CommitOutcome", "plan_summary"]
 
 #: The store's progress stages, in order (the bar advances one step per stage).
 STAGES: tuple[str, ...] = ("checking", "archiving", "writing", "done")
+#: Seconds the target field must rest before the plan follows what was typed.
+REPLAN_DELAY = 0.3
 _MODE_IDS = {CommitMode.IN_PLACE: "mode-in-place", CommitMode.CHILD: "mode-child",
              CommitMode.EXPORT: "mode-export"}  # fmt: skip
 
@@ -121,6 +124,8 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
     class Planned(TMessage):
         plan: CommitPlan | None
         error: str | None
+        #: Which request this answers (older answers are dropped).
+        generation: int = 0
 
     @dataclass
     class Stage(TMessage):
@@ -158,6 +163,16 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         self.undone = False
         self.stale = False
         self.busy = False
+        #: (mode, target, format) the current plan was made for; Ctrl+S commits only a
+        #: plan made for what the fields show now, re-planning first otherwise.
+        self._plan_key: tuple[CommitMode | None, str, str | None] | None = None
+        self._pending_key: tuple[CommitMode | None, str, str | None] | None = None
+        self._generation = 0
+        #: Whether the pending plan fills the target field with its default path.
+        self._fill_target = True
+        #: Commit as soon as the pending plan is made (Ctrl+S while it was not ready).
+        self._commit_when_planned = False
+        self._typing_timer: Timer | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -188,12 +203,15 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
 
     def on_mount(self) -> None:
         self.query_one("#commit-progress").display = False
-        self._prepare(None, None, None)
+        self._pending_key = (None, "", None)
+        self._prepare(None, None, None, self._generation)
 
     # ----------------------------------------------------------------- workers
 
     @work(thread=True, exclusive=True, group="commit-plan", exit_on_error=False)
-    def _prepare(self, mode: CommitMode | None, target: str | None, fmt: str | None) -> None:
+    def _prepare(
+        self, mode: CommitMode | None, target: str | None, fmt: str | None, generation: int
+    ) -> None:
         try:
             if self.result is None:
                 s = self.session
@@ -212,12 +230,12 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
             )  # fmt: skip
         except StaleSourceError as exc:
             self.stale = True
-            self.post_message(self.Planned(None, str(exc)))
+            self.post_message(self.Planned(None, str(exc), generation))
             return
         except (CommitError, ArchiveError, LoadError, OSError) as exc:
-            self.post_message(self.Planned(None, str(exc)))
+            self.post_message(self.Planned(None, str(exc), generation))
             return
-        self.post_message(self.Planned(plan, None))
+        self.post_message(self.Planned(plan, None, generation))
 
     def _load_source(self) -> LoadedSource:
         path = Path(self._source) if not isinstance(self._source, LoadedSource) else None
@@ -276,9 +294,14 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
     # ---------------------------------------------------------------- updates
 
     def on_commit_dialog_planned(self, event: Planned) -> None:
+        if event.generation != self._generation or self.record is not None or self.busy:
+            return  # a plan for fields that have changed since, or the commit is done
         self.plan = event.plan
+        key, self._pending_key = self._pending_key, None
+        commit_now, self._commit_when_planned = self._commit_when_planned, False
         figures = self.query_one("#commit-figures", Static)
         if event.plan is None:
+            self._plan_key = None
             if self.result is not None:
                 report = self.result.report
                 figures.update(
@@ -288,6 +311,8 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
             suffix = " — press r to reload" if self.stale else ""
             self.query_one("#commit-writes", Static).update(f"cannot commit: {event.error}{suffix}")
             self.query_one("#commit-archives", Static).update("")
+            if commit_now:
+                self._result(f"not committed: {event.error}{suffix}", ok=False)
             self._sync_buttons()
             return
         plan = event.plan
@@ -297,13 +322,15 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         if not radio.value:
             with self.prevent(RadioSet.Changed):
                 radio.value = True
+        self._sync_fields()
         target = self.query_one("#commit-target", Input)
-        target.disabled = plan.mode is CommitMode.IN_PLACE or plan.source.ref.is_db
-        if plan.mode is not CommitMode.EXPORT or not target.value:
+        if self._fill_target or plan.mode is CommitMode.IN_PLACE:
+            # The plan chose the target (a fresh mode): show it. A typed target is left
+            # exactly as typed, so the field never changes under the user's cursor.
             with self.prevent(Input.Changed):
                 target.value = "" if plan.mode is CommitMode.IN_PLACE else str(plan.target_path)
-        fmt = self.query_one("#commit-format", Select)
-        fmt.disabled = plan.mode is not CommitMode.EXPORT
+            key = self._fields_key()
+        self._plan_key = key
         writes = {
             CommitMode.IN_PLACE: "replaces",
             CommitMode.CHILD: "writes a new",
@@ -316,6 +343,8 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         )
         self.query_one("#commit-notes", Static).update("; ".join(plan.notes))
         self._sync_buttons()
+        if commit_now:
+            self._start_commit(plan)
 
     def on_commit_dialog_stage(self, event: Stage) -> None:
         bar = self.query_one("#commit-progress", ProgressBar)
@@ -334,6 +363,10 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
             ok=True,
         )
         self._sync_buttons()
+        # The fields no longer do anything, and a focused Input would swallow `u`.
+        for selector in ("#commit-target", "#commit-format", "#commit-mode"):
+            self.query_one(selector).disabled = True
+        self.query_one("#commit-close", Button).focus()
 
     def on_commit_dialog_undone(self, event: Undone) -> None:
         self.busy = False
@@ -350,6 +383,15 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         line.set_class(ok, "-ok")
         line.set_class(not ok, "-error")
 
+    def _sync_fields(self) -> None:
+        """The target is typed for a child or an export, the format chosen for an export
+        (a state.db session's child goes into the same database)."""
+        is_db = self.loaded is not None and self.loaded.ref.is_db
+        mode = self.mode
+        target = self.query_one("#commit-target", Input)
+        target.disabled = mode is CommitMode.IN_PLACE or (is_db and mode is not CommitMode.EXPORT)
+        self.query_one("#commit-format", Select).disabled = mode is not CommitMode.EXPORT
+
     def _sync_buttons(self) -> None:
         can = self.plan is not None and self.record is None and not self.busy
         self.query_one("#commit-go", Button).disabled = not can
@@ -361,6 +403,18 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         chosen = next(m for m, i in _MODE_IDS.items() if i == event.pressed.id)
         self._replan(chosen)
 
+    @on(Input.Changed, "#commit-target")
+    def _target_changed(self) -> None:
+        # Follow the typing once it rests (planning renders the whole file).
+        if self._typing_timer is not None:
+            self._typing_timer.stop()
+        self._typing_timer = self.set_timer(REPLAN_DELAY, self._replan_typed)
+
+    def _replan_typed(self) -> None:
+        self._typing_timer = None
+        if self._fields_key() not in (self._plan_key, self._pending_key):
+            self._replan(self.mode)
+
     @on(Input.Submitted, "#commit-target")
     def _target_submitted(self) -> None:
         self._replan(self.mode)
@@ -370,20 +424,41 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         if self.mode is CommitMode.EXPORT:
             self._replan(self.mode)
 
-    def _replan(self, mode: CommitMode | None) -> None:
-        if self.record is not None or self.busy:
-            return
-        self.mode = mode
+    def _fields_key(self) -> tuple[CommitMode | None, str, str | None]:
+        """(mode, target, format) as the fields show them now."""
+        mode = self.mode
         target = self.query_one("#commit-target", Input).value.strip()
         if mode is CommitMode.IN_PLACE:
             target = ""
-        elif self.plan is not None and self.plan.mode is not mode and mode is not CommitMode.EXPORT:
-            target = ""  # a fresh default target for the new mode
         value = self.query_one("#commit-format", Select).value
         fmt = value if isinstance(value, str) and mode is CommitMode.EXPORT else None
+        return mode, target, fmt
+
+    def _replan(self, mode: CommitMode | None, *, commit_after: bool = False) -> None:
+        if self.record is not None or self.busy:
+            return
+        if self._typing_timer is not None:
+            self._typing_timer.stop()
+            self._typing_timer = None
+        # A fresh default target when the mode changes (an export keeps what is there).
+        fresh = mode is not self.mode and mode is not CommitMode.EXPORT
+        self.mode = mode
+        _, target, fmt = self._fields_key()
+        if fresh:
+            target = ""
+        # Only a new mode's default target is written into the field; what the user
+        # typed (even nothing, which means the default) stays as typed.
+        self._fill_target = fresh
+        self._pending_key = (mode, target, fmt)
+        if self._commit_when_planned and not commit_after:
+            self._result("", ok=True)  # the fields changed after Ctrl+S: not committed
+        self._commit_when_planned = commit_after
+        self._generation += 1
         self.plan = None
+        self._plan_key = None
+        self._sync_fields()
         self._sync_buttons()
-        self._prepare(mode, target or None, fmt)
+        self._prepare(mode, target or None, fmt, self._generation)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "commit-go":
@@ -398,14 +473,27 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         self.query_one(f"#{_MODE_IDS[nxt]}", RadioButton).value = True
 
     def action_commit(self) -> None:
-        if self.plan is None or self.record is not None or self.busy:
+        """Commit to what the fields show: the current plan if it was made for them,
+        else after planning them again (a plan that fails is said, never committed)."""
+        if self.record is not None or self.busy:
             return
+        key = self._fields_key()
+        if self.plan is not None and key == self._plan_key:
+            self._start_commit(self.plan)
+        elif key == self._pending_key:
+            self._commit_when_planned = True  # the plan for these fields is on its way
+            self._result("planning…", ok=True)
+        else:
+            self._result("planning…", ok=True)
+            self._replan(self.mode, commit_after=True)
+
+    def _start_commit(self, plan: CommitPlan) -> None:
         self.busy = True
         self._sync_buttons()
         bar = self.query_one("#commit-progress", ProgressBar)
         bar.update(progress=0)
         bar.display = True
-        self._run_commit(self.plan)
+        self._run_commit(plan)
 
     def action_undo(self) -> None:
         if self.record is None or self.undone or self.busy:

@@ -3,7 +3,8 @@
 Lists what :func:`tinyjuice.store.history` returns (for one file, or all with `a`);
 `u` undoes the selected commit, `F` forces it when the file changed after the commit
 (the current state is archived first). Undo runs in a worker; refusals are shown on
-the status line, never as a traceback.
+the status line, never as a traceback. Closing returns the commits undone here, so the
+inspector can reload a file an undo restored.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def record_detail(r: CommitRecord) -> str:
     return "\n".join(lines)
 
 
-class HistoryScreen(Screen[None]):
+class HistoryScreen(Screen[tuple[CommitRecord, ...]]):
     """Commits in the archive; `u` undoes the selected one."""
 
     DEFAULT_CSS = """
@@ -100,6 +101,8 @@ class HistoryScreen(Screen[None]):
         self.archive = archive
         self.show_all = source is None
         self.records: list[CommitRecord] = []
+        #: Commits undone on this screen (returned on close).
+        self.undone: list[CommitRecord] = []
         self._empty_shown = False
 
     def compose(self) -> ComposeResult:
@@ -185,6 +188,7 @@ class HistoryScreen(Screen[None]):
 
     def on_history_screen_undone(self, event: Undone) -> None:
         r = event.record
+        self.undone.append(r)
         what = "original restored (sha256 verified)" if r.before_sha256 else "new file removed"
         self._status(f"undone {r.id} · {r.target_label} · {what}", ok=True)
         self._load()
@@ -207,4 +211,4 @@ class HistoryScreen(Screen[None]):
         self.refresh_records()
 
     def action_close(self) -> None:
-        self.dismiss(None)
+        self.dismiss(tuple(self.undone))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from tinyjuice.formats import LoadError
 from tinyjuice.model import Transcript
 from tinyjuice.pipeline import BoundaryPlan
 from tinyjuice.report import Profile
-from tinyjuice.store import LoadedSource, load_source
+from tinyjuice.store import CommitRecord, LoadedSource, SourceKind, load_source
 from tinyjuice.tokens import RoughCounter, TranscriptTokens, count_transcript, default_counter
 from tjui.counting import exact_tokens
 from tjui.session import InspectorSession
@@ -50,9 +51,9 @@ def header_text(session: InspectorSession, path: Path) -> str:
     if b.measured_prompt_tokens is not None:
         figure = f"{b.measured_prompt_tokens:,} measured"
     else:
-        figure = (
-            f"{b.estimated_total_tokens:,} {session.tokens.kind.value} ({session.tokens.counter})"
-        )
+        # The breakdown's kind, as the context bar says it: a total with flat media
+        # estimates in it is an estimate even when the text was counted exactly.
+        figure = f"{b.estimated_total_tokens:,} {b.counted_kind.value} ({session.tokens.counter})"
     return (
         f"{path.name} · {t.format} · {t.model or 'model unknown'} · window {window}"
         f" · {len(t.messages):,} msgs · prompt {figure}"
@@ -418,7 +419,25 @@ class MainScreen(Screen[None]):
     def action_history(self) -> None:
         from tjui.screens.history import HistoryScreen
 
-        self.app.push_screen(HistoryScreen(self.request.path, session=self.request.session))
+        def _after(undone: tuple[CommitRecord, ...] | None) -> None:
+            # An undo that restored the file on screen: show what is on disk now (the
+            # commit dialog would otherwise plan against bytes that are gone).
+            if undone and any(self._shows(r) for r in undone):
+                self.app.call_later(self.app.reopen, self.request)  # type: ignore[attr-defined]
+
+        self.app.push_screen(HistoryScreen(self.request.path, session=self.request.session), _after)
+
+    def _shows(self, record: CommitRecord) -> bool:
+        """Whether ``record`` wrote the file (or database session) this screen shows."""
+        ref = self.loaded.ref if self.loaded is not None else None
+        path = ref.path if ref is not None else Path(os.path.realpath(self.request.path))
+        if Path(os.path.realpath(record.target_path)) != path:
+            return False
+        if record.target_kind is not SourceKind.HERMES_DB:
+            return True
+        session = ref.session_id if ref is not None else self.request.session
+        # With no session asked for, the database's default session may be another now.
+        return self.request.session is None or record.target_session in (None, session)
 
     def action_why_fired(self) -> None:
         """The usage timeline under the agent's policy; Enter on a marker jumps there."""
