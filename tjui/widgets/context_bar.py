@@ -227,8 +227,10 @@ class ContextBar(Widget):
         )
         after_pct = 100 * plan.projected_tokens / window if window else 0
         stats.append(" → after ", style=self._style("label"))
+        # The rules profile's saving is known only once its rules run (preview: p).
+        about = "≤" if plan.projection == "upper_bound" else "~"
         stats.append(
-            f"◆ ~{plan.projected_tokens:,} ({after_pct:.1f}%)", style=self._style("projected")
+            f"◆ {about}{plan.projected_tokens:,} ({after_pct:.1f}%)", style=self._style("projected")
         )
 
         # Legend: every bucket on tall terminals; on short ones, as many of the largest
