@@ -17,6 +17,9 @@ Token sources
     Pieces inside them (a rules section, an MCP tool schema, a message's reasoning) are
     counted with the same counter and taken out of their parent total, so the buckets add
     up to ``TranscriptTokens.total`` exactly. Media use the flat per-image estimate.
+    Tool schemas a leading system message already holds (a ShareGPT system turn's
+    ``<tools>`` block, ``tokens.tools`` then 0) come out of that message's cost, so
+    they are counted once, as tool definitions.
 
 Classification heuristics (system prompt, leading system messages, injected messages)
     The text is split into sections at markdown headings, at banner lines
@@ -30,7 +33,8 @@ Classification heuristics (system prompt, leading system messages, injected mess
     "memories", "user profile" → ``memory``. Sub-headings inherit their parent's class
     unless they match another class themselves. Tags such as ``<available_skills>``,
     ``<memory>``, ``<user_instructions>``, ``<mcp_servers>``, ``<available_agents>`` classify
-    everything up to their closing tag. Unclassified text stays in ``system_prompt`` (or
+    everything up to their closing tag; a ``<tools>`` block (tool schemas written into
+    the prompt, as ShareGPT/Hermes trajectories do) counts as ``tool_definitions``. Unclassified text stays in ``system_prompt`` (or
     ``injected`` for injected messages). An injected message of kind ``agents_md`` counts
     as ``rules``. Tool schemas whose name starts with ``mcp__`` or which carry an MCP
     marker (``type == "mcp"``, a key starting with ``mcp``, or ``source``/``origin``/
@@ -68,6 +72,7 @@ __all__ = [
     "ContextBucket",
     "compute_breakdown",
     "is_mcp_tool",
+    "tool_definitions_in",
 ]
 
 _LABELS: dict[str, str] = {
@@ -252,6 +257,7 @@ _TAG_CLASSES: dict[str, str] = {
     "mcp_servers": "mcp_tools",
     "mcp_instructions": "mcp_tools",
     "mcp": "mcp_tools",
+    "tools": "tool_definitions",
 }
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -325,6 +331,13 @@ def _classified_sections(text: str) -> dict[str, str]:
         if cls is not None:
             out.setdefault(cls, []).append(line)
     return {k: "\n".join(v) for k, v in out.items() if k}
+
+
+def tool_definitions_in(text: str) -> str:
+    """The tool-schema sections (``<tools>`` blocks) written into a prompt text, or ""."""
+    if "<tools>" not in text:  # (the common case: no line-by-line pass)
+        return ""
+    return _classified_sections(text).get("tool_definitions", "")
 
 
 def is_mcp_tool(tool: Mapping[str, Any]) -> bool:

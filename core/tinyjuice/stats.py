@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tinyjuice.breakdown import tool_definitions_in
 from tinyjuice.model import Message, Role, ThinkingPart, Transcript
 from tinyjuice.models import resolve_context_window
 from tinyjuice.tokens import (
@@ -125,6 +126,23 @@ def _split_message(message: Message, total: int, counter: TokenCounter) -> list[
     return out
 
 
+def _prompt_tool_tokens(
+    transcript: Transcript, tokens: TranscriptTokens, counter: TokenCounter
+) -> int:
+    """Tokens of the ``<tools>`` sections in the system prompt and leading system messages."""
+    pieces = [(transcript.system_prompt or "", tokens.system_prompt)]
+    for m, n in zip(transcript.messages, tokens.per_message, strict=False):
+        if m.role not in (Role.SYSTEM, Role.DEVELOPER):
+            break
+        pieces.append((m.text, n))
+    total = 0
+    for text, available in pieces:
+        section = tool_definitions_in(text)
+        if section:
+            total += min(counter.count(section), available)
+    return total
+
+
 def compute_stats(
     transcript: Transcript,
     counter: TokenCounter | None = None,
@@ -141,6 +159,10 @@ def compute_stats(
         for kind, k in _split_message(m, n, counter):
             by_kind[kind] += k
     by_kind["system"] += tokens.system_prompt
+    # Tool schemas written into the system prompt (a ShareGPT system turn's <tools>
+    # block) are tool definitions, as in the context breakdown: moved out of "system".
+    in_prompt = _prompt_tool_tokens(transcript, tokens, counter)
+    by_kind["system"] -= in_prompt
     window, source, _ = resolve_context_window(
         transcript.context_window, transcript.model, context_window
     )
@@ -170,7 +192,7 @@ def compute_stats(
         tokens_counter=tokens.counter,
         tokens_kind=tokens.kind,
         tokens_system_prompt=tokens.system_prompt,
-        tokens_tools=tokens.tools,
+        tokens_tools=tokens.tools + in_prompt,
         tokens_by_role=by_role,
         tokens_by_kind=by_kind,
         measured_prompt_tokens=measured,

@@ -20,10 +20,11 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Protocol, runtime_checkable
 
-from tinyjuice.model import MediaPart, Message, TextPart, ThinkingPart, Transcript
+from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, Transcript
 
 __all__ = [
     "IMAGE_TOKENS",
+    "TOOLS_IN_TEXT_HINT",
     "CountKind",
     "RoughCounter",
     "TiktokenCounter",
@@ -34,6 +35,7 @@ __all__ = [
     "message_tokens",
     "rough_tokens",
     "tool_schema_text",
+    "tools_in_text",
 ]
 
 #: Conservative flat estimate per image (Hermes uses 1,500-1,600).
@@ -42,6 +44,11 @@ IMAGE_TOKENS = 1600
 EXACT_MESSAGE_OVERHEAD = 4
 ROUGH_MESSAGE_OVERHEAD = 10
 TOOL_CALL_OVERHEAD = 8
+
+#: Message hint set by a reader on a leading system message whose text already holds the
+#: transcript's tool schemas (a ShareGPT system turn's ``<tools>`` block, the same
+#: schemas as its ``tools`` field): the schemas are counted once, as part of that text.
+TOOLS_IN_TEXT_HINT = "tools_in_text"
 
 #: Texts longer than this are cached by a content digest instead of by the string itself.
 _DIGEST_OVER = 4096
@@ -263,6 +270,8 @@ class TranscriptTokens:
     #: ``prefix[i]`` = tokens of messages ``[0, i)``; ``len(prefix) == n + 1``.
     prefix: tuple[int, ...]
     system_prompt: int
+    #: The tool schemas (``transcript.tools``); 0 when a leading system message's text
+    #: already holds them (:func:`tools_in_text`), where they are counted instead.
     tools: int
     counter: str
     kind: CountKind
@@ -292,6 +301,21 @@ def tool_schema_text(tools: Iterable[object]) -> str:
     )
 
 
+def tools_in_text(transcript: Transcript) -> bool:
+    """Whether a leading system message holds the transcript's tool schemas in its text.
+
+    Then ``transcript.tools`` is a copy of what the prompt already says, not a second
+    part of the prompt: :func:`count_transcript` does not count it again (see
+    :data:`TOOLS_IN_TEXT_HINT`). Looks at the leading system messages only.
+    """
+    for m in transcript.messages:
+        if m.role is not Role.SYSTEM and m.role is not Role.DEVELOPER:
+            return False
+        if m.hints.get(TOOLS_IN_TEXT_HINT):
+            return True
+    return False
+
+
 def count_transcript(
     transcript: Transcript, counter: TokenCounter | None = None
 ) -> TranscriptTokens:
@@ -299,6 +323,8 @@ def count_transcript(
 
     One fused pass collects each message's texts and fixed costs (the same texts and
     costs as :func:`message_tokens`), then the counter sees every text in one call.
+    ``tools`` is 0 when a leading system message already holds the tool schemas
+    (:func:`tools_in_text`): they are counted in that message.
     """
     counter = counter or default_counter()
     msgs = transcript.messages
@@ -332,7 +358,9 @@ def count_transcript(
             + IMAGE_TOKENS * media
         )
     sys_text = transcript.system_prompt or ""
-    tools_text = tool_schema_text(transcript.tools) if transcript.tools else ""
+    tools = transcript.tools
+    # Schemas the system text already holds cost their tokens there, once.
+    tools_text = tool_schema_text(tools) if tools and not tools_in_text(transcript) else ""
     counts = counter.count_many([*flat, sys_text, tools_text])
     sys_tokens, tools_tokens = counts[-2], counts[-1]
     running = list(accumulate(counts[:-2], initial=0))

@@ -161,3 +161,38 @@ def test_unknown_model_shows_the_default_window_compress_uses(tmp_path: Path) ->
     code, out, _ = run("inspect", str(path))
     assert code == 0
     assert re.search(rf"context window +{window:,}  \(default\)", out)
+
+
+def test_inspect_sharegpt_trajectory_shows_its_compaction_and_counts_tools_once() -> None:
+    # The reviewer's case: --session 3 said "No past compactions recorded", and the
+    # <tools> JSON of the system turn was counted again as tool definitions.
+    path = str(SESSIONS / "sharegpt.jsonl")
+    code, out, err = run("inspect", path, "--session", "3", "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    want = MANIFEST["files"]["sharegpt.jsonl"]["trajectories"][2]
+    assert got["messages"] == want["messages"]
+    assert [(c["index"], c["trigger"], c["pre_tokens"]) for c in got["compactions"]] == [
+        (c["index"], c["trigger"], c["pre_tokens"]) for c in want["compactions"]
+    ]
+    tokens = got["tokens"]
+    assert tokens["total"] == sum(tokens["by_role"].values())  # no second copy of the tools
+    assert tokens["tools"] + sum(tokens["by_kind"].values()) == tokens["total"]
+    assert tokens["tools"] > tokens["by_kind"]["system"] > 0
+    code, out, _ = run("inspect", path, "--session", "3")
+    assert code == 0
+    assert "Past compactions" in out and "No past compactions" not in out
+
+
+def test_inspect_picks_a_sharegpt_trajectory_by_integer_id(tmp_path: Path) -> None:
+    lines = (SESSIONS / "sharegpt.jsonl").read_text().splitlines()
+    docs = [json.loads(line) for line in lines]
+    for doc, ident in zip(docs, (1001, 1, 7), strict=True):
+        doc["id"] = ident
+    path = tmp_path / "ids.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    for session, index in (("1001", 0), ("1", 1), ("3", 2), ("#1", 0)):
+        code, out, err = run("inspect", str(path), "--session", session, "--json")
+        assert code == 0, err
+        want = MANIFEST["files"]["sharegpt.jsonl"]["trajectories"][index]
+        assert json.loads(out)["messages"] == want["messages"], session

@@ -272,3 +272,54 @@ def test_mismatched_tokens_are_rejected() -> None:
     other = make(conversation()[:2])
     with pytest.raises(ValueError, match="count_transcript"):
         compute_breakdown(t, count_transcript(other, RoughCounter()), counter=RoughCounter())
+
+
+# ------------------------------------------------------------ tool schemas in the prompt
+
+
+def _sharegpt_sample(session: str | None = None) -> Transcript:
+    from pathlib import Path
+
+    from tinyjuice.formats import load
+
+    path = Path(__file__).resolve().parents[2] / "sessions" / "sharegpt.jsonl"
+    return load(path, session=session)
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_sharegpt_tool_schemas_are_counted_once_as_tool_definitions(exact: bool) -> None:
+    # The system turn holds the <tools> JSON that the top-level tools field repeats:
+    # the prompt carries it once, and the bar shows it as tool definitions, not twice.
+    from tinyjuice.stats import compute_stats
+
+    counter = default_counter(exact=exact)
+    t = _sharegpt_sample("3")
+    tokens = count_transcript(t, counter)
+    assert tokens.tools == 0
+    assert tokens.total == tokens.messages_total
+    bd = compute_breakdown(t, tokens, counter=counter)
+    system_turn = tokens.per_message[0]
+    block = t.messages[0].text[t.messages[0].text.index("\n<tools>") + 1 :]
+    assert bd.bucket("tool_definitions").tokens == counter.count(block)
+    assert bd.bucket("system_prompt").tokens == system_turn - counter.count(block)
+    assert bd.estimated_total_tokens == tokens.total
+    assert bd.bucket("system_prompt").tokens < bd.bucket("tool_definitions").tokens
+    # tjui inspect's "By kind" table agrees with the bar, and still adds up.
+    stats = compute_stats(t, counter, tokens=tokens)
+    assert stats.tokens_tools == bd.bucket("tool_definitions").tokens
+    assert stats.tokens_by_kind["system"] == bd.bucket("system_prompt").tokens
+    assert stats.tokens_tools + sum(stats.tokens_by_kind.values()) == stats.tokens_total
+
+
+def test_tools_block_in_a_system_prompt_is_tool_definitions() -> None:
+    counter = RoughCounter()
+    block = '<tools>\n[{"name": "terminal", "parameters": {"type": "object"}}]\n</tools>'
+    prompt = "You are an agent. Use <tools></tools> wisely.\n" + block + "\nBe brief."
+    t = Transcript(
+        messages=(Message(Role.USER, (TextPart("hi"),)),), format="hermes", system_prompt=prompt
+    )
+    tokens = count_transcript(t, counter)
+    bd = compute_breakdown(t, tokens, counter=counter)
+    assert bd.bucket("tool_definitions").tokens == counter.count(block)
+    assert bd.bucket("system_prompt").tokens == tokens.system_prompt - counter.count(block)
+    assert bd.estimated_total_tokens == tokens.total

@@ -463,6 +463,96 @@ def test_openai_transcript_converts_to_valid_anthropic_shape() -> None:
     ]
 
 
+def _blocks(value: Any) -> list[dict[str, Any]]:
+    """Every content block of an Anthropic document, tool_result contents included."""
+    out: list[dict[str, Any]] = []
+    for m in value["messages"]:
+        content = m.get("content")
+        for b in content if isinstance(content, list) else []:
+            out.append(b)
+            if isinstance(b.get("content"), list):
+                out.extend(b["content"])
+    return out
+
+
+def test_converted_turns_have_no_empty_text_blocks() -> None:
+    # OpenAI-style "content": "" beside tool calls used to become {"type":"text","text":""},
+    # which the API rejects.
+    t = Transcript(
+        messages=(
+            Message(Role.USER, (TextPart("Fix it"),)),
+            Message(Role.ASSISTANT, (TextPart(""),), tool_calls=(ToolCall("c1", "ls", "{}"),)),
+            Message(Role.TOOL, (TextPart(""),), tool_call_id="c1", tool_name="ls"),
+            Message(Role.ASSISTANT, (TextPart(""),)),
+            Message(Role.USER, (TextPart("  \n"),)),
+            Message(Role.ASSISTANT, (TextPart("Done."),)),
+        ),
+        format="openai",
+    )
+    out = orjson.loads(dumps(t, "anthropic"))
+    assert not [b for b in _blocks(out) if b.get("type") == "text" and not b["text"].strip()]
+    messages = out["messages"]
+    # A turn of tool calls only is valid as it is.
+    assert messages[1] == {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "c1", "name": "ls", "input": {}}],
+    }
+    # An empty result has no content (allowed); an empty turn says that it was empty.
+    assert messages[2]["content"] == [{"type": "tool_result", "tool_use_id": "c1"}]
+    assert messages[3] == {"role": "assistant", "content": fmt.EMPTY_TURN_TEXT}
+    assert messages[4] == {"role": "user", "content": fmt.EMPTY_TURN_TEXT}
+    assert all(m["content"] for m in messages)
+    back = load_bytes(orjson.dumps(out), "x.json", "anthropic")
+    assert [m.role for m in back.messages] == [m.role for m in t.messages]
+
+
+def test_reviewer_case_compressed_demo_to_anthropic_is_api_shaped(tmp_path: Path) -> None:
+    # tjui compress sessions/demo.json --keep-last 2 --to anthropic -o x.json
+    from tinyjuice.pipeline import compress
+    from tinyjuice.report import CompactionOptions
+
+    demo = load(Path(__file__).resolve().parents[2] / "sessions" / "demo.json")
+    for t in (demo, compress(demo, CompactionOptions(keep_last=2, force=True)).transcript):
+        out = orjson.loads(dumps(t, "anthropic"))
+        assert not [b for b in _blocks(out) if b.get("type") == "text" and not b["text"].strip()]
+        assert all(m.get("content") for m in out["messages"])
+        assert out["messages"][0]["role"] == "user"
+
+
+def test_reasoning_beside_text_is_kept_as_a_thinking_block() -> None:
+    # Reasoning on a text-only turn (Hermes, Codex) used to vanish into string content.
+    t = Transcript(
+        messages=(
+            Message(Role.USER, (TextPart("hi"),)),
+            Message(Role.ASSISTANT, (TextPart("Hello."),), reasoning="greet back"),
+        ),
+        format="hermes",
+    )
+    out = orjson.loads(dumps(t, "anthropic"))
+    assert out["messages"][1]["content"] == [
+        {"type": "thinking", "thinking": "greet back"},
+        {"type": "text", "text": "Hello."},
+    ]
+
+
+def test_own_blocks_are_written_back_as_they_were() -> None:
+    doc = {
+        "messages": [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": ""},
+                    {"type": "tool_use", "id": "t1", "name": "ls", "input": {}},
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]},
+        ]
+    }
+    t = load_bytes(orjson.dumps(doc), "s.json", "anthropic")
+    assert orjson.loads(dumps(t, "anthropic")) == doc
+
+
 # --------------------------------------------------------------------------- bad input
 
 

@@ -16,6 +16,7 @@ from tinyjuice.formats import openai as openai_fmt
 from tinyjuice.formats import sharegpt as fmt
 from tinyjuice.formats._base import Source, parse_jsonl
 from tinyjuice.model import Message, Role, TextPart, ThinkingPart, ToolCall, Transcript
+from tinyjuice.tokens import TOOLS_IN_TEXT_HINT, RoughCounter, count_transcript, tools_in_text
 
 TOOLS = [
     {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
@@ -383,6 +384,75 @@ def test_session_picks_a_trajectory_by_id_or_number(layout: str) -> None:
     first = load_bytes(data, "batch", "sharegpt")
     assert first.session_id == "traj-0"
     assert any("--session N" in w for w in first.warnings)
+
+
+@pytest.mark.parametrize("layout", ["jsonl", "json"])
+def test_integer_ids_match_their_digits_before_numbers(layout: str, tmp_path: Path) -> None:
+    docs = _batch()
+    for d, ident in zip(docs, (1001, 1, "x"), strict=True):
+        d["id"] = ident
+    path = tmp_path / ("b.jsonl" if layout == "jsonl" else "b.json")
+    path.write_bytes(_jsonl(*docs) if layout == "jsonl" else orjson.dumps(docs))
+    # --session 1001 names the trajectory whose "id" is the integer 1001.
+    assert load(path, "sharegpt", session="1001").extra["id"] == 1001
+    assert load(path, "sharegpt", session="1001").session_id == "1001"
+    # An exact id match wins over the 1-based number: "1" is the one whose id is 1.
+    assert load(path, "sharegpt", session="1").extra["id"] == 1
+    assert load(path, "sharegpt", session="#1").extra["id"] == 1001
+    assert load(path, "sharegpt", session="3").extra["id"] == "x"
+    with pytest.raises(LoadError, match="no trajectory '1002'"):
+        load(path, "sharegpt", session="1002")
+    # A bool is not an integer id.
+    docs[2]["id"] = True
+    path.write_bytes(_jsonl(*docs) if layout == "jsonl" else orjson.dumps(docs))
+    with pytest.raises(LoadError, match="no trajectory 'True'"):
+        load(path, "sharegpt", session="True")
+
+
+def test_system_turn_holding_the_tools_is_hinted() -> None:
+    t = _load(trajectory())
+    assert t.messages[0].hints.get(TOOLS_IN_TEXT_HINT) is True
+    assert tools_in_text(t)
+    assert not any(m.hints.get(TOOLS_IN_TEXT_HINT) for m in t.messages[1:])
+    # A list-form tools field, and a block with other spacing, are the same schemas.
+    doc = trajectory()
+    doc["tools"] = TOOLS
+    doc["conversations"][0]["value"] = (
+        "Agent.\n<tools>\n" + json.dumps(TOOLS, indent=2) + "\n</tools>"
+    )
+    assert tools_in_text(_load(doc))
+    # Unchanged on write-back.
+    assert orjson.loads(dumps(_load(trajectory()), "sharegpt")) == trajectory()
+
+
+@pytest.mark.parametrize(
+    "system",
+    [
+        "You are a function calling AI model.",  # no block
+        "Call tools inside <tools></tools> tags.",  # a mention in prose, not a block
+        "Agent.\n<tools>\n[]\n</tools>",  # other schemas than the tools field
+        "Agent.\n<tools>\nnot json\n</tools>",
+        "Agent.\n<tools>\n" + json.dumps(TOOLS),  # never closed
+    ],
+)
+def test_system_turn_without_the_same_tools_is_not_hinted(system: str) -> None:
+    doc = trajectory()
+    doc["conversations"][0]["value"] = system
+    t = _load(doc)
+    assert not tools_in_text(t)
+    assert count_transcript(t, RoughCounter()).tools > 0
+
+
+def test_embedded_tools_are_counted_once() -> None:
+    # tjui inspect sessions/sharegpt.jsonl: the tool schemas were counted in the system
+    # turn and again as tool definitions (~27% too much).
+    counter = RoughCounter()
+    t = _load(trajectory())
+    tokens = count_transcript(t, counter)
+    assert tokens.tools == 0
+    assert tokens.total == tokens.messages_total
+    apart = _load({**trajectory(), "conversations": trajectory()["conversations"][1:]})
+    assert count_transcript(apart, counter).tools > 0  # declared only: counted on their own
 
 
 def test_iter_trajectories_streams_jsonl_line_by_line(tmp_path: Path) -> None:

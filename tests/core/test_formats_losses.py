@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
 from tinyjuice.formats import (
@@ -20,6 +23,7 @@ from tinyjuice.formats import (
 )
 from tinyjuice.formats.losses import _CARRIES
 from tinyjuice.model import (
+    CompactionEvent,
     MediaPart,
     Message,
     MessageMeta,
@@ -28,6 +32,7 @@ from tinyjuice.model import (
     ThinkingPart,
     ToolCall,
     Transcript,
+    Trigger,
 )
 from tinyjuice.pipeline import compress
 from tinyjuice.report import CompactionOptions
@@ -54,17 +59,61 @@ MEASURES: dict[str, Callable[[Transcript], int]] = {
 }
 
 
+def _event_keys(t: Transcript) -> Counter[tuple[Any, ...]]:
+    """Recorded compactions (not tinyjuice's own), by what a reader could give back."""
+    keys: Counter[tuple[Any, ...]] = Counter()
+    for e in t.compactions:
+        if e.extra.get("generated_by") == "tinyjuice":
+            continue
+        i = e.summary_index
+        text = t.messages[i].text if i is not None and i < len(t.messages) else None
+        keys[(e.trigger, e.pre_tokens, e.post_tokens, text)] += 1
+    return keys
+
+
+def _records_lost(t: Transcript, back: Transcript) -> int:
+    """Compaction records of ``t`` that do not come back from the written file as they were."""
+    before = _event_keys(t)
+    return sum(before.values()) - sum((before & _event_keys(back)).values())
+
+
+def _thinking_blocks(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        if value.get("type") == "thinking":
+            yield value
+        for v in value.values():
+            yield from _thinking_blocks(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _thinking_blocks(v)
+
+
+def _unsigned_written(t: Transcript, data: bytes) -> int:
+    """Unsigned thinking blocks an Anthropic write adds (an Anthropic source's own aside)."""
+    written = sum(1 for b in _thinking_blocks(orjson.loads(data)) if not b.get("signature"))
+    own = 0
+    if t.format == "anthropic":
+        own = sum(1 for p in _thinking(t) if not p.redacted and not p.signature)
+    return written - own
+
+
 def _assert_losses_match_a_real_write(t: Transcript, fmt: str) -> list[ConversionLoss]:
     losses = conversion_losses(t, fmt)
-    back = load_bytes(dumps(t, fmt), "converted", fmt)
+    data = dumps(t, fmt)
+    back = load_bytes(data, "converted", fmt)
     reported = {loss.kind: loss.count for loss in losses}
-    assert set(reported) <= set(MEASURES)
+    assert set(reported) <= {*MEASURES, "compaction_record", "unsigned_thinking"}
     for kind, measure in MEASURES.items():
         before, after = measure(t), measure(back)
         if kind in reported:
             assert before - after == reported[kind], (kind, before, after)
         else:
             assert after >= before, f"{kind}: {before} -> {after} dropped without a word"
+    # Compaction records: compared event by event (a reader rebuilds them from summaries).
+    assert reported.get("compaction_record", 0) == _records_lost(t, back)
+    # The caveat counts the thinking blocks the Anthropic writer emits without a signature.
+    unsigned = _unsigned_written(t, data) if fmt == "anthropic" else 0
+    assert reported.get("unsigned_thinking", 0) == unsigned
     return losses
 
 
@@ -93,8 +142,88 @@ def test_claude_code_to_openai_lists_every_kind_it_drops() -> None:
         "tool_error_flag",
         "usage",
         "compaction_summary",
+        "compaction_record",
         "sidechain",
     ]
+
+
+def test_compactions_say_exactly_what_is_lost() -> None:
+    # Claude Code marks its summaries with isCompactSummary, not a text prefix: written
+    # as OpenAI they become ordinary messages, and the compactions (auto at 167,000
+    # tokens, manual at 98,000) are no longer recorded at all.
+    t = load(SESSIONS / "claude-code.jsonl")
+    said = {loss.kind: str(loss) for loss in conversion_losses(t, "openai")}
+    assert said["compaction_summary"].startswith("2 compaction summary markers (openai tells")
+    assert said["compaction_record"] == (
+        "2 compaction records (2 lost entirely, trigger and token counts too; openai records"
+        " a compaction only as a summary message starting with the compaction prefix)"
+    )
+    back = load_bytes(dumps(t, "openai"), "x.json", "openai")
+    assert back.compactions == ()
+    # A Hermes summary is told by its prefix: every writable format's reader finds it
+    # again, as the same compaction (trigger unknown, no token counts): nothing is lost.
+    demo = load(SESSIONS / "demo.json")
+    for fmt in WRITABLE_FORMATS:
+        kinds = {loss.kind for loss in conversion_losses(demo, fmt)}
+        assert not kinds & {"compaction_summary", "compaction_record"}, fmt
+        again = load_bytes(dumps(demo, fmt), "x", fmt)
+        assert [(e.trigger, e.pre_tokens) for e in again.compactions] == [
+            (e.trigger, e.pre_tokens) for e in demo.compactions
+        ], fmt
+
+
+def _with_summary(*events: CompactionEvent) -> Transcript:
+    return Transcript(
+        format="openai",
+        messages=(
+            Message(Role.USER, (TextPart("[CONTEXT COMPACTION — REFERENCE ONLY] Earlier: x."),)),
+            Message(Role.ASSISTANT, (TextPart("ok"),)),
+        ),
+        compactions=events,
+    )
+
+
+@pytest.mark.parametrize("fmt", WRITABLE_FORMATS)
+def test_compaction_record_details_and_events_without_a_summary(fmt: str) -> None:
+    detailed = CompactionEvent(0, Trigger.AUTO, pre_tokens=9000, summary_index=0)
+    t = _with_summary(detailed, CompactionEvent(1, Trigger.UNKNOWN))
+    losses = _assert_losses_match_a_real_write(t, fmt)
+    (record,) = [loss for loss in losses if loss.kind == "compaction_record"]
+    assert record.count == 2
+    assert record.message.startswith(
+        "2 compaction records (1 lost entirely; the trigger and token counts of 1; "
+    )
+    # A bare summary's event comes back as it was: nothing to report.
+    plain = _with_summary(CompactionEvent(0, Trigger.UNKNOWN, summary_index=0))
+    assert _assert_losses_match_a_real_write(plain, fmt) == []
+
+
+def test_tinyjuice_own_compaction_is_not_reported(tmp_path: Path) -> None:
+    # Its figures are in the compaction report; no writable format stores them.
+    t = load(SESSIONS / "anthropic-messages.json")
+    result = compress(t, CompactionOptions(keep_last=2, force=True))
+    assert result.transcript.compactions[-1].extra.get("generated_by") == "tinyjuice"
+    for fmt in WRITABLE_FORMATS:
+        kinds = {loss.kind for loss in conversion_losses(result.transcript, fmt)}
+        assert "compaction_record" not in kinds, fmt
+
+
+def test_reasoning_to_anthropic_is_a_caveat_with_its_count() -> None:
+    t = load(SESSIONS / "demo.json")
+    losses = _assert_losses_match_a_real_write(t, "anthropic")
+    assert [str(loss) for loss in losses] == [
+        "API replay of 10 reasoning blocks: written as unsigned thinking (the reasoning text"
+        " is kept; the API needs a signature to accept them back)"
+    ]
+    # Reasoning survives the trip; only OpenAI-shaped targets need no signature at all.
+    back = load_bytes(dumps(t, "anthropic"), "x.json", "anthropic")
+    assert sum(1 for m in back.messages for p in m.thinking if not p.signature) == 10
+    for fmt in ("openai", "hermes", "sharegpt"):
+        assert "unsigned_thinking" not in {loss.kind for loss in conversion_losses(t, fmt)}
+    # Signed thinking (Claude Code, or Anthropic itself) raises no caveat.
+    assert "unsigned_thinking" not in {
+        loss.kind for loss in conversion_losses(load(SESSIONS / "claude-code.jsonl"), "anthropic")
+    }
 
 
 @pytest.mark.parametrize("name", SAMPLES)

@@ -145,3 +145,23 @@ def test_range_is_clamped() -> None:
     assert tt.range(-5, 100) == tt.messages_total
     assert tt.range(3, 1) == 0
     assert tt.range(n, n + 3) == 0
+
+
+def test_tools_held_by_a_leading_system_message_are_not_counted_again() -> None:
+    counter = tk.RoughCounter()
+    schemas = ({"name": "terminal", "parameters": {"type": "object"}},)
+    system = Message(Role.SYSTEM, (TextPart("Agent.\n<tools>\n[...]\n</tools>"),))
+    hinted = Message(Role.SYSTEM, system.parts, hints={tk.TOOLS_IN_TEXT_HINT: True})
+    ask = Message(Role.USER, (TextPart("hi"),))
+    plain = Transcript(messages=(system, ask), format="openai", tools=schemas)
+    assert not tk.tools_in_text(plain)
+    assert count_transcript(plain, counter).tools == counter.count(tk.tool_schema_text(schemas))
+    embedded = Transcript(messages=(hinted, ask), format="sharegpt", tools=schemas)
+    assert tk.tools_in_text(embedded)
+    tokens = count_transcript(embedded, counter)
+    assert tokens.tools == 0 and tokens.total == tokens.messages_total
+    # Only leading system messages count: once the hinted message is gone (or comes
+    # after the conversation started), the schemas are counted on their own again.
+    late = Transcript(messages=(ask, hinted), format="sharegpt", tools=schemas)
+    assert not tk.tools_in_text(late)
+    assert count_transcript(late, counter).tools > 0

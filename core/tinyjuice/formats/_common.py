@@ -12,6 +12,7 @@ import orjson
 
 from tinyjuice.model import (
     EMPTY,
+    CompactionEvent,
     MediaPart,
     Message,
     MessageMeta,
@@ -19,6 +20,7 @@ from tinyjuice.model import (
     TextPart,
     ThinkingPart,
     ToolCall,
+    Trigger,
 )
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "new_meta",
     "plain_meta",
     "rest",
+    "summary_events",
     "text_flags",
     "text_part",
     "thinking_part",
@@ -61,6 +64,31 @@ _INJECTED: tuple[tuple[str, re.Pattern[str]], ...] = (
 def is_summary_text(text: str) -> bool:
     t = text.lstrip()
     return any(t.startswith(p) for p in SUMMARY_PREFIXES)
+
+
+def summary_events(
+    messages: Sequence[Message], at: Sequence[int] | None = None
+) -> list[CompactionEvent]:
+    """One compaction event per summary message (``meta.is_summary``), in order.
+
+    For formats that record a compaction only as its summary text (OpenAI, Anthropic,
+    ShareGPT, Hermes): the trigger and the token counts around it are unknown. ``at``
+    lists the summaries' indexes when the caller has them (``finish(summaries=…)``
+    collects them in its pass); otherwise one attribute check per message finds them.
+    """
+    found = [i for i, m in enumerate(messages) if m.meta.is_summary] if at is None else at
+    if not found:
+        return []
+    unknown = Trigger.UNKNOWN
+    return [
+        CompactionEvent(
+            message_index=i,
+            trigger=unknown,
+            summary_index=i,
+            source_id=messages[i].meta.source_id,
+        )
+        for i in found
+    ]
 
 
 def injected_kind(text: str) -> str | None:
@@ -409,7 +437,10 @@ def _renumbered(m: Message, index: int, orphan: bool) -> Message:
 
 
 def finish(
-    messages: Sequence[Message], *, valid_args: Mapping[int, str] | None = None
+    messages: Sequence[Message],
+    *,
+    valid_args: Mapping[int, str] | None = None,
+    summaries: list[int] | None = None,
 ) -> tuple[tuple[Message, ...], list[str]]:
     """Number the messages, flag orphans and out-of-order results; return them with warnings.
 
@@ -417,7 +448,9 @@ def finish(
     it build it so) and that is not a newly found orphan is kept as it is; any other is
     rebuilt once with its index (and orphan flag). Every tool call's arguments are
     checked as JSON, except strings listed in ``valid_args`` (``id(s) -> s``: strings the
-    reader produced with ``orjson.dumps``, so valid by construction).
+    reader produced with ``orjson.dumps``, so valid by construction). ``summaries``, when
+    given, gets the index of every summary message (for :func:`summary_events`, without
+    a second pass over the messages).
     """
     seen: set[str] = set()
     out: list[Message] = []
@@ -451,6 +484,8 @@ def finish(
             if prev_role not in answering:
                 out_of_order += 1
         meta = m.meta
+        if meta.is_summary and summaries is not None:
+            summaries.append(i)
         if meta.original_index == i and (not orphan or meta.orphan):
             append(m)
         else:

@@ -36,6 +36,7 @@ from tinyjuice.formats._common import (
     new_meta,
     plain_meta,
     rest,
+    summary_events,
     text_flags,
     text_part,
     thinking_part,
@@ -650,7 +651,8 @@ def read(source: Source, options: LoadOptions) -> Transcript:
         )
         if model is not None:
             top_extra["_derived_model"] = model
-    msgs, warnings = finish(messages, valid_args=trusted)
+    summaries: list[int] = []
+    msgs, warnings = finish(messages, valid_args=trusted, summaries=summaries)
     return Transcript(
         messages=msgs,
         format=NAME,
@@ -658,6 +660,7 @@ def read(source: Source, options: LoadOptions) -> Transcript:
         tools=tools,
         model=model,
         path=str(source.path),
+        compactions=tuple(summary_events(msgs, summaries)),
         usage=tuple(usage),
         extra=top_extra or EMPTY,
         warnings=tuple(warnings),
@@ -734,25 +737,55 @@ def _call_block(call: ToolCall, own: bool) -> dict[str, Any]:
     return block
 
 
+#: The text of a converted turn that would otherwise have no content: the API rejects
+#: empty content and empty text blocks (an empty final assistant turn aside).
+EMPTY_TURN_TEXT = "(empty)"
+
+
+def _part_blocks(m: Message, own: bool) -> list[dict[str, Any]]:
+    """The content blocks of a message's parts.
+
+    A transcript from another format loses its blank text parts (OpenAI-style
+    ``"content": ""`` beside tool calls): the API rejects empty text blocks. An
+    Anthropic transcript's own blocks are written back as they were.
+    """
+    if own:
+        return [_part_block(p, own) for p in m.parts]
+    return [
+        _part_block(p, own)
+        for p in m.parts
+        if not (type(p) is TextPart and not p.text.strip())  # type: ignore[union-attr]
+    ]
+
+
 def _content_value(m: Message, blocks: list[Any], own: bool) -> tuple[bool, Any]:
-    """(present, value) of a message's ``content`` for its stored form."""
-    form = m.hints.get("content_form") if own else None
+    """(present, value) of a message's ``content`` for its stored form.
+
+    For another format's message, (False, None) when it has nothing to say (no blocks).
+    """
+    if not own:
+        if not blocks:
+            return False, None
+        if len(blocks) == 1 and not m.tool_calls and len(m.parts) == 1:
+            part = m.parts[0]
+            if type(part) is TextPart:
+                return True, part.text
+        return True, blocks
+    form = m.hints.get("content_form")
     simple = len(m.parts) == 1 and isinstance(m.parts[0], TextPart) and not m.tool_calls
     if form == "string" and simple and not m.parts[0].extra:
         return True, m.parts[0].text  # type: ignore[union-attr]
     if not blocks and form in ("absent", "null"):
         return form == "null", None
-    if form is None and simple and not (own and m.parts[0].extra):
+    if form is None and simple and not m.parts[0].extra:
         return True, m.parts[0].text  # type: ignore[union-attr]
     return True, blocks
 
 
 def _tool_result_block(m: Message, own: bool) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id or ""}
-    blocks = [_part_block(p, own) for p in m.parts]
-    present, value = _content_value(m, blocks, own)
-    if not own and not m.parts:
-        present = False
+    # (Converted: an empty result has no ``content``, which the API allows.)
+    present, value = _content_value(m, _part_blocks(m, own), own)
     if present:
         block["content"] = value
     hint = m.hints.get("is_error", ...) if own else ...
@@ -777,7 +810,7 @@ def _group_to_dict(members: list[Message], own: bool) -> dict[str, Any]:
             if own and "msg_extra" in m.hints and not msg_extra:
                 msg_extra = m.hints["msg_extra"]
         else:
-            blocks = [_part_block(p, own) for p in m.parts]
+            blocks = _part_blocks(m, own)
             positions = m.hints.get("block_pos") if own else None
             if not (isinstance(positions, (list, tuple)) and len(positions) == len(blocks)):
                 positions, known = [None] * len(blocks), False
@@ -791,9 +824,10 @@ def _group_to_dict(members: list[Message], own: bool) -> dict[str, Any]:
 
 def _message_to_dict(m: Message, own: bool) -> dict[str, Any]:
     role = "assistant" if m.role is Role.ASSISTANT else "user"
-    part_blocks = [_part_block(p, own) for p in m.parts]
+    part_blocks = _part_blocks(m, own)
     if m.reasoning and not m.thinking:
-        # Reasoning kept beside content (Hermes, Codex): a thinking block with no signature.
+        # Reasoning kept beside content (Hermes, Codex): a thinking block with no
+        # signature (conversion_losses says the API will not accept it back).
         part_blocks.insert(0, {"type": "thinking", "thinking": m.reasoning})
     call_blocks = [_call_block(c, own) for c in m.tool_calls]
     layout = m.hints.get("layout") if own else None
@@ -810,6 +844,8 @@ def _message_to_dict(m: Message, own: bool) -> dict[str, Any]:
     present, value = _content_value(m, blocks, own)
     if present:
         out["content"] = value
+    elif not own:
+        out["content"] = EMPTY_TURN_TEXT  # never an empty turn
     if own:
         out.update(m.extra)
     return out
@@ -850,7 +886,7 @@ def _messages_to_dicts(messages: Sequence[Message], own: bool) -> list[dict[str,
             continue
         if m.role in (Role.SYSTEM, Role.DEVELOPER):
             # No in-band system role: carry the text as a user turn.
-            out.append({"role": "user", "content": m.text})
+            out.append({"role": "user", "content": m.text if m.text.strip() else EMPTY_TURN_TEXT})
         else:
             out.append(_message_to_dict(m, own))
         i += 1

@@ -28,7 +28,7 @@ import orjson
 
 from tinyjuice.formats import _hermes_db as _db
 from tinyjuice.formats._base import LoadError, LoadOptions, Source, bad_line_warnings, expect
-from tinyjuice.formats._common import finish
+from tinyjuice.formats._common import finish, summary_events
 from tinyjuice.formats._hermes_db import SessionInfo, list_sessions
 from tinyjuice.formats.openai import (
     OPENAI_SHAPED,
@@ -143,16 +143,6 @@ def _message(source: Source, raw: Any, jp: str | None, index: int | None = None)
     return replace(m, extra={**m.extra, **fix} if fix else m.extra, hints=hints)
 
 
-def _summary_events(messages: Sequence[Message]) -> list[CompactionEvent]:
-    return [
-        CompactionEvent(
-            message_index=i, trigger=Trigger.UNKNOWN, summary_index=i, source_id=m.meta.source_id
-        )
-        for i, m in enumerate(messages)
-        if m.meta.is_summary
-    ]
-
-
 def _read_log(source: Source) -> Transcript:
     path = source.path
     doc = expect(
@@ -164,7 +154,8 @@ def _read_log(source: Source) -> Transcript:
     for i, m in enumerate(raw_messages):
         fast = fast_message(m, i, _KNOWN)
         append(_completed(fast, m) if fast is not None else _message(source, m, None, i))
-    msgs, warnings = finish(messages)
+    summaries: list[int] = []
+    msgs, warnings = finish(messages, summaries=summaries)
 
     fields: dict[str, Any] = {}
     for key in ("session_id", "model", "system_prompt"):
@@ -192,7 +183,7 @@ def _read_log(source: Source) -> Transcript:
         model=fields.get("model"),
         path=str(path),
         session_id=fields.get("session_id"),
-        compactions=tuple(_summary_events(msgs)),
+        compactions=tuple(summary_events(msgs, summaries)),
         extra=extra,
         warnings=tuple(warnings),
     )
@@ -232,7 +223,8 @@ def _read_gateway(source: Source, options: LoadOptions) -> Transcript:
         shown = ", ".join(str(n) for n in extra_meta[:10])
         warnings.append(f"ignored {len(extra_meta)} further session_meta line(s): {shown}")
 
-    msgs, more = finish(messages)
+    summaries: list[int] = []
+    msgs, more = finish(messages, summaries=summaries)
     warnings += more
     tools = meta.get("tools")
     if "tools" in meta and not isinstance(tools, list):
@@ -256,7 +248,7 @@ def _read_gateway(source: Source, options: LoadOptions) -> Transcript:
         model=mapped.get("model"),
         path=str(path),
         session_id=mapped.get("session_id"),
-        compactions=tuple(_summary_events(msgs)),
+        compactions=tuple(summary_events(msgs, summaries)),
         extra=extra,
         warnings=tuple(warnings),
     )
@@ -361,7 +353,8 @@ def _read_db(source: Source, options: LoadOptions) -> Transcript:
             ).fetchone()
 
     messages = [_row_message(source, r, schema.messages) for r in rows]
-    msgs, more = finish(messages)
+    summaries: list[int] = []
+    msgs, more = finish(messages, summaries=summaries)
     warnings += more
     inactive = sum(1 for m in msgs if "active" in m.extra)
     if inactive:
@@ -379,7 +372,7 @@ def _read_db(source: Source, options: LoadOptions) -> Transcript:
         extra["child_session_ids"] = children
     if lock is not None:
         extra["compression_lock"] = _db.row_dict(lock)
-    events = _summary_events(msgs)
+    events = summary_events(msgs, summaries)
     if archived is not None:
         count, last_id, tokens = archived
         extra["archived_rows"] = count

@@ -27,6 +27,7 @@ from tinyjuice.formats._common import (
     media_from_url,
     meta_for_text,
     rest,
+    summary_events,
     text_part,
     tool_call,
 )
@@ -397,13 +398,15 @@ def read(source: Source, options: LoadOptions) -> Transcript:
     for i, m in enumerate(raw_messages):
         msg = fast_message(m, i, known)
         append(msg if msg is not None else message_from_dict(source, m, f"${base}[{i}]", index=i))
-    msgs, warnings = finish(messages)
+    summaries: list[int] = []
+    msgs, warnings = finish(messages, summaries=summaries)
     return Transcript(
         messages=msgs,
         format=NAME,
         tools=tools,
         model=model,
         path=str(source.path),
+        compactions=tuple(summary_events(msgs, summaries)),
         extra=top_extra or EMPTY,
         warnings=tuple(warnings),
     )

@@ -13,6 +13,11 @@ when it has one, else synthesised as ``call_<turn>_<k>`` and listed in the messa
 its own :attr:`Role.TOOL` message, paired to the pending calls in order (by name when
 the response names its tool).
 
+A summary turn (``[CONTEXT SUMMARY]:`` …) is a compaction event (trigger unknown). A
+system turn whose ``<tools>`` block holds the same schemas as the ``tools`` field gets
+the :data:`~tinyjuice.tokens.TOOLS_IN_TEXT_HINT` hint: the prompt holds the schemas
+once, so they are counted once.
+
 Writing gives back the original ``value`` string of every turn the transcript did not
 change (kept in the ``raw`` hint); changed turns are re-rendered in the Hermes layout.
 """
@@ -44,6 +49,7 @@ from tinyjuice.formats._common import (
     new_meta,
     plain_meta,
     rest,
+    summary_events,
     text_part,
     thinking_part,
     tool_call,
@@ -58,6 +64,7 @@ from tinyjuice.model import (
     ToolCall,
     Transcript,
 )
+from tinyjuice.tokens import TOOLS_IN_TEXT_HINT
 
 __all__ = ["NAME", "iter_trajectories", "read", "read_all", "sniff", "write"]
 
@@ -84,6 +91,8 @@ _ROLE_FROM: dict[Role, str] = {
 _GPT_TAGS = (("<think>", "</think>", "think"), ("<tool_call>", "</tool_call>", "tool_call"))
 _RESPONSE_OPEN = "<tool_response>"
 _RESPONSE_CLOSE = "</tool_response>"
+_TOOLS_OPEN = "<tools>"
+_TOOLS_CLOSE = "</tools>"
 _NAME_IN_RAW = re.compile(r"""["']name["']\s*:\s*["']([^"'\\]*)["']""")
 _ARGS_IN_RAW = re.compile(r"""["']arguments["']\s*:\s*""")
 #: Stands in for verbatim (invalid JSON) arguments while rendering a tool call.
@@ -491,6 +500,50 @@ def _messages(turns: list[_Turn], trusted: dict[int, str]) -> list[Message]:
     return out
 
 
+def _tools_block(text: str) -> str | None:
+    """The inside of the ``<tools>…</tools>`` block of a system turn, or None.
+
+    The block's opening tag starts a line (a mention such as "given inside <tools></tools>
+    XML tags" in the prose before it is not the block).
+    """
+    start = text.find("\n" + _TOOLS_OPEN)
+    if start < 0:
+        if not text.startswith(_TOOLS_OPEN):
+            return None
+        start = 0
+    else:
+        start += 1
+    start += len(_TOOLS_OPEN)
+    end = text.find(_TOOLS_CLOSE, start)
+    return text[start:end] if end >= 0 else None
+
+
+def _mark_embedded_tools(messages: list[Message], tools: tuple[Any, ...], raw: Any) -> None:
+    """Hint the leading system turn whose ``<tools>`` block holds the ``tools`` schemas.
+
+    Hermes-style trajectories write the schemas into the system turn and repeat them in
+    the ``tools`` field; the prompt holds them once, and :func:`~tinyjuice.tokens.
+    count_transcript` counts them once (see :data:`~tinyjuice.tokens.TOOLS_IN_TEXT_HINT`).
+    Runs once per trajectory, on the system turns before the first other turn.
+    """
+    for i, m in enumerate(messages):
+        if m.role is not Role.SYSTEM:
+            return
+        block = _tools_block(m.text)
+        if block is None:
+            continue
+        inner = block.strip()
+        same = isinstance(raw, str) and inner == raw.strip()
+        if not same:
+            try:
+                same = orjson.loads(inner) == list(tools)
+            except orjson.JSONDecodeError:
+                same = False
+        if same:
+            messages[i] = replace(m, hints={**m.hints, TOOLS_IN_TEXT_HINT: True})
+        return
+
+
 def _trajectory(source: Source, obj: Any, jp: str, line: int | None, top_form: str) -> Transcript:
     if not isinstance(obj, dict):
         raise LoadError(
@@ -503,8 +556,9 @@ def _trajectory(source: Source, obj: Any, jp: str, line: int | None, top_form: s
     turns = _turns(source, obj, jp, line)
     _pair(turns)
     trusted: dict[int, str] = {}
-    msgs, warnings = finish(_messages(turns, trusted), valid_args=trusted)
+    messages = _messages(turns, trusted)
     extra: dict[str, Any] = {"_top_form": top_form, "_key_order": list(obj)}
+    warnings: list[str] = []
     tools: tuple[Any, ...] = ()
     raw_tools = obj.get("tools", ...)
     if isinstance(raw_tools, str):
@@ -521,6 +575,11 @@ def _trajectory(source: Source, obj: Any, jp: str, line: int | None, top_form: s
         tools, extra["_tools_form"] = tuple(raw_tools), "list"
     elif raw_tools is not ...:
         extra["tools"] = raw_tools
+    if tools:
+        _mark_embedded_tools(messages, tools, raw_tools)
+    summaries: list[int] = []
+    msgs, found = finish(messages, valid_args=trusted, summaries=summaries)
+    warnings[:0] = found
     model = obj.get("model") if isinstance(obj.get("model"), str) else None
     extra.update(
         rest(
@@ -534,7 +593,8 @@ def _trajectory(source: Source, obj: Any, jp: str, line: int | None, top_form: s
         tools=tools,
         model=model,
         path=str(source.path),
-        session_id=obj["id"] if isinstance(obj.get("id"), str) else None,
+        session_id=_id_text(obj.get("id")),
+        compactions=tuple(summary_events(msgs, summaries)),
         extra=extra,
         warnings=tuple(warnings),
     )
@@ -563,6 +623,15 @@ def read_all(source: Source, options: LoadOptions) -> list[Transcript]:
     return list(_iter_source(source))
 
 
+def _id_text(value: Any) -> str | None:
+    """A trajectory ``id`` as the text ``--session`` gives: a string, or an integer's digits."""
+    if type(value) is str:
+        return value
+    if type(value) is int:  # (not a bool)
+        return str(value)
+    return None
+
+
 def _pick(source: Source, session: str, total: int) -> Transcript:
     """The trajectory ``session`` names: its ``id`` field, or its 1-based number."""
     doc = source.doc
@@ -574,8 +643,9 @@ def _pick(source: Source, session: str, total: int) -> Transcript:
         raw = [(obj, f"$[{i}]", None, "list") for i, obj in enumerate(doc)]
     else:
         raw = [(doc, "$", None, "object")]
+    # An exact id match wins over the 1-based number; an integer id matches its digits.
     for obj, jp, line, form in raw:
-        if isinstance(obj, dict) and obj.get("id") == session:
+        if isinstance(obj, dict) and _id_text(obj.get("id")) == session:
             return _trajectory(source, obj, jp, line, form)
     number = session.removeprefix("#")
     if number.isdigit() and 1 <= int(number) <= total:
