@@ -83,6 +83,29 @@ def main() -> None:
     FILE is omitted). Formats: openai, anthropic, hermes, claude-code, codex,
     sharegpt, swe-agent — detected automatically.
     """
+    _check_tokenizer_env()
+
+
+def _check_tokenizer_env() -> None:
+    """Warn about tokenizer settings that would otherwise be ignored without a word."""
+    mode = os.environ.get("TJUI_TOKENIZER", "")
+    if mode not in ("", "rough", "exact"):
+        click.echo(
+            f"tjui: warning: TJUI_TOKENIZER={mode!r} is not 'rough' or 'exact'; ignored", err=True
+        )
+    wanted = os.environ.get("TJUI_ENCODING", "")
+    if wanted and mode != "rough":
+        try:
+            import tiktoken
+        except ImportError:
+            return
+        known = set(tiktoken.list_encoding_names())
+        if wanted not in known:
+            click.echo(
+                f"tjui: warning: TJUI_ENCODING={wanted!r} is not a tiktoken encoding here"
+                f" ({', '.join(sorted(known))}); using the default",
+                err=True,
+            )
 
 
 @main.command("open", hidden=True)

