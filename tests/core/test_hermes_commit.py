@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tinyjuice.atomic import sha256_hex
 from tinyjuice.formats import load
 from tinyjuice.formats._hermes_db import create_schema, write_session
 from tinyjuice.pipeline import compress
@@ -26,7 +27,6 @@ from tinyjuice.store import (
     load_source,
     undo,
 )
-from tinyjuice.store.atomic import sha256_hex
 from tinyjuice.store.hermes_db import read_snapshot
 from tinyjuice.tokens import RoughCounter
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tinyjuice.atomic import temp_path_for
 from tinyjuice.formats import load
 from tinyjuice.lease import CompactionLease
 from tinyjuice.pipeline import compress
@@ -39,7 +40,6 @@ from tinyjuice.store import (
     undo,
 )
 from tinyjuice.store.archive import MIGRATIONS, SCHEMA_VERSION, CommitRecord
-from tinyjuice.store.atomic import temp_path_for
 from tinyjuice.store.lease import make_holder
 from tinyjuice.tokens import RoughCounter
 

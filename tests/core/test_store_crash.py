@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from tinyjuice.atomic import TEMP_SUFFIX, sha256_hex, temp_path_for
 from tinyjuice.formats import load
 from tinyjuice.formats._hermes_db import create_schema, write_session
 from tinyjuice.pipeline import compress
 from tinyjuice.report import CompactionOptions
 from tinyjuice.store import Archive, CommitState, commit, history, load_source, undo
-from tinyjuice.store.atomic import TEMP_SUFFIX, sha256_hex, temp_path_for
 from tinyjuice.store.hermes_db import read_snapshot
 from tinyjuice.tokens import RoughCounter
 

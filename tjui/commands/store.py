@@ -17,6 +17,7 @@ import click
 from tinyjuice.formats import LoadError
 from tinyjuice.report import CompactionResult, Status
 from tinyjuice.store import (
+    Archive,
     ArchiveError,
     CommitError,
     CommitMode,
@@ -25,7 +26,7 @@ from tinyjuice.store import (
     LoadedSource,
     StaleSourceError,
 )
-from tjui.clikit import emit_json, fail, session_option
+from tjui.clikit import emit_json, ensure_parent_dir, fail, output_option, session_option
 
 __all__ = [
     "EXIT_BUSY",
@@ -187,7 +188,7 @@ def history_cmd(file: Path | None, session: str | None, as_json: bool) -> None:
 
     Each commit archived the original before writing; undo one with `tjui undo ID`.
     """
-    from tinyjuice.store import Archive, archive_path, history
+    from tinyjuice.store import archive_path, history
 
     # Read-only: a missing archive means no commits yet, and is not created.
     try:
@@ -219,16 +220,9 @@ def history_cmd(file: Path | None, session: str | None, as_json: bool) -> None:
 
 @click.command("recover")
 @click.argument("sha256")
-@click.option(
-    "-o",
-    "--output",
-    "output",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Write the archived copy to this file (never over an existing one unless --force).",
-)
-@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
-def recover_cmd(sha256: str, output: Path, force: bool) -> None:
+@output_option("Write the archived copy to this file (never over an existing one unless --force).")
+@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+def recover_cmd(sha256: str, output: Path | None, force: bool) -> None:
     """Write an archived copy (by its sha256, or its first 8+ characters) to a file.
 
     Every original a commit replaced is archived, and so is the state a forced undo
@@ -236,11 +230,10 @@ def recover_cmd(sha256: str, output: Path, force: bool) -> None:
     `tjui history --json` as forced_sha256). For a Hermes state.db session the copy is a
     JSON snapshot of its rows.
     """
-    from tinyjuice.store import Archive
-    from tinyjuice.store.atomic import atomic_write
+    from tinyjuice.atomic import atomic_write
 
-    if output.is_dir() or str(output).endswith(("/", "\\")):
-        fail(f"-o {output} is a directory; give the file to write")
+    if output is None:
+        fail("recover needs -o OUT (the file to write)")
     if output.exists() and not force:
         fail(f"{output} exists; pass --force to replace it", EXIT_REFUSED)
     archive = Archive.open_existing()
@@ -254,15 +247,15 @@ def recover_cmd(sha256: str, output: Path, force: bool) -> None:
         if hint is not None:
             fail(hint, EXIT_REFUSED)
         _refuse(exc)
+    ensure_parent_dir(output)
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(output, data, tag="recover")
     except OSError as exc:
         fail(f"could not write {output}: {exc.strerror or exc}", EXIT_REFUSED)
     click.echo(f"wrote {output} ({len(data):,} bytes, sha256 {digest[:12]}… verified)")
 
 
-def _commit_hint(archive: Any, text: str) -> str | None:
+def _commit_hint(archive: Archive, text: str) -> str | None:
     """When ``text`` names a commit rather than a copy: what to run instead."""
     try:
         record = archive.get(text)

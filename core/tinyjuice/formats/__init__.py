@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import importlib
 import os
-import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from tinyjuice._gc import gc_paused
+from tinyjuice.atomic import atomic_write
 from tinyjuice.formats._base import (
     FORMAT_NAMES,
     SQLITE_MAGIC,
@@ -263,28 +263,6 @@ def load(
     return load_bytes(read_bytes(p), p, format, options=opts)
 
 
-def _mode_of(target: Path) -> int:
-    """The permission bits a write to ``target`` should leave: the existing file's, else
-    0666 less the umask (what ``open`` would create)."""
-    try:
-        return target.stat().st_mode & 0o7777
-    except OSError:
-        return 0o666 & ~_umask()
-
-
-def _umask() -> int:
-    """The process umask, read without changing it (``os.umask`` would set it, for a
-    moment, for every thread); 022 when the system does not say."""
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
-
-
 #: File suffixes that ask for the JSON-lines layout when :func:`save` is not told.
 JSONL_SUFFIXES: tuple[str, ...] = (".jsonl", ".ndjson")
 
@@ -309,7 +287,8 @@ def dumps(transcript: Transcript, format: str, *, jsonl: bool | None = None) -> 
 def save(
     transcript: Transcript, path: str | Path, format: str, *, jsonl: bool | None = None
 ) -> None:
-    """Write ``transcript`` to ``path`` in ``format``, atomically (temp file + rename).
+    """Write ``transcript`` to ``path`` in ``format``, atomically (:func:`~tinyjuice.atomic.
+    atomic_write`: a new file gets the mode ``open`` would give it, an existing one keeps its).
 
     ``jsonl`` is as for :func:`dumps`; when not given, a ``.jsonl``/``.ndjson`` path
     gets the JSON-lines layout.
@@ -318,16 +297,4 @@ def save(
     if jsonl is None and target.suffix.lower() in JSONL_SUFFIXES:
         jsonl = True
     data = dumps(transcript, format, jsonl=jsonl)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        # mkstemp makes the file 0600; give it what a plain open() would (an existing
-        # target keeps its own bits).
-        os.chmod(tmp, _mode_of(target))
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(target, data, tag=f"save-{os.getpid()}")

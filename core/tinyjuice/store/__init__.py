@@ -7,6 +7,7 @@ lists commits. The archive lives in ``$TJUI_HOME`` (else the user data directory
 
 from __future__ import annotations
 
+from tinyjuice.atomic import atomic_write
 from tinyjuice.store.archive import (
     Archive,
     ArchiveError,
@@ -20,7 +21,6 @@ from tinyjuice.store.archive import (
     archive_path,
     default_home,
 )
-from tinyjuice.store.atomic import atomic_write
 from tinyjuice.store.commit import (
     CommitPlan,
     LoadedSource,

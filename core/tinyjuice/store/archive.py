@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.store.atomic import sha256_hex
+from tinyjuice.atomic import sha256_hex
 
 __all__ = [
     "ARCHIVE_NAME",

@@ -35,6 +35,14 @@ from typing import Any
 
 import orjson
 
+from tinyjuice.atomic import (
+    atomic_write,
+    checkpoint,
+    file_digest,
+    fsync_dir,
+    sha256_hex,
+    temp_path_for,
+)
 from tinyjuice.formats import (
     JSONL_SUFFIXES,
     WRITABLE_FORMATS,
@@ -58,14 +66,6 @@ from tinyjuice.store.archive import (
     SourceKind,
     StaleSourceError,
     new_commit_id,
-)
-from tinyjuice.store.atomic import (
-    atomic_write,
-    checkpoint,
-    file_digest,
-    fsync_dir,
-    sha256_hex,
-    temp_path_for,
 )
 from tinyjuice.store.lease import SqliteLease
 

@@ -32,10 +32,10 @@ from typing import Any
 
 import orjson
 
+from tinyjuice.atomic import checkpoint, sha256_hex
 from tinyjuice.formats import _hermes_db
 from tinyjuice.model import Transcript
 from tinyjuice.store.archive import ChangedSinceCommit, CommitError, StaleSourceError
-from tinyjuice.store.atomic import checkpoint, sha256_hex
 from tinyjuice.store.lease import LeaseBusy, holder_is_dead, make_holder
 
 __all__ = [
