@@ -34,8 +34,8 @@ Classification heuristics (system prompt, leading system messages, injected mess
     unless they match another class themselves. Tags such as ``<available_skills>``,
     ``<memory>``, ``<user_instructions>``, ``<mcp_servers>``, ``<available_agents>`` classify
     everything up to their closing tag; a ``<tools>`` block (tool schemas written into
-    the prompt, as ShareGPT/Hermes trajectories do) counts as ``tool_definitions``. Unclassified text stays in ``system_prompt`` (or
-    ``injected`` for injected messages). An injected message of kind ``agents_md`` counts
+    the prompt, as ShareGPT/Hermes trajectories do) counts as ``tool_definitions``.
+    Unclassified text stays in ``system_prompt`` (or ``injected`` for injected messages). An injected message of kind ``agents_md`` counts
     as ``rules``. Tool schemas whose name starts with ``mcp__`` or which carry an MCP
     marker (``type == "mcp"``, a key starting with ``mcp``, or ``source``/``origin``/
     ``provider``/``server_type`` equal to ``"mcp"``) → ``mcp_tools``; the remaining
