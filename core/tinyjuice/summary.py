@@ -398,7 +398,8 @@ class SummaryError(Exception):
 class SummaryProvider(Protocol):
     """Something that turns a :class:`SummaryRequest` into a summary, or raises SummaryError."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # (read-only: a frozen dataclass provider qualifies)
 
     def summarize(self, request: SummaryRequest) -> SummaryText | StructuredSummary: ...
 
