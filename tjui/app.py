@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -120,15 +120,17 @@ def make_app(
     )
 
 
-def run_app(
-    path: str | Path,
-    *,
-    fmt: str | None = None,
-    session: str | None = None,
-    context_window: int | None = None,
-    model: str | None = None,
-) -> None:
-    app = make_app(path, fmt=fmt, session=session, context_window=context_window, model=model)
+class AppOptions(TypedDict, total=False):
+    """:func:`make_app`'s keyword arguments."""
+
+    fmt: str | None
+    session: str | None
+    context_window: int | None
+    model: str | None
+
+
+def run_app(path: str | Path, **kwargs: Unpack[AppOptions]) -> None:
+    app = make_app(path, **kwargs)
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)
