@@ -427,7 +427,7 @@ class CustomPolicy:
         return _spec(self.name, self, CustomPolicy())
 
 
-#: The built-in policies: frozen dataclasses, which parse_policy rebuilds field by field.
+#: The built-in policies: frozen dataclasses (parse_policy sets their fields by replace()).
 _Builtin: TypeAlias = (
     HermesPolicy | ClaudeCodePolicy | CodexPolicy | OpencodePolicy | RulesPolicy | CustomPolicy
 )
