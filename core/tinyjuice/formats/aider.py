@@ -70,8 +70,10 @@ def _kind(line: str) -> str:
 
 
 def _blocks(lines: list[str]) -> list[_Block]:
+    """The user, output and reply blocks of one run. A blank line ends a user or output
+    block: Aider starts each input with one (the lines of one input are not apart)."""
     blocks: list[_Block] = []
-    fence = False
+    fence = closed = False
     for line in lines:
         kind = "reply" if fence else _kind(line.rstrip("\r"))
         if kind == "reply" and line.lstrip().startswith("```"):
@@ -82,11 +84,13 @@ def _blocks(lines: list[str]) -> list[_Block]:
         elif kind == "output":
             body = body[2:]
         if not body.strip() and blocks and kind == "reply" and blocks[-1].kind != "reply":
-            continue  # the blank line after a user or output block
-        if blocks and blocks[-1].kind == kind:
+            closed = True  # the blank line after a user or output block
+            continue
+        if blocks and blocks[-1].kind == kind and not (closed and kind != "reply"):
             blocks[-1].lines.append(body)
         else:
             blocks.append(_Block(kind, [body]))
+        closed = False
     return [b for b in blocks if b.text.strip()]
 
 

@@ -88,6 +88,8 @@ def sniff(source: Source) -> int:
     if source.kind != "jsonl":
         return 0
     head = source.head_lines(25)
+    if len(source.doc.lines) == 1 and "messages" in head[0]:
+        return 0  # one session document written on one line: read as the document
     if any("$rewindTo" in v or isinstance(v.get("$set"), dict) for v in head):
         return 95
     if any(v.get("type") == "gemini" and "id" in v for v in head):

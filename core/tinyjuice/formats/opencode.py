@@ -33,9 +33,9 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import LoadError, LoadOptions, Source
+from tinyjuice.formats._base import SQLITE_MAGIC, LoadError, LoadOptions, Source
 from tinyjuice.formats._common import finish, media_from_url
-from tinyjuice.formats._hermes_db import open_readonly
+from tinyjuice.formats._hermes_db import SessionInfo, open_readonly
 from tinyjuice.formats._records import (
     count,
     json_text,
@@ -59,7 +59,7 @@ from tinyjuice.model import (
     Usage,
 )
 
-__all__ = ["NAME", "SessionRow", "list_sessions", "read", "sniff", "storage_root"]
+__all__ = ["NAME", "entry_file", "is_database", "list_sessions", "read", "sniff", "storage_root"]
 
 NAME = "opencode"
 
@@ -79,6 +79,7 @@ class SessionRow:
     updated: int
     parent_id: str | None = None
     messages: int = 0
+    created: int = 0
 
 
 # ------------------------------------------------------------------------------ sniff
@@ -140,13 +141,18 @@ def _loads(raw: Any) -> Any:
 def _db_sessions(conn: sqlite3.Connection) -> list[SessionRow]:
     cols = _db_tables(conn)["session"]
     updated = "time_updated" if "time_updated" in cols else "rowid"
+    created = "time_created" if "time_created" in cols else "0"
     parent = "parent_id" if "parent_id" in cols else "NULL"
     title = "title" if "title" in cols else "NULL"
     counts = dict(conn.execute("SELECT session_id, COUNT(*) FROM message GROUP BY session_id"))
     rows = conn.execute(
-        f"SELECT id, {title}, {updated}, {parent} FROM session ORDER BY {updated} DESC, id DESC"
+        f"SELECT id, {title}, {updated}, {parent}, {created} FROM session"
+        f" ORDER BY {updated} DESC, id DESC"
     )
-    return [SessionRow(str(r[0]), r[1], count(r[2]), r[3], counts.get(r[0], 0)) for r in rows]
+    return [
+        SessionRow(str(r[0]), r[1], count(r[2]), r[3], counts.get(r[0], 0), count(r[4]))
+        for r in rows
+    ]
 
 
 def _db_records(conn: sqlite3.Connection, sid: str) -> list[_Record]:
@@ -206,6 +212,7 @@ def _tree_sessions(root: Path) -> list[tuple[SessionRow, Path]]:
                 count(time.get("updated") or time.get("created")),
                 info.get("parentID"),
                 n,
+                count(time.get("created")),
             )
             found.append((row, f))
     found.sort(key=lambda x: (x[0].updated, x[0].id), reverse=True)
@@ -428,20 +435,46 @@ def read(source: Source, options: LoadOptions) -> Transcript:
     )
 
 
-def list_sessions(path: str | Path) -> list[SessionRow]:
+def is_database(path: Path) -> bool:
+    """True when ``path`` is an opencode SQLite database."""
+    try:
+        with path.open("rb") as fh:
+            if fh.read(16) != SQLITE_MAGIC:
+                return False
+        with open_readonly(path) as conn:
+            return _is_db(conn)
+    except (OSError, LoadError):
+        return False
+
+
+def list_sessions(path: str | Path) -> list[SessionInfo]:
     """The sessions of an ``opencode.db`` or a storage tree, most recently updated first."""
     p = Path(path)
-    root = storage_root(p) if p.is_dir() or p.suffix == ".json" else None
+    root = storage_root(p) if p.is_dir() else None
+    if root is None and p.is_dir():
+        root = storage_root(p / "storage")
     if root is not None:
-        return [r for r, _ in _tree_sessions(root)]
-    if not p.is_file():
-        raise LoadError(p, "no such file", expected="an opencode.db or a storage directory")
-    with open_readonly(p) as conn:
-        if not _is_db(conn):
-            raise LoadError(
-                p, "not an opencode database", expected="tables session, message and part"
-            )
-        return _db_sessions(conn)
+        rows = [r for r, _ in _tree_sessions(root)]
+    elif p.is_dir() and (p / "opencode.db").is_file():
+        return list_sessions(p / "opencode.db")
+    elif is_database(p):
+        with open_readonly(p) as conn:
+            rows = _db_sessions(conn)
+    else:
+        raise LoadError(p, "not an opencode database or storage directory")
+    return [
+        SessionInfo(
+            id=r.id,
+            model=None,
+            started_at=r.created / 1000 if r.created else None,
+            ended_at=None,
+            end_reason=None,
+            parent_session_id=r.parent_id,
+            message_count=r.messages,
+            title=r.title or "",
+        )
+        for r in rows
+    ]
 
 
 def entry_file(directory: Path) -> Path | None:
