@@ -9395,7 +9395,9 @@ AGENT_SUMMARY = (
     "Goal: JPY totals in the CSV export must have no decimals. Found: routes_invoices.py:47 writes "
     "str(totals.total); test_export_csv_jpy fails with '9515.00' != '9515'. Next: quantize per currency."
 )
-AGENT_DONE = "Fixed: the export quantizes each total with its currency's exponent; tests/api passes (24)."
+AGENT_DONE = (
+    "Fixed: the export quantizes each total with its currency's exponent; tests/api passes (24)."
+)
 
 
 def _thought(kind: str, target: str) -> str:
@@ -9433,7 +9435,9 @@ def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
             lines.append(msg("user", "/compress"))
             roles.append("user")
             lines.append(msg("info", f"Chat history compressed from {prompt:,} to 640 tokens."))
-            snapshot = f"<state_snapshot>\n<overall_goal>{AGENT_SUMMARY}</overall_goal>\n</state_snapshot>"
+            snapshot = (
+                f"<state_snapshot>\n<overall_goal>{AGENT_SUMMARY}</overall_goal>\n</state_snapshot>"
+            )
             lines.append({"$set": {"messages": [msg("user", [{"text": snapshot}]),
                                                 msg("gemini", [{"text": "Got it. Thanks for the additional context!"}])]}})  # fmt: skip
             compaction = {"index": len(roles), "trigger": "manual", "pre_tokens": prompt}
@@ -9455,7 +9459,9 @@ def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
     roles.append("assistant")
     stray = msg("user", "also bump the version")
     lines += [stray, {"$rewindTo": stray["id"]}, {"$set": {"lastUpdated": clock.z()}}]
-    write_text(out_dir / "gemini-cli-session.jsonl", "".join(dumps_compact(r) + "\n" for r in lines))
+    write_text(
+        out_dir / "gemini-cli-session.jsonl", "".join(dumps_compact(r) + "\n" for r in lines)
+    )
     return _agent_manifest(
         "gemini-cli",
         "The JSONL log replayed: message records upsert by id (a call written twice is one message), "
@@ -9463,7 +9469,11 @@ def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
         "(/compress is injected), gemini → assistant, each toolCalls result → a tool message after it; "
         "info notes are not messages. The turns a compression replaced stay before its <state_snapshot> "
         "summary, a compaction (manual after /compress, pre_tokens from the info note).",
-        roles, len(AGENT_STEPS), [compaction], "gemini-2.5-pro")
+        roles,
+        len(AGENT_STEPS),
+        [compaction],
+        "gemini-2.5-pro",
+    )
 
 
 def build_cline(out_dir: Path) -> dict[str, Any]:
@@ -9499,11 +9509,15 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
         history.append({"role": "user", "ts": ts + 10 * k + 3, "content": [
             {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": output}]}]})  # fmt: skip
         roles += ["assistant", "tool"]
-    history.append({"role": "assistant", "ts": ts + 99, "content": [{"type": "text", "text": AGENT_DONE}]})
+    history.append(
+        {"role": "assistant", "ts": ts + 99, "content": [{"type": "text", "text": AGENT_DONE}]}
+    )
     roles.append("assistant")
     task = out_dir / "cline-task"
     task.mkdir(exist_ok=True)
-    write_text(task / "api_conversation_history.json", json.dumps(history, ensure_ascii=False) + "\n")
+    write_text(
+        task / "api_conversation_history.json", json.dumps(history, ensure_ascii=False) + "\n"
+    )
     write_text(task / "ui_messages.json", json.dumps(ui, ensure_ascii=False) + "\n")
     meta = {"files_in_context": [{"path": "src/app/api/routes_invoices.py", "record_state": "active",
             "record_source": "read_tool"}], "model_usage": [{"ts": ts, "model_id": "claude-sonnet-4-20250514",
@@ -9515,7 +9529,11 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
         "is tool messages). Roo's isSummary message is a compaction (trigger unknown, pre_tokens from the "
         "matching condense_context ui message); the turns it replaced keep condenseParent. Usage from each "
         "api_req_started ui message; the model from task_metadata.json.",
-        roles, len(AGENT_STEPS), [compaction], "claude-sonnet-4-20250514")
+        roles,
+        len(AGENT_STEPS),
+        [compaction],
+        "claude-sonnet-4-20250514",
+    )
 
 
 _OPENCODE_SCHEMA = """
@@ -9573,9 +9591,15 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
     path.unlink(missing_ok=True)
     con = sqlite3.connect(path)
     con.executescript(_OPENCODE_SCHEMA)
-    con.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?)", (old, "global", None, CWD, "make seed", "0.15.0", t0, t0 + 500))
+    con.execute(
+        "INSERT INTO session VALUES (?,?,?,?,?,?,?,?)",
+        (old, "global", None, CWD, "make seed", "0.15.0", t0, t0 + 500),
+    )
     con.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?)", (sid, "global", None, CWD, "JPY CSV export", "0.15.0", t0, t0 + 99_000))  # fmt: skip
-    con.executemany("INSERT INTO message VALUES (?,?,?,?,?)", [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages])
+    con.executemany(
+        "INSERT INTO message VALUES (?,?,?,?,?)",
+        [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
+    )
     con.executemany("INSERT INTO part VALUES (?,?,?,?,?,?)", [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts])  # fmt: skip
     con.commit()
     con.execute("VACUUM")
@@ -9587,7 +9611,12 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
         "one assistant message (text, reasoning, tool calls) then one tool message per completed or failed tool "
         "part. An assistant message with summary: true is a compaction (manual: the compaction part says auto: "
         "false); usage from each assistant message's tokens.",
-        roles, len(AGENT_STEPS), [compaction], "claude-sonnet-4-5", sessions=2)
+        roles,
+        len(AGENT_STEPS),
+        [compaction],
+        "claude-sonnet-4-5",
+        sessions=2,
+    )
 
 
 def build_aider(out_dir: Path) -> dict[str, Any]:
@@ -9610,7 +9639,10 @@ def build_aider(out_dir: Path) -> dict[str, Any]:
     said(*banner)
     roles = ["user"]
     typed("/add src/app/api/routes_invoices.py tests/api/test_routes_invoices.py")
-    said("Added src/app/api/routes_invoices.py to the chat", "Added tests/api/test_routes_invoices.py to the chat")
+    said(
+        "Added src/app/api/routes_invoices.py to the chat",
+        "Added tests/api/test_routes_invoices.py to the chat",
+    )
     roles += ["user", "user"]
     typed(AGENT_ASK)
     edit = ("I'll quantize each total with its currency's exponent:\n\nsrc/app/api/routes_invoices.py\n```python\n"
@@ -9622,13 +9654,18 @@ def build_aider(out_dir: Path) -> dict[str, Any]:
          "Applied edit to src/app/api/routes_invoices.py", "Commit 9c41e02 fix: quantize CSV totals per currency")  # fmt: skip
     roles += ["user", "assistant", "tool"]
     typed("/run python -m pytest -q tests/api")
-    said(*AGENT_STEPS[4][2].splitlines(), "Add 0.1k tokens of command output to the chat? (Y)es/(N)o [Yes]: y")
+    said(
+        *AGENT_STEPS[4][2].splitlines(),
+        "Add 0.1k tokens of command output to the chat? (Y)es/(N)o [Yes]: y",
+    )
     roles += ["user", "user"]
     typed("/clear")
     roles.append("user")
     compaction = {"index": len(roles), "trigger": "manual", "pre_tokens": None}
     typed("now add a JPY row to the export test")
-    out.append("\nAdded `test_export_csv_jpy_has_no_decimals` to tests/api/test_routes_invoices.py.\n\n")
+    out.append(
+        "\nAdded `test_export_csv_jpy_has_no_decimals` to tests/api/test_routes_invoices.py.\n\n"
+    )
     roles += ["user", "assistant"]
     write_text(out_dir / "aider-chat-history.md", "".join(out))
     return _agent_manifest(
@@ -9636,7 +9673,12 @@ def build_aider(out_dir: Path) -> dict[str, Any]:
         "The last '# aider chat started' run. '#### ' lines are one user message (a /command is injected); reply "
         "prose is one assistant message; a block of '> ' lines after a reply is the tool result of a synthetic "
         "aider call, elsewhere injected context. /clear is a compaction (manual, no summary) at the next message.",
-        roles, 1, [compaction], "anthropic/claude-sonnet-4-20250514", runs=2)
+        roles,
+        1,
+        [compaction],
+        "anthropic/claude-sonnet-4-20250514",
+        runs=2,
+    )
 
 
 _GLAIVE_TOOLS = [{"name": "convert_amount", "description": "Convert an amount between currencies",
@@ -9671,7 +9713,12 @@ def build_glaive(out_dir: Path) -> dict[str, Any]:
         "LLaMA-Factory / glaive ShareGPT, one conversation per line (counts for the first): function_call turns "
         "are assistant messages holding that call, observation turns its tool result; the top-level system "
         "string is the system prompt and tools (a JSON string) the schemas.",
-        ["user", "assistant", "tool", "assistant"], 1, [], None, conversations=len(lines))
+        ["user", "assistant", "tool", "assistant"],
+        1,
+        [],
+        None,
+        conversations=len(lines),
+    )
 
 
 def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
@@ -9684,12 +9731,19 @@ def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
                 "edit": "sed -i 's/totals.total])/quantize(totals.total, inv.currency)])/' {}"}  # fmt: skip
     for k, (kind, target, output) in enumerate(AGENT_STEPS):
         action = commands[kind].format(target)
-        msgs.append({"role": "assistant", "content": f"THOUGHT: {_thought(kind, target)}\n\n```bash\n{action}\n```"})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": f"THOUGHT: {_thought(kind, target)}\n\n```bash\n{action}\n```",
+            }
+        )
         msgs.append({"role": "user", "content": f"<returncode>{1 if 'FAILED' in output else 0}</returncode>\n<output>\n{output}\n</output>"})  # fmt: skip
         roles += ["assistant", "tool"]
         calls += 1
         if k == 1:
-            msgs.append({"role": "assistant", "content": "THOUGHT: The totals are written unformatted."})
+            msgs.append(
+                {"role": "assistant", "content": "THOUGHT: The totals are written unformatted."}
+            )
             msgs.append({"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 0 actions."})  # fmt: skip
             roles += ["assistant", "user"]
     msgs.append({"role": "assistant", "content": "THOUGHT: Done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff\n```"})  # fmt: skip
@@ -9699,13 +9753,19 @@ def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
                     "config": {"model": {"model_name": "anthropic/claude-sonnet-4-20250514"}},
                     "mini_version": "1.9.0"},
            "messages": msgs, "trajectory_format": "mini-swe-agent-1"}  # fmt: skip
-    write_text(out_dir / "mini-swe-agent.traj.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    write_text(
+        out_dir / "mini-swe-agent.traj.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    )
     return _agent_manifest(
         "swe-agent",
         "mini-SWE-agent: messages in order; an assistant reply's ```bash block is one tool call and the user "
         "message after it (<returncode>/<output>) its tool result. A user message after a reply with no action "
         "(the format-error notice) stays a user message, injected, not an ask.",
-        roles, calls, [], "anthropic/claude-sonnet-4-20250514")
+        roles,
+        calls,
+        [],
+        "anthropic/claude-sonnet-4-20250514",
+    )
 
 
 # ================================================================= manifest, README, main

@@ -250,3 +250,12 @@ def test_not_an_opencode_database(tmp_path: Path) -> None:
     with pytest.raises(LoadError) as err:
         load(orphan)
     assert "storage tree" in str(err.value)
+
+
+def test_the_inspector_loader_reads_an_opencode_db_as_a_file(tmp_path: Path) -> None:
+    # load_source took every SQLite file for a Hermes state.db ("no such table: sessions").
+    from tinyjuice.store.commit import load_source
+
+    loaded = load_source(make_db(tmp_path / "opencode.db"))
+    assert loaded.format == "opencode" and not loaded.ref.is_db
+    assert loaded.transcript.session_id == SID
