@@ -232,6 +232,7 @@ def test_inspect_json_lists_the_compression(tmp_path: Path) -> None:
     assert report["compactions"][0]["index"] == 4
     assert report["compactions"][0]["trigger"] == "manual"
     assert report["compactions"][0]["pre_tokens"] == 5310
+    assert (report["context_window"], report["context_window_source"]) == (1_048_576, "model table")
 
 
 @pytest.mark.parametrize(
@@ -254,3 +255,17 @@ def test_garbage_records_are_not_a_traceback() -> None:
     assert [m.role for m in t.messages] == [Role.ASSISTANT]
     with pytest.raises(LoadError):
         load_bytes(b'[{"role": "user", "content": "hi"}]', "x.json", "gemini-cli")
+
+
+@pytest.mark.parametrize(
+    ("model", "window"),
+    [
+        ("gemini-3-pro-preview", 1_048_576),
+        ("gemini-1.5-pro-002", 2_097_152),
+        ("gemini-2.0-flash", 1_048_576),
+    ],
+)
+def test_gemini_models_have_their_window(model: str, window: int) -> None:
+    from tinyjuice.models import resolve_context_window
+
+    assert resolve_context_window(None, model)[:2] == (window, "model table")

@@ -259,3 +259,18 @@ def test_the_inspector_loader_reads_an_opencode_db_as_a_file(tmp_path: Path) -> 
     loaded = load_source(make_db(tmp_path / "opencode.db"))
     assert loaded.format == "opencode" and not loaded.ref.is_db
     assert loaded.transcript.session_id == SID
+
+
+def test_unreadable_records_are_skipped_and_reported(tmp_path: Path) -> None:
+    storage = make_tree(tmp_path / "opencode")
+    (storage / "part" / "msg_02" / "prt_9999.json").write_text("{torn")
+    t = load(storage / "session" / "global" / f"{SID}.json")
+    assert len(t.messages) == 7
+    assert any("prt_9999.json" in w for w in t.warnings)
+    db = make_db(tmp_path / "opencode.db")
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE part SET data = 'not json' WHERE id = 'prt_0101'")
+    conn.commit()
+    conn.close()
+    t = load(db)
+    assert any("part of msg_02" in w for w in t.warnings)

@@ -155,7 +155,7 @@ def _db_sessions(conn: sqlite3.Connection) -> list[SessionRow]:
     ]
 
 
-def _db_records(conn: sqlite3.Connection, sid: str) -> list[_Record]:
+def _db_records(conn: sqlite3.Connection, sid: str, bad: list[str]) -> list[_Record]:
     records: dict[str, _Record] = {}
     for mid, data in conn.execute(
         "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id"
@@ -164,6 +164,8 @@ def _db_records(conn: sqlite3.Connection, sid: str) -> list[_Record]:
         (sid,),
     ):
         value = _loads(data)
+        if not isinstance(value, dict):
+            bad.append(f"message {mid}")
         records[str(mid)] = _Record(str(mid), value if isinstance(value, dict) else {})
     for mid, data in conn.execute(
         "SELECT message_id, data FROM part WHERE message_id IN "
@@ -171,7 +173,9 @@ def _db_records(conn: sqlite3.Connection, sid: str) -> list[_Record]:
         (sid,),
     ):
         value = _loads(data)
-        if str(mid) in records and isinstance(value, dict):
+        if not isinstance(value, dict):
+            bad.append(f"part of {mid}")
+        elif str(mid) in records:
             records[str(mid)].parts.append(value)
     return list(records.values())
 
@@ -184,15 +188,19 @@ def storage_root(path: Path) -> Path | None:
     return None
 
 
-def _json_files(directory: Path) -> list[tuple[str, dict[str, Any]]]:
+def _json_files(directory: Path, bad: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(stem, object) of each JSON file in ``directory``; unreadable ones go to ``bad``."""
     out: list[tuple[str, dict[str, Any]]] = []
     for f in sorted(directory.glob("*.json")) if directory.is_dir() else []:
         try:
             value = orjson.loads(f.read_bytes())
         except (OSError, orjson.JSONDecodeError):
+            bad.append(f.name)
             continue
         if isinstance(value, dict):
             out.append((f.stem, value))
+        else:
+            bad.append(f.name)
     return out
 
 
@@ -219,8 +227,8 @@ def _tree_sessions(root: Path) -> list[tuple[SessionRow, Path]]:
     return found
 
 
-def _tree_records(root: Path, sid: str) -> list[_Record]:
-    messages = [(mid, d) for mid, d in _json_files(root / "message" / sid)]
+def _tree_records(root: Path, sid: str, bad: list[str]) -> list[_Record]:
+    messages = _json_files(root / "message" / sid, bad)
     messages.sort(key=lambda x: (count((x[1].get("time") or {}).get("created")), x[0]))
     records = []
     for mid, data in messages:
@@ -228,7 +236,7 @@ def _tree_records(root: Path, sid: str) -> list[_Record]:
         parts_dir = root / "part" / mid
         if not parts_dir.is_dir():
             parts_dir = root / "part" / sid / mid
-        records.append(_Record(mid, data, [p for _, p in _json_files(parts_dir)]))
+        records.append(_Record(mid, data, [p for _, p in _json_files(parts_dir, bad)]))
     return records
 
 
@@ -391,7 +399,9 @@ def _records(source: Source, options: LoadOptions) -> tuple[SessionRow, list[_Re
                     expected="tables session, message and part with a 'data' column",
                 )
             row, notes = _pick(_db_sessions(conn), options.session, source.path)
-            return row, _db_records(conn, row.id), notes
+            bad: list[str] = []
+            records = _db_records(conn, row.id, bad)
+            return row, records, notes + _unreadable(bad)
     root = storage_root(source.path)
     doc = source.doc
     if root is None:
@@ -400,12 +410,21 @@ def _records(source: Source, options: LoadOptions) -> tuple[SessionRow, list[_Re
             "no opencode storage tree around this session file",
             expected="storage/session/…/<session>.json beside storage/message/ and storage/part/",
         )
+    bad: list[str] = []
     if options.session is None and _is_session_info(doc):
-        info = doc
-        row = SessionRow(info["id"], info.get("title"), count(info["time"].get("updated")))
-        return row, _tree_records(root, row.id), []
-    row, notes = _pick([r for r, _ in _tree_sessions(root)], options.session, source.path)
-    return row, _tree_records(root, row.id), notes
+        row = SessionRow(doc["id"], doc.get("title"), count(doc["time"].get("updated")))
+        notes: list[str] = []
+    else:
+        row, notes = _pick([r for r, _ in _tree_sessions(root)], options.session, source.path)
+    records = _tree_records(root, row.id, bad)
+    return row, records, notes + _unreadable(bad)
+
+
+def _unreadable(bad: list[str]) -> list[str]:
+    if not bad:
+        return []
+    shown = ", ".join(bad[:5]) + (" …" if len(bad) > 5 else "")
+    return [f"{len(bad)} record(s) that are not JSON objects were skipped: {shown}"]
 
 
 def read(source: Source, options: LoadOptions) -> Transcript:
