@@ -244,3 +244,12 @@ def test_mini_swe_agent_compress_saves_real_tokens(tmp_path: Path) -> None:
     assert code == 0, err
     summary = json.loads(stdout)["summary"]
     assert "sed -n '1,+150p' lex/tab.py" in summary and "<returncode>" not in summary
+
+
+def test_reply_with_two_bash_blocks_ran_nothing() -> None:
+    doc = mini_traj(steps=1)
+    doc["messages"][2]["content"] = "Try both:\n```bash\nls\n```\nor\n```bash\npwd\n```"
+    doc["messages"][3]["content"] = "Please always provide EXACTLY ONE action, found 2 actions."
+    t = load_bytes(orjson.dumps(doc), "run.traj.json")
+    assert not t.messages[2].tool_calls
+    assert t.messages[3].role is Role.USER and t.messages[3].meta.injected_kind == "observation"

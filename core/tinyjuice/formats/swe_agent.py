@@ -211,7 +211,7 @@ def _flag_context(messages: list[Message], raws: list[Any]) -> list[Message]:
     return out
 
 
-#: mini-SWE-agent's one action: the (last) fenced ``bash``/``sh`` block of a response.
+#: mini-SWE-agent's one action: the fenced ``bash``/``sh`` block of a response.
 _BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)\n?```", re.S)
 
 
@@ -223,8 +223,10 @@ def _action(m: Message, raw: Any) -> str | None:
     action = raw.get("action") if isinstance(raw, dict) else None
     if isinstance(action, str) and action.strip():
         return action.strip()
+    # mini-SWE-agent runs a reply's one bash block; with none or several it runs nothing
+    # and answers with a format-error notice instead.
     blocks = _BASH_BLOCK.findall(m.text)
-    return blocks[-1].strip() if blocks and blocks[-1].strip() else None
+    return blocks[0].strip() if len(blocks) == 1 and blocks[0].strip() else None
 
 
 def _observations_as_tool_output(messages: list[Message], raws: list[Any]) -> int:
