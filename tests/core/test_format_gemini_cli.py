@@ -269,3 +269,53 @@ def test_gemini_models_have_their_window(model: str, window: int) -> None:
     from tinyjuice.models import resolve_context_window
 
     assert resolve_context_window(None, model)[:2] == (window, "model table")
+
+
+def test_history_rewritten_after_compression_has_no_duplicate_calls() -> None:
+    # After a compression the CLI writes the kept turns from its model history: the gemini
+    # message keeps its toolCalls and gains functionCall parts, and the function responses
+    # come back as a user turn (some without ids).
+    call = {
+        "id": "c-1",
+        "name": "glob",
+        "args": {"pattern": "*.py"},
+        "status": "success",
+        "result": [
+            {"functionResponse": {"id": "c-1", "name": "glob", "response": {"output": "a.py"}}}
+        ],
+    }
+    kept = {
+        "id": "g-5",
+        "type": "gemini",
+        "toolCalls": [call],
+        "content": [
+            {"functionCall": {"id": "c-1", "name": "glob", "args": {"pattern": "*.py"}}},
+            {"functionCall": {"name": "read_file", "args": {"absolute_path": "/a.py"}}},
+        ],
+    }
+    responses = {
+        "id": "u-5",
+        "type": "user",
+        "content": [
+            {"functionResponse": {"id": "c-1", "name": "glob", "response": {"output": "a.py"}}},
+            {"functionResponse": {"name": "read_file", "response": {"output": "print(1)"}}},
+        ],
+    }
+    log = [
+        {"sessionId": "s", "projectHash": "p"},
+        {
+            "$set": {
+                "messages": [
+                    {"id": "s-1", "type": "user", "content": [{"text": SNAPSHOT}]},
+                    kept,
+                    responses,
+                ]
+            }
+        },
+    ]
+    t = load_bytes("".join(json.dumps(r) + "\n" for r in log).encode(), "session-3.jsonl")
+    assert [m.role for m in t.messages] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.TOOL]
+    calls = t.messages[1].tool_calls
+    assert [c.name for c in calls] == ["glob", "read_file"]
+    assert [m.tool_call_id for m in t.messages[2:]] == [c.id for c in calls]
+    assert t.messages[3].text == "print(1)" and not any(m.meta.orphan for m in t.messages)

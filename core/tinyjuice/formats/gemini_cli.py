@@ -242,7 +242,8 @@ def _result_text(result: Any) -> tuple[str, bool]:
 class _Content:
     parts: list[Part] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
-    results: list[Message] = field(default_factory=list)
+    #: functionResponse parts: (call id when given, tool name, text, is_error).
+    results: list[tuple[str | None, str | None, str, bool]] = field(default_factory=list)
 
 
 def _content(content: Any, source_id: str | None) -> _Content:
@@ -266,9 +267,9 @@ def _content(content: Any, source_id: str | None) -> _Content:
         elif isinstance(part.get("functionResponse"), dict):
             resp = part["functionResponse"]
             text, err = _response_text(resp.get("response"))
-            call_id = resp.get("id") if isinstance(resp.get("id"), str) else f"{source_id}_{k}"
+            call_id = resp.get("id") if isinstance(resp.get("id"), str) else None
             name = resp.get("name") if isinstance(resp.get("name"), str) else None
-            out.results.append(tool_result(call_id, name, text, is_error=err, source_id=source_id))
+            out.results.append((call_id, name, text, err))
         else:
             media = _media(part)
             if media is not None:
@@ -333,11 +334,36 @@ class _Built:
     summaries: list[int] = field(default_factory=list)
     commands: list[tuple[int, str]] = field(default_factory=list)
     model: str | None = None
+    #: Calls made and not answered yet, (id, name) in order; ids already answered.
+    pending: list[tuple[str, str]] = field(default_factory=list)
+    answered: set[str] = field(default_factory=set)
+
+    def answer(self, result: Message) -> None:
+        """Add a tool result, unless its call was answered already (history rewritten
+        after a compression repeats results as functionResponse parts)."""
+        call_id = result.tool_call_id or ""
+        if call_id in self.answered:
+            return
+        self.answered.add(call_id)
+        self.pending = [p for p in self.pending if p[0] != call_id]
+        self.messages.append(result)
+
+    def call_for(self, call_id: str | None, name: str | None, fallback: str) -> str:
+        """The call a response answers: its own id, else the first pending call of that
+        name (or the first pending one), else ``fallback`` (an orphan)."""
+        if call_id is not None:
+            return call_id
+        for pid, pname in self.pending:
+            if name is None or pname == name:
+                return pid
+        return fallback
 
 
 def _user(built: _Built, rec: dict[str, Any], sid: str | None) -> None:
     c = _content(rec.get("content"), sid)
-    built.messages += c.results
+    for k, (call_id, name, text, err) in enumerate(c.results):
+        target = built.call_for(call_id, name, f"{sid}_response_{k}")
+        built.answer(tool_result(target, name, text, is_error=err, source_id=sid))
     if not c.parts:
         return
     text = "\n".join(p.text for p in c.parts if isinstance(p, TextPart))
@@ -355,13 +381,18 @@ def _user(built: _Built, rec: dict[str, Any], sid: str | None) -> None:
 def _gemini(built: _Built, rec: dict[str, Any], sid: str | None) -> None:
     c = _content(rec.get("content"), sid)
     calls, results = _calls(rec.get("toolCalls"), sid)
+    # A rewritten history holds the calls as functionCall parts too: toolCalls win.
+    recorded = {call.id for call in calls}
+    calls += [call for call in c.calls if call.id not in recorded]
     parts = _thoughts(rec.get("thoughts")) + c.parts
     index = len(built.messages)
     extra = {"model": rec["model"]} if isinstance(rec.get("model"), str) else EMPTY
     built.messages.append(
-        text_message(Role.ASSISTANT, parts, source_id=sid, tool_calls=c.calls + calls, extra=extra)
+        text_message(Role.ASSISTANT, parts, source_id=sid, tool_calls=calls, extra=extra)
     )
-    built.messages += results
+    built.pending += [(call.id, call.name) for call in calls]
+    for result in results:
+        built.answer(result)
     if isinstance(rec.get("model"), str):
         built.model = rec["model"]
     measured = _usage(rec.get("tokens"), index)
