@@ -246,3 +246,27 @@ def test_bad_side_files_are_warnings_and_bad_history_is_a_load_error(tmp_path: P
     with pytest.raises(LoadError) as err:
         load(d, format="cline")
     assert "role" in str(err.value)
+
+
+def test_roo_sliding_window_truncation_is_a_reset_without_summary() -> None:
+    history = [
+        {
+            "role": "user",
+            "ts": 1,
+            "content": [{"type": "text", "text": "<task>Tidy the logs</task>"}],
+        },
+        {"role": "assistant", "ts": 2, "truncationParent": "t-1", "content": "Reading them."},
+        {"role": "user", "ts": 3, "truncationParent": "t-1", "content": "go on"},
+        {
+            "role": "user",
+            "ts": 4,
+            "isTruncationMarker": True,
+            "truncationId": "t-1",
+            "content": [{"type": "text", "text": "[Sliding window truncation: 2 messages hidden]"}],
+        },
+        {"role": "assistant", "ts": 5, "content": "Done."},
+    ]
+    t = load_bytes(json.dumps(history).encode(), "api_conversation_history.json")
+    (event,) = t.compactions
+    assert (event.message_index, event.summary_index, event.trigger) == (3, None, Trigger.AUTO)
+    assert t.messages[3].meta.injected_kind == "truncation_marker"

@@ -16,6 +16,8 @@ turns it replaced carry ``condenseParent``) with the token counts of the matchin
 ``condense_context`` panel message (``contextCondense.prevContextTokens`` /
 ``newContextTokens``); Cline's ``condense`` tool call (the summary is its argument;
 manual: the user accepts it) and ``summarize_task`` (Cline's automatic compaction).
+Roo's sliding-window truncation (a message with ``isTruncationMarker``; the turns it hid
+carry ``truncationParent``) is an automatic compaction with no summary at the marker.
 """
 
 from __future__ import annotations
@@ -158,12 +160,19 @@ def _events(
     out = list(messages)
     events: list[CompactionEvent] = []
     for i, m in enumerate(messages):
+        if m.extra.get("isTruncationMarker") is True:
+            # Roo's sliding window hid the turns before this marker (no summary).
+            meta = replace(m.meta, is_injected=True, injected_kind="truncation_marker")
+            out[i] = replace(m, meta=meta)
+            events.append(reset_event(i, summary_index=None, trigger=Trigger.AUTO))
+            continue
         trigger = _summary_trigger(m)
         if trigger is None:
             continue
         if not m.meta.is_summary:
             out[i] = replace(m, meta=replace(m.meta, is_summary=True))
-        info = counts[len(events)] if len(events) < len(counts) else {}
+        k = sum(1 for e in events if e.summary_index is not None)
+        info = counts[k] if k < len(counts) else {}
         pre, post = info.get("prevContextTokens"), info.get("newContextTokens")
         events.append(
             reset_event(
