@@ -9348,10 +9348,11 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     write_text(out_dir / "swe-agent.traj", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     return {
         "format": "swe-agent",
-        "rule": "Each entry of `history` is one message, demonstration entries (is_demo) included. Observations sent as role "
-        "user (message_type observation) are user messages; role tool entries are tool messages (answering "
-        "tool_call_ids). Tool calls are the entries of assistant `tool_calls`; a bare `action` string without tool_calls "
-        "is not a tool call. Usage is aggregate only (info.model_stats).",
+        "rule": "Each entry of `history` is one message, demonstration entries (is_demo) included: demonstration "
+        "observations stay user messages. Role tool entries are tool messages (answering tool_call_ids). Tool calls "
+        "are the entries of assistant `tool_calls`; outside demonstrations, an assistant `action` without tool_calls "
+        "followed by a user observation would be read as a bash call and its result (none here). Usage is aggregate "
+        "only (info.model_stats).",
         "messages": len(history),
         "roles": role_counts(m["role"] for m in history),
         "tool_calls": calls,
