@@ -418,14 +418,17 @@ def convert_cmd(
 
 
 @main.command("sessions")
-@click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def sessions_cmd(file: Path, as_json: bool) -> None:
-    """List the sessions in a Hermes state.db."""
-    from tinyjuice.formats import hermes
+    """List the sessions in a Hermes state.db, an opencode.db or an opencode storage/ tree."""
+    from tinyjuice.formats import hermes, opencode
 
     try:
-        infos = hermes.list_sessions(file)
+        if file.is_dir() or opencode.is_database(file):
+            infos = opencode.list_sessions(file)
+        else:
+            infos = hermes.list_sessions(file)
     except LoadError as exc:
         fail(str(exc))
     if as_json:

@@ -63,8 +63,10 @@ def session_option(f: F) -> F:
         default=None,
         metavar="ID",
         help=(
-            "Hermes state.db: the session to open (newest when omitted). ShareGPT file of"
-            " several trajectories: the one to open, by id or 1-based number (first by default)."
+            "Hermes state.db or opencode database/storage: the session to open (newest when"
+            " omitted). ShareGPT file of several trajectories: the one to open, by id or 1-based"
+            " number (first by default). Aider history: the run, by 1-based number (last by"
+            " default)."
         ),
     )(f)
 

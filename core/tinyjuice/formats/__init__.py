@@ -58,6 +58,10 @@ _MODULES: dict[str, str] = {
     "codex": "tinyjuice.formats.codex",
     "sharegpt": "tinyjuice.formats.sharegpt",
     "swe-agent": "tinyjuice.formats.swe_agent",
+    "gemini-cli": "tinyjuice.formats.gemini_cli",
+    "cline": "tinyjuice.formats.cline",
+    "opencode": "tinyjuice.formats.opencode",
+    "aider": "tinyjuice.formats.aider",
 }
 
 #: Formats tinyjuice can write back.
@@ -87,6 +91,14 @@ def _module(name: str) -> _Reader:
         ) from None
 
 
+def _is_markdown(path: Path, data: bytes) -> bool:
+    """Markdown text (an Aider chat history), not JSON: a heading first, or a .md name."""
+    head = data[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head[:1] in (b"{", b"["):
+        return False
+    return head.startswith(b"#") or path.suffix.lower() in (".md", ".markdown")
+
+
 def _parse(path: Path, data: bytes, options: LoadOptions) -> Source:
     if not data or data.isspace():  # (no copy of the blob, unlike strip())
         raise LoadError(path, "file is empty", expected="a transcript (JSON, JSONL or state.db)")
@@ -94,6 +106,8 @@ def _parse(path: Path, data: bytes, options: LoadOptions) -> Source:
         return Source(path=path, data=data, doc=None, kind="sqlite")
     if b"\x00" in data[:8192]:
         decode_utf8(path, data)  # raises: the file looks binary
+    if _is_markdown(path, data):
+        return Source(path=path, data=data, doc=decode_utf8(path, data), kind="text")
     # orjson rejects invalid UTF-8 itself, so the blob is decoded (for the error that
     # names the byte and line) only when parsing failed or skipped lines.
     try:
@@ -118,11 +132,16 @@ _KINDS: dict[str, tuple[str, ...]] = {
     "codex": ("jsonl",),
     "sharegpt": ("json", "jsonl"),
     "swe-agent": ("json",),
+    "gemini-cli": ("json", "jsonl"),
+    "cline": ("json",),
+    "opencode": ("json", "sqlite"),
+    "aider": ("text",),
 }
 _KIND_NAMES: dict[str, str] = {
     "json": "a JSON document",
     "jsonl": "JSON lines",
     "sqlite": "a SQLite database",
+    "text": "Markdown text",
 }
 
 
@@ -272,8 +291,21 @@ def load(
 ) -> Transcript:
     """Load the transcript at ``path``, detecting its format unless ``format`` is given."""
     opts = LoadOptions(lenient=lenient, session=session, include_inactive=include_inactive)
-    p = Path(path)
+    p = entry_path(Path(path))
     return load_bytes(read_bytes(p), p, format, options=opts)
+
+
+def entry_path(path: Path) -> Path:
+    """The transcript file a directory stands for (a Cline/Roo task directory, an opencode
+    data or ``storage`` directory, a project holding an Aider history); else ``path``."""
+    if not path.is_dir():
+        return path
+    from tinyjuice.formats import aider, cline, opencode
+
+    for name in (cline.HISTORY_FILE, aider.HISTORY_FILE):
+        if (path / name).is_file():
+            return path / name
+    return opencode.entry_file(path) or path
 
 
 #: File suffixes that ask for the JSON-lines layout when :func:`save` is not told.

@@ -41,6 +41,10 @@ FORMAT_NAMES: tuple[str, ...] = (
     "codex",
     "sharegpt",
     "swe-agent",
+    "gemini-cli",
+    "cline",
+    "opencode",
+    "aider",
 )
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

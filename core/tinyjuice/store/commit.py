@@ -152,7 +152,7 @@ def load_source(
             head = fh.read(len(SQLITE_MAGIC))
     except OSError:
         head = b""  # read_bytes below reports the problem clearly
-    if head == SQLITE_MAGIC:
+    if head == SQLITE_MAGIC and not _is_opencode_db(p, format):
         return _load_db(p, format, session, lenient)
     data = read_bytes(p)
     opts = LoadOptions(lenient=lenient, session=session)
@@ -161,6 +161,13 @@ def load_source(
     return LoadedSource(
         SourceRef(p), transcript.format, data, sha256_hex(data), len(data), transcript
     )
+
+
+def _is_opencode_db(p: Path, format: str | None) -> bool:
+    """An opencode.db is read like a file (read-only: never committed into)."""
+    from tinyjuice.formats import opencode
+
+    return format == "opencode" or (format is None and opencode.is_database(p))
 
 
 def _load_db(p: Path, format: str | None, session: str | None, lenient: bool) -> LoadedSource:
