@@ -91,8 +91,8 @@ def _side_file(source: Source, name: str, warnings: list[str]) -> Any:
 def _model(metadata: Any) -> str | None:
     usage = metadata.get("model_usage") if isinstance(metadata, dict) else None
     for entry in reversed(usage if isinstance(usage, list) else []):
-        if isinstance(entry, dict) and isinstance(entry.get("model_id"), str):
-            return entry["model_id"]
+        if isinstance(entry, dict) and isinstance(model_id := entry.get("model_id"), str):
+            return model_id
     return None
 
 

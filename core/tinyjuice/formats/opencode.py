@@ -232,7 +232,8 @@ def _tree_records(root: Path, sid: str, bad: list[str]) -> list[_Record]:
     messages.sort(key=lambda x: (count((x[1].get("time") or {}).get("created")), x[0]))
     records = []
     for mid, data in messages:
-        mid = data.get("id") if isinstance(data.get("id"), str) else mid
+        if isinstance(own_id := data.get("id"), str):
+            mid = own_id
         parts_dir = root / "part" / mid
         if not parts_dir.is_dir():
             parts_dir = root / "part" / sid / mid
@@ -254,8 +255,8 @@ class _Built:
 
 
 def _file_part(part: dict[str, Any]) -> Part:
-    mime = part.get("mime") if isinstance(part.get("mime"), str) else ""
-    url = part.get("url") if isinstance(part.get("url"), str) else ""
+    mime = mime_v if isinstance(mime_v := part.get("mime"), str) else ""
+    url = url_v if isinstance(url_v := part.get("url"), str) else ""
     if mime.startswith("image/") and url:
         media = media_from_url(url)
         return media if media.media_type != "image/*" else MediaPart(mime, 0, "url", url)
@@ -264,7 +265,7 @@ def _file_part(part: dict[str, Any]) -> Part:
 
 
 def _tool(built: _Built, part: dict[str, Any], sid: str) -> tuple[ToolCall, Message | None]:
-    state = part.get("state") if isinstance(part.get("state"), dict) else {}
+    state: dict[str, Any] = st if isinstance(st := part.get("state"), dict) else {}
     call_id = (
         part["callID"] if isinstance(part.get("callID"), str) else f"{sid}_{len(built.messages)}"
     )
@@ -272,7 +273,8 @@ def _tool(built: _Built, part: dict[str, Any], sid: str) -> tuple[ToolCall, Mess
     call = tool_call_of(call_id, name, state.get("input"))
     status = state.get("status")
     if status == "completed":
-        compacted = isinstance(state.get("time"), dict) and state["time"].get("compacted")
+        times = state.get("time")
+        compacted = isinstance(times, dict) and times.get("compacted")
         if compacted:
             built.pruned += 1
             return call, tool_result(
@@ -341,7 +343,7 @@ def _assistant(built: _Built, rec: _Record) -> None:
         built.model = data["modelID"]
     tokens = data.get("tokens")
     if isinstance(tokens, dict):
-        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+        cache: dict[str, Any] = c if isinstance(c := tokens.get("cache"), dict) else {}
         built.usage.append(
             Usage(
                 input_tokens=count(tokens.get("input")),
@@ -399,9 +401,9 @@ def _records(source: Source, options: LoadOptions) -> tuple[SessionRow, list[_Re
                     expected="tables session, message and part with a 'data' column",
                 )
             row, notes = _pick(_db_sessions(conn), options.session, source.path)
-            bad: list[str] = []
-            records = _db_records(conn, row.id, bad)
-            return row, records, notes + _unreadable(bad)
+            unreadable: list[str] = []
+            records = _db_records(conn, row.id, unreadable)
+            return row, records, notes + _unreadable(unreadable)
     root = storage_root(source.path)
     doc = source.doc
     if root is None:
@@ -413,7 +415,7 @@ def _records(source: Source, options: LoadOptions) -> tuple[SessionRow, list[_Re
     bad: list[str] = []
     if options.session is None and _is_session_info(doc):
         row = SessionRow(doc["id"], doc.get("title"), count(doc["time"].get("updated")))
-        notes: list[str] = []
+        notes = []
     else:
         row, notes = _pick([r for r, _ in _tree_sessions(root)], options.session, source.path)
     records = _tree_records(root, row.id, bad)
