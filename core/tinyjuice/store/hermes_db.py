@@ -34,6 +34,7 @@ import orjson
 
 from tinyjuice.atomic import checkpoint, sha256_hex
 from tinyjuice.formats import _hermes_db
+from tinyjuice.formats._hermes_db import quote_ident as q
 from tinyjuice.model import Transcript
 from tinyjuice.store.archive import ChangedSinceCommit, CommitError, StaleSourceError
 from tinyjuice.store.lease import LeaseBusy, holder_is_dead, make_holder
@@ -156,7 +157,7 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {str(c[1]) for c in conn.execute(f"PRAGMA table_info({table})").fetchall()}
+    return {str(c[1]) for c in conn.execute(f"PRAGMA table_info({q(table)})").fetchall()}
 
 
 @contextmanager
@@ -337,7 +338,7 @@ def commit_child(
             if updates:
                 conn.execute(
                     "UPDATE sessions SET "
-                    + ", ".join(f"{k} = ?" for k in updates)
+                    + ", ".join(f"{q(k)} = ?" for k in updates)
                     + " WHERE id = ?",
                     (*updates.values(), session_id),
                 )
@@ -363,7 +364,7 @@ def _restore_session_row(conn: sqlite3.Connection, session_id: str, before: byte
     values = {k: _from_jsonable(v) for k, v in row.items() if k != "id"}
     if values:
         conn.execute(
-            "UPDATE sessions SET " + ", ".join(f"{k} = ?" for k in values) + " WHERE id = ?",
+            "UPDATE sessions SET " + ", ".join(f"{q(k)} = ?" for k in values) + " WHERE id = ?",
             (*values.values(), session_id),
         )
 
