@@ -12,7 +12,9 @@ The flow of :func:`commit`:
 4. Stale check: the source must still hash to what was loaded, or nothing is written.
 5. The original bytes and a ``pending`` commit row go into the archive, durably.
 6. The target is written atomically (or, for ``state.db``, in one transaction); the
-   source is checked once more just before the rename.
+   source is checked once more just before the rename, and what the rename replaced
+   is checked after it (an agent's write landing in between puts the agent's file back
+   and refuses the commit: no lost update).
 7. The row becomes ``done``.
 
 A crash anywhere leaves the source wholly old or wholly new; :func:`recover` (run by
@@ -25,6 +27,7 @@ looking at what the target holds. :func:`undo` restores the original byte-identi
 from __future__ import annotations
 
 import os
+import stat
 import time
 import uuid
 from collections.abc import Callable
@@ -505,11 +508,25 @@ def _new_record(plan: CommitPlan, now: float, before: tuple[str, int] | None) ->
     )
 
 
-def _stale(source: LoadedSource) -> StaleSourceError:
+def _stale(source: LoadedSource, *, during_swap: bool = False) -> StaleSourceError:
+    if during_swap:
+        return StaleSourceError(
+            f"{source.ref.label} changed while it was being replaced (an agent wrote to it"
+            " at that moment); it was put back as the agent left it and nothing was"
+            " committed — reload it and compact again"
+        )
     return StaleSourceError(
         f"{source.ref.label} changed since it was loaded (an agent may have appended a"
         " turn); nothing was written — reload it and compact again"
     )
+
+
+def _source_mode(source: LoadedSource) -> int:
+    """The permission bits a new output takes: the source's (0o600 if unknown)."""
+    try:
+        return stat.S_IMODE(os.stat(source.path).st_mode)
+    except OSError:
+        return 0o600
 
 
 def _check_source(source: LoadedSource) -> None:
@@ -602,8 +619,21 @@ def _commit_file(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecor
         if not in_place and before is None and target.exists():
             raise CommitError(f"{target} appeared meanwhile; nothing was written")
 
+    def replaced_intact(old: bytes) -> None:
+        # What the rename replaced, read after the swap: a write that landed between
+        # the last look and the rename is caught here, and the file is put back.
+        if before is not None and sha256_hex(old) != before[0]:
+            raise _stale(source, during_swap=True)
+
     try:
-        atomic_write(target, plan.data, tag=record.id, before_rename=last_look)
+        atomic_write(
+            target,
+            plan.data,
+            tag=record.id,
+            mode=_source_mode(source),
+            before_rename=last_look,
+            check_replaced=replaced_intact,
+        )
     except BaseException as exc:
         with store.transaction() as conn:
             store.update_commit(conn, record.id, state=CommitState.ABORTED, note=str(exc))
@@ -720,7 +750,10 @@ def recover(archive: Archive, *, lease: SqliteLease | None = None) -> list[Commi
         state: CommitState | None = None
         note = ""
         if record.state is CommitState.PENDING:
-            if record.after_sha256 is not None and now_sha == record.after_sha256:
+            if _put_back_raced_original(record, now_sha):
+                state = CommitState.ABORTED
+                note = "interrupted while an agent wrote to the file; its version was put back"
+            elif record.after_sha256 is not None and now_sha == record.after_sha256:
                 state, note = CommitState.DONE, "completed (settled after an interrupted commit)"
             elif now_sha == record.before_sha256:
                 state, note = CommitState.ABORTED, "interrupted before the write; nothing changed"
@@ -748,6 +781,24 @@ def recover(archive: Archive, *, lease: SqliteLease | None = None) -> list[Commi
             )
         changed.append(archive.get(record.id))
     return changed
+
+
+def _put_back_raced_original(record: CommitRecord, now_sha: str | None) -> bool:
+    """A commit that died right after swapping its file in, before checking what it
+    replaced: if that (still in the temporary file) is not the original as archived, an
+    agent wrote to it in the window — put it back instead of deleting it."""
+    if record.target_kind is not SourceKind.FILE or record.mode is not CommitMode.IN_PLACE:
+        return False
+    if record.after_sha256 is None or now_sha != record.after_sha256:
+        return False
+    target = Path(record.target_path)
+    kept = temp_path_for(target, record.id)
+    found = file_digest(kept)
+    if found is None or found[0] in (record.before_sha256, record.after_sha256):
+        return False
+    os.replace(kept, target)
+    fsync_dir(target.parent)
+    return True
 
 
 def _pick(archive: Archive, commit_id: str | None, source: str | Path | None) -> CommitRecord:
