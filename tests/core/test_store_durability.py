@@ -8,9 +8,9 @@ import stat
 from pathlib import Path
 
 import pytest
+from test_store import compacted, openai_session, sha
 
 import tinyjuice.atomic as atomic
-from tests.core.test_store import compacted, openai_session, sha
 from tinyjuice.store import (
     Archive,
     CommitState,
@@ -125,7 +125,7 @@ def test_a_crash_between_the_swap_and_its_check_keeps_the_agents_append(
 ) -> None:
     """SIGKILL right after the swap, with an append in the window: recovery finds the
     replaced file (with the append) in the temporary file and puts it back."""
-    from tests.core.test_store_crash import crash_in_child
+    from test_store_crash import crash_in_child
 
     if not _has_exchange(tmp_path):
         pytest.skip("this file system has no atomic exchange")
