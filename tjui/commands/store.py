@@ -24,6 +24,7 @@ from tinyjuice.store import (
     CommitRecord,
     LeaseBusy,
     LoadedSource,
+    SourceBusy,
     StaleSourceError,
 )
 from tjui.clikit import emit_json, ensure_parent_dir, fail, output_option, session_option
@@ -45,7 +46,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: A commit or undo was refused (target changed, nothing to undo, unwritable format…).
 EXIT_REFUSED = 1
-#: Another compactor holds the lease ("compaction already in flight").
+#: Another compactor holds the lease ("compaction already in flight"), or another
+#: writer holds the state.db lock.
 EXIT_BUSY = 3
 #: The source changed since it was loaded.
 EXIT_STALE = 4
@@ -55,7 +57,7 @@ _MODES = [m.value for m in CommitMode]
 
 def _refuse(exc: Exception) -> NoReturn:
     """Report a refusal from the store and exit with its status."""
-    if isinstance(exc, LeaseBusy):
+    if isinstance(exc, (LeaseBusy, SourceBusy)):
         fail(str(exc), EXIT_BUSY)
     if isinstance(exc, StaleSourceError):
         fail(f"{exc} (run the command again to reload)", EXIT_STALE)

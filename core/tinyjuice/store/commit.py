@@ -533,8 +533,15 @@ def _check_source(source: LoadedSource) -> None:
     if source.ref.is_db:
         try:
             current = hermes_db.read_snapshot(source.path, source.ref.session_id or "")
-        except (LoadError, StaleSourceError):
+        except StaleSourceError:
             raise _stale(source) from None
+        except LoadError as exc:
+            if not source.path.exists():
+                raise _stale(source) from None
+            raise CommitError(
+                f"cannot read {source.ref.label} to check it is unchanged ({exc.problem});"
+                " nothing was written"
+            ) from None
         if sha256_hex(current) != source.sha256:
             raise _stale(source)
         return
@@ -745,8 +752,8 @@ def recover(archive: Archive, *, lease: SqliteLease | None = None) -> list[Commi
             continue  # still in flight in a live process
         try:
             now_sha = _target_sha(record)
-        except LoadError:
-            continue
+        except (LoadError, CommitError):
+            continue  # unreadable or locked right now: settled by a later run
         state: CommitState | None = None
         note = ""
         if record.state is CommitState.PENDING:

@@ -1,0 +1,123 @@
+"""Bad paths of the commands that write: a full disk, a damaged state.db, permissions,
+links and special files, non-regular inputs (issue #12)."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tinyjuice.store import Archive
+from tjui.cli import main
+
+FULL = "database or disk is full"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Path:
+    messages: list[dict] = [{"role": "system", "content": "You are a coding agent."}]
+    for i in range(10):
+        messages.append({"role": "user", "content": f"Step {i}: tidy lib/part_{i}.py"})
+        messages.append({"role": "assistant", "content": f"Read part {i}. " * 40})
+        messages.append({"role": "user", "content": f"Lint output {i}: " + "OK " * 200})
+        messages.append({"role": "assistant", "content": f"Part {i} is tidy."})
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps({"messages": messages}, separators=(",", ":")))
+    return path
+
+
+def no_traceback(code: int, err: str) -> None:
+    assert "Traceback" not in err and code != 0
+    assert err.startswith("tjui: error: ")
+
+
+def _full(*_args: object, **_kw: object) -> None:
+    raise sqlite3.OperationalError(FULL)
+
+
+# ------------------------------------------------------------- item 8: disk full
+
+
+def test_archive_disk_full_on_commit(session: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = sha(session)
+    Archive()  # the archive exists; its disk fills up before the commit archives
+    monkeypatch.setattr(Archive, "put_blob", staticmethod(_full))
+    code, _, err = run("compress", str(session), "--keep-last", "2", "--force", "--commit")
+    no_traceback(code, err)
+    assert code == 1 and "is full" in err and "nothing was changed" in err
+    assert sha(session) == before
+
+
+def test_archive_disk_full_on_undo(session: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    code, _, _ = run("compress", str(session), "--keep-last", "2", "--force", "--commit")
+    assert code == 0
+    committed = sha(session)
+    monkeypatch.setattr(Archive, "update_commit", staticmethod(_full))
+    code, _, err = run("undo")
+    no_traceback(code, err)
+    assert code == 1 and "is full" in err
+    assert sha(session) == committed
+
+
+def test_archive_disk_full_on_first_creation(
+    session: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Archive, "_migrate", lambda self, conn: _full())
+    code, _, err = run("compress", str(session), "--keep-last", "2", "--force", "--commit")
+    no_traceback(code, err)
+    assert "is full" in err
+
+
+def test_enospc_writing_the_file(session: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tinyjuice.atomic as atomic
+
+    before = sha(session)
+    real_write = atomic._write_all
+
+    def no_space(fd: int, view: memoryview) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(atomic, "_write_all", no_space)
+    code, _, err = run("compress", str(session), "--keep-last", "2", "--force", "--commit")
+    no_traceback(code, err)
+    assert code == 1 and "No space left on device" in err
+    assert sha(session) == before
+    monkeypatch.setattr(atomic, "_write_all", real_write)
+    code, out, _ = run("history", "--json")
+    assert json.loads(out)["commits"][0]["state"] == "aborted"
+
+
+def test_enospc_creating_the_archive(session: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tinyjuice.store.archive as archive_module
+
+    real_mkdir = Path.mkdir
+
+    def no_space(self: Path, *args: object, **kw: object) -> None:
+        if self.name == "tjui-home":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_mkdir(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(archive_module.Path, "mkdir", no_space)
+    code, _, err = run("compress", str(session), "--keep-last", "2", "--force", "--commit")
+    no_traceback(code, err)
+    assert "No space left on device" in err
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
