@@ -37,6 +37,7 @@ __all__ = [
     "checkpoint",
     "exchange",
     "file_digest",
+    "file_mode",
     "fsync_dir",
     "output_target",
     "sha256_hex",
@@ -95,6 +96,16 @@ def file_digest(path: Path) -> tuple[str, int] | None:
     except FileNotFoundError:
         return None
     return h.hexdigest(), size
+
+
+def file_mode(path: Path, default: int = 0o600) -> int:
+    """The permission bits of the file at ``path`` (following links), else ``default``.
+
+    What a new output takes from its source, so a private transcript stays private."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return default
 
 
 def fsync_dir(directory: Path) -> None:

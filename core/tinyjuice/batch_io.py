@@ -38,8 +38,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, BinaryIO, Literal, TypeVar
 
+from tinyjuice.atomic import file_mode
 from tinyjuice.batch import (
     BatchAggregator,
     BatchOptions,
@@ -410,17 +411,23 @@ def _chunks(jobs: Sequence[Job]) -> Iterator[_Chunk]:
 
 
 def _atomic_write(target: Path, data: bytes | None, source: Path) -> None:
+    """Write one output file; it takes its source's permission bits."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        if data is None:
-            tmp.write_bytes(source.read_bytes())
-        else:
-            tmp.write_bytes(data)
+        with _private_open(tmp) as fh:
+            fh.write(source.read_bytes() if data is None else data)
+        os.chmod(tmp, file_mode(source))
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _private_open(path: Path) -> BinaryIO:
+    """``path`` opened for writing, created 0600 (its final mode is set when complete)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    return os.fdopen(fd, "wb", buffering=_IO_BUFFER)
 
 
 class _LinesWriter:
@@ -430,7 +437,7 @@ class _LinesWriter:
         self.job = job
         job.target.parent.mkdir(parents=True, exist_ok=True)
         self.partial = job.target.with_name(job.target.name + PARTIAL_SUFFIX)
-        self.fh = self.partial.open("wb", buffering=_IO_BUFFER)
+        self.fh = _private_open(self.partial)
         self.lines = 0
         self.last_line: int | None = None
 
@@ -444,6 +451,7 @@ class _LinesWriter:
 
     def finish(self) -> None:
         self.fh.close()
+        os.chmod(self.partial, file_mode(self.job.source))
         os.replace(self.partial, self.job.target)
 
     def abandon(self) -> None:

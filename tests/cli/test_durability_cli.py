@@ -121,3 +121,65 @@ def test_enospc_creating_the_archive(session: Path, monkeypatch: pytest.MonkeyPa
 
 def _mode(path: Path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
+
+
+# ------------------------------------------------------ item 9: permission bits
+
+
+@pytest.fixture
+def private(session: Path) -> Path:
+    """The session, readable by its owner only; the usual umask."""
+    os.chmod(session, 0o600)
+    old = os.umask(0o022)
+    yield session  # type: ignore[misc]
+    os.umask(old)
+
+
+def test_outputs_keep_a_private_sources_mode(private: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ("--keep-last", "2", "--force")
+    assert run("compress", str(private), *args, "-o", str(out / "c.json"))[0] == 0
+    assert run("convert", str(private), "--to", "sharegpt", "-o", str(out / "v.json"))[0] == 0
+    export = out / "e.json"
+    code, _, err = run("compress", str(private), *args, "--commit", "--mode", "export",
+                       "-o", str(export))  # fmt: skip
+    assert code == 0, err
+    code, out_text, err = run("compress", str(private), *args, "--commit", "--mode", "child",
+                              "--json")  # fmt: skip
+    assert code == 0, err
+    child = Path(json.loads(out_text)["commit"]["target_path"])
+    for written in (out / "c.json", out / "v.json", export, child):
+        assert _mode(written) == 0o600, written
+
+
+def test_batch_outputs_keep_the_sources_mode(private: Path, tmp_path: Path) -> None:
+    dataset = tmp_path / "data.jsonl"
+    dataset.write_bytes(private.read_bytes().replace(b"\n", b"") + b"\n")
+    os.chmod(dataset, 0o600)
+    code, _, err = run("batch", str(dataset), "--target-tokens", "500", "-o",
+                       str(tmp_path / "small.jsonl"))  # fmt: skip
+    assert code == 0, err
+    assert _mode(tmp_path / "small.jsonl") == 0o600
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "a.json").write_bytes(private.read_bytes())
+    os.chmod(folder / "a.json", 0o600)
+    code, _, err = run("batch", str(folder), "--target-tokens", "500", "-o",
+                       str(tmp_path / "runs-small/"))  # fmt: skip
+    assert code == 0, err
+    assert _mode(tmp_path / "runs-small" / "a.json") == 0o600
+
+
+def test_recover_and_forced_undo_keep_the_sources_mode(private: Path, tmp_path: Path) -> None:
+    original = private.read_bytes()
+    code, out, err = run("compress", str(private), "--keep-last", "2", "--force", "--commit",
+                         "--json")  # fmt: skip
+    assert code == 0, err
+    digest = json.loads(out)["commit"]["source_sha256"]
+    back = tmp_path / "recovered.json"
+    assert run("recover", digest[:12], "-o", str(back))[0] == 0
+    assert back.read_bytes() == original and _mode(back) == 0o600
+    private.unlink()  # the agent deleted the compacted file
+    code, _, err = run("undo", "--force")
+    assert code == 0, err
+    assert private.read_bytes() == original and _mode(private) == 0o600

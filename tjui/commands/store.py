@@ -233,6 +233,7 @@ def recover_cmd(sha256: str, output: Path | None, force: bool) -> None:
     JSON snapshot of its rows.
     """
     from tinyjuice.atomic import atomic_write
+    from tinyjuice.store.commit import archived_mode
 
     if output is None:
         fail("recover needs -o OUT (the file to write)")
@@ -251,7 +252,7 @@ def recover_cmd(sha256: str, output: Path | None, force: bool) -> None:
         _refuse(exc)
     ensure_parent_dir(output)
     try:
-        atomic_write(output, data, tag="recover")
+        atomic_write(output, data, tag="recover", mode=archived_mode(archive, digest))
     except OSError as exc:
         fail(f"could not write {output}: {exc.strerror or exc}", EXIT_REFUSED)
     click.echo(f"wrote {output} ({len(data):,} bytes, sha256 {digest[:12]}… verified)")

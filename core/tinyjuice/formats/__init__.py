@@ -285,10 +285,16 @@ def dumps(transcript: Transcript, format: str, *, jsonl: bool | None = None) -> 
 
 
 def save(
-    transcript: Transcript, path: str | Path, format: str, *, jsonl: bool | None = None
+    transcript: Transcript,
+    path: str | Path,
+    format: str,
+    *,
+    jsonl: bool | None = None,
+    mode: int | None = None,
 ) -> None:
     """Write ``transcript`` to ``path`` in ``format``, atomically (:func:`~tinyjuice.atomic.
-    atomic_write`: a new file gets the mode ``open`` would give it, an existing one keeps its).
+    atomic_write`: an existing file keeps its mode; a new one gets ``mode``, else what
+    ``open`` would give it — pass the source's mode so a private transcript stays private).
 
     ``jsonl`` is as for :func:`dumps`; when not given, a ``.jsonl``/``.ndjson`` path
     gets the JSON-lines layout.
@@ -297,4 +303,4 @@ def save(
     if jsonl is None and target.suffix.lower() in JSONL_SUFFIXES:
         jsonl = True
     data = dumps(transcript, format, jsonl=jsonl)
-    atomic_write(target, data, tag=f"save-{os.getpid()}")
+    atomic_write(target, data, tag=f"save-{os.getpid()}", mode=mode)

@@ -27,7 +27,6 @@ looking at what the target holds. :func:`undo` restores the original byte-identi
 from __future__ import annotations
 
 import os
-import stat
 import time
 import uuid
 from collections.abc import Callable
@@ -42,6 +41,7 @@ from tinyjuice.atomic import (
     atomic_write,
     checkpoint,
     file_digest,
+    file_mode,
     fsync_dir,
     sha256_hex,
     temp_path_for,
@@ -76,6 +76,7 @@ __all__ = [
     "CommitPlan",
     "LoadedSource",
     "SourceRef",
+    "archived_mode",
     "claude_code_continuation",
     "commit",
     "history",
@@ -505,6 +506,7 @@ def _new_record(plan: CommitPlan, now: float, before: tuple[str, int] | None) ->
         report=report.to_dict() if report else None,
         created_at=now,
         note="; ".join(plan.notes) or None,
+        plan={} if src.ref.is_db else {"mode": file_mode(src.path)},
     )
 
 
@@ -519,14 +521,6 @@ def _stale(source: LoadedSource, *, during_swap: bool = False) -> StaleSourceErr
         f"{source.ref.label} changed since it was loaded (an agent may have appended a"
         " turn); nothing was written — reload it and compact again"
     )
-
-
-def _source_mode(source: LoadedSource) -> int:
-    """The permission bits a new output takes: the source's (0o600 if unknown)."""
-    try:
-        return stat.S_IMODE(os.stat(source.path).st_mode)
-    except OSError:
-        return 0o600
 
 
 def _check_source(source: LoadedSource) -> None:
@@ -637,7 +631,7 @@ def _commit_file(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecor
             target,
             plan.data,
             tag=record.id,
-            mode=_source_mode(source),
+            mode=file_mode(source.path),
             before_rename=last_look,
             check_replaced=replaced_intact,
         )
@@ -808,6 +802,17 @@ def _put_back_raced_original(record: CommitRecord, now_sha: str | None) -> bool:
     return True
 
 
+def archived_mode(archive: Archive, digest: str) -> int:
+    """The permission bits a file written from an archived copy gets: those of the file
+    a commit archived it from (0o600 — private, like the archive — when unknown)."""
+    for record in archive.commits():
+        if digest in (record.source_sha256, record.before_sha256, record.forced_sha256):
+            mode = record.plan.get("mode")
+            if isinstance(mode, int):
+                return mode
+    return 0o600
+
+
 def _pick(archive: Archive, commit_id: str | None, source: str | Path | None) -> CommitRecord:
     if commit_id:
         return archive.get(commit_id)
@@ -882,7 +887,10 @@ def _undo_file(store: Archive, record: CommitRecord, force: bool, say: Progress)
             target.unlink(missing_ok=True)
             fsync_dir(target.parent)
         else:
-            atomic_write(target, original, tag=f"{record.id}-undo")
+            # A file deleted since the commit comes back with the mode it had.
+            mode = record.plan.get("mode")
+            mode = mode if isinstance(mode, int) else 0o600
+            atomic_write(target, original, tag=f"{record.id}-undo", mode=mode)
     except OSError as exc:
         _mark(store, record, state=CommitState.DONE)
         raise CommitError(f"could not restore {target}: {exc.strerror or exc}") from None
