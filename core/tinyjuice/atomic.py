@@ -132,7 +132,7 @@ class SpecialFileError(OSError):
     reader, a block device); the message says what."""
 
     def __str__(self) -> str:
-        return f"{self.filename}: {self.strerror}" if self.filename else str(self.strerror)
+        return str(self.strerror)
 
 
 _STREAM_PATHS = {"/dev/stdout": 1, "/dev/stderr": 2}

@@ -183,3 +183,103 @@ def test_recover_and_forced_undo_keep_the_sources_mode(private: Path, tmp_path: 
     code, _, err = run("undo", "--force")
     assert code == 0, err
     assert private.read_bytes() == original and _mode(private) == 0o600
+
+
+# ------------------------------------------- item 10: links and special files
+
+
+def test_an_output_symlink_is_written_through(session: Path, tmp_path: Path) -> None:
+    real = tmp_path / "store" / "real.json"
+    real.parent.mkdir()
+    real.write_text("{}")
+    os.chmod(real, 0o640)
+    commands = (
+        ("compress", str(session), "--keep-last", "2", "--force"),
+        ("convert", str(session), "--to", "openai"),
+        ("compress", str(session), "--keep-last", "2", "--force", "--commit", "--mode", "export"),
+    )
+    for n, args in enumerate(commands):
+        link = tmp_path / f"link{n}.json"
+        link.symlink_to(real)
+        code, _, err = run(*args, "-o", str(link))
+        assert code == 0, err
+        assert link.is_symlink() and os.readlink(link) == str(real)  # the link is kept
+        assert b'"messages"' in real.read_bytes()  # its file got the output
+        assert _mode(real) == 0o640  # and kept its mode
+        real.write_text("{}")
+
+
+def test_a_pipe_is_written_directly_and_kept(session: Path, tmp_path: Path) -> None:
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def reader() -> None:
+        with open(fifo, "rb") as fh:
+            got.append(fh.read())
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    import time
+
+    deadline = time.monotonic() + 5
+    code = None
+    while time.monotonic() < deadline:  # until the reader has the pipe open
+        code, _, err = run("convert", str(session), "--to", "openai", "-o", str(fifo))
+        if code == 0 or "no reader" not in err:
+            break
+        time.sleep(0.05)
+    assert code == 0
+    thread.join(5)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still a pipe, not replaced by a file
+    assert json.loads(got[0])["messages"]
+
+
+def test_a_pipe_with_no_reader_or_a_socket_is_refused(session: Path, tmp_path: Path) -> None:
+    import socket
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    code, _, err = run("convert", str(session), "--to", "openai", "-o", str(fifo))
+    assert code == 2 and "named pipe with no reader" in err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    sock_path = tmp_path / "s.sock"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(sock_path))
+    try:
+        code, _, err = run("convert", str(session), "--to", "openai", "-o", str(sock_path))
+        assert code == 2 and "is a socket" in err
+        assert stat.S_ISSOCK(os.lstat(sock_path).st_mode)
+    finally:
+        sock.close()
+
+
+def test_a_commit_refuses_a_stream_or_pipe_target(session: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for target in (str(fifo), "/dev/stdout"):
+        code, _, err = run("compress", str(session), "--keep-last", "2", "--force", "--commit",
+                           "--mode", "export", "-o", target)  # fmt: skip
+        no_traceback(code, err)
+        assert code == 1 and "not a file" in err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_dev_stdout_is_written_to_the_stream(session: Path) -> None:
+    import subprocess
+    import sys
+
+    before = os.lstat("/dev/stdout")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tjui.cli", "convert", str(session), "--to", "openai", "-o",
+         "/dev/stdout", "--json"],
+        capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.JSONDecoder().raw_decode(proc.stdout.decode())[0]
+    assert doc["messages"]  # the transcript came out on stdout
+    after = os.lstat("/dev/stdout")
+    assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)  # not replaced

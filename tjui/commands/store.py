@@ -232,12 +232,16 @@ def recover_cmd(sha256: str, output: Path | None, force: bool) -> None:
     `tjui history --json` as forced_sha256). For a Hermes state.db session the copy is a
     JSON snapshot of its rows.
     """
-    from tinyjuice.atomic import atomic_write
+    from tinyjuice.atomic import atomic_write, output_target
     from tinyjuice.store.commit import archived_mode
 
     if output is None:
         fail("recover needs -o OUT (the file to write)")
-    if output.exists() and not force:
+    try:
+        replaces_a_file = output.exists() and output_target(output) is None
+    except OSError as exc:  # a socket or block device: never written
+        fail(f"{output}: {exc}")
+    if replaces_a_file and not force:
         fail(f"{output} exists; pass --force to replace it", EXIT_REFUSED)
     archive = Archive.open_existing()
     if archive is None:

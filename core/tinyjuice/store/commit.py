@@ -43,6 +43,7 @@ from tinyjuice.atomic import (
     file_digest,
     file_mode,
     fsync_dir,
+    output_target,
     sha256_hex,
     temp_path_for,
 )
@@ -280,6 +281,21 @@ def _resolve_mode(
     return chosen, notes
 
 
+def _regular_target(path: Path) -> None:
+    """A commit writes regular files only (undo must be able to put them back): a
+    stream, device or pipe is refused; a symlink is fine (the file it names is written)."""
+    try:
+        kind = output_target(path)
+    except OSError as exc:
+        raise CommitError(f"{path}: {exc}") from None
+    if kind is not None:
+        raise CommitError(
+            f"{path} is a {'standard stream' if kind == 'stream' else kind}, not a file; a"
+            " commit writes a file it can undo — write to a stream with `tjui compress -o`"
+            " (without --commit)"
+        )
+
+
 def _writable_dir(path: Path) -> None:
     parent = path.parent
     if path.is_dir():
@@ -381,6 +397,8 @@ def plan_commit(
     chosen, notes = _resolve_mode(mode, report, source)
     cid = commit_id or new_commit_id()
     summary = _summary_message(transcript, result)
+    if target:
+        _regular_target(Path(target).expanduser())
     target_path = Path(os.path.realpath(Path(target).expanduser())) if target else None
 
     if source.ref.is_db and chosen is not CommitMode.EXPORT:
