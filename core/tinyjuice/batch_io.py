@@ -50,6 +50,7 @@ from tinyjuice.batch import (
     process_file,
     process_line,
 )
+from tinyjuice.formats._base import LoadError, check_regular
 from tinyjuice.summary import SummaryProvider
 from tinyjuice.tokens import TokenCounter, default_counter
 
@@ -201,7 +202,9 @@ def _walk(root: Path, skip: Path | None) -> list[Path]:
             continue
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
-            if not name.startswith(".") and not name.endswith(PARTIAL_SUFFIX):
+            if name.startswith(".") or name.endswith(PARTIAL_SUFFIX):
+                continue
+            if os.path.isfile(here / name):  # a pipe or device in the folder is not data
                 out.append(here / name)
     return out
 
@@ -223,6 +226,11 @@ def plan_jobs(inputs: Sequence[str | Path], output: str | Path) -> list[Job]:
     for s in srcs:
         if not s.exists():
             raise BatchInputError(f"{s}: no such file or directory")
+        if not s.is_dir():
+            try:
+                check_regular(s)
+            except LoadError as exc:
+                raise BatchInputError(str(exc)) from None
     pairs: list[tuple[Path, Path]] = []
     if len(srcs) == 1 and srcs[0].is_file():
         target = out / srcs[0].name if out.is_dir() else out

@@ -283,3 +283,60 @@ def test_dev_stdout_is_written_to_the_stream(session: Path) -> None:
     assert doc["messages"]  # the transcript came out on stdout
     after = os.lstat("/dev/stdout")
     assert (after.st_mode, after.st_ino) == (before.st_mode, before.st_ino)  # not replaced
+
+
+# ------------------------------------------------ item 11: non-regular inputs
+
+
+def _tjui(*args: str, timeout: float = 60) -> tuple[int, str]:
+    """Run the real CLI in a process of its own, with a time and memory limit (an input
+    that hangs or is read without end must fail the test, not the machine)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "tjui.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=limit,
+        stdin=subprocess.DEVNULL,
+    )
+    return proc.returncode, proc.stderr
+
+
+@pytest.mark.parametrize("command", ["inspect", "compress", "commit", "sessions", "batch"])
+def test_a_fifo_argument_is_refused_at_once(tmp_path: Path, command: str) -> None:
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    args = {
+        "inspect": ("inspect", str(fifo)),
+        "compress": ("compress", str(fifo), "--keep-last", "1"),
+        "commit": ("compress", str(fifo), "--keep-last", "1", "--commit"),
+        "sessions": ("sessions", str(fifo)),
+        "batch": ("batch", str(fifo), "--target-tokens", "100", "-o", str(tmp_path / "o")),
+    }[command]
+    code, err = _tjui(*args, timeout=30)
+    assert code == 2, err
+    assert "named pipe (FIFO), not a regular file" in err and "Traceback" not in err
+
+
+def test_dev_zero_is_refused_not_read_forever() -> None:
+    code, err = _tjui("inspect", "/dev/zero", timeout=30)
+    assert code == 2 and "is a character device, not a regular file" in err
+    assert "MemoryError" not in err and "Traceback" not in err
+
+
+def test_a_fifo_in_a_batch_folder_is_skipped(session: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "a.json").write_bytes(session.read_bytes())
+    os.mkfifo(folder / "b.json")
+    code, err = _tjui("batch", str(folder), "--target-tokens", "500", "-o",
+                      str(tmp_path / "out/"), timeout=60)  # fmt: skip
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.json"]

@@ -7,7 +7,9 @@ so the CLI can print it as is.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,6 +26,7 @@ __all__ = [
     "LoadOptions",
     "SaveError",
     "Source",
+    "check_regular",
     "decode_utf8",
     "dump_document",
     "iter_jsonl",
@@ -136,10 +139,42 @@ class FormatModule(Protocol):
     def read(self, source: Source, options: LoadOptions) -> Transcript: ...
 
 
-def read_bytes(path: str | Path) -> bytes:
+_SPECIAL_KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_regular(path: str | Path) -> None:
+    """Refuse anything but a regular file (following links) before it is opened.
+
+    Reading a pipe waits for a writer, possibly forever, and a device such as
+    ``/dev/zero`` never ends: a clear :class:`LoadError` instead.
+    """
     p = Path(path)
     try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        raise LoadError(p, "no such file") from None
+    except OSError:
+        return  # (permission and the like: the read itself reports it)
+    if stat.S_ISDIR(mode):
+        raise LoadError(p, "is a directory", expected="a transcript file")
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "a special file")
+    raise LoadError(p, f"is {kind}, not a regular file", expected="a transcript file")
+
+
+def read_bytes(path: str | Path) -> bytes:
+    p = Path(path)
+    check_regular(p)
+    try:
         return p.read_bytes()
+    except MemoryError:
+        raise LoadError(p, "too large to load into memory") from None
     except FileNotFoundError:
         raise LoadError(p, "no such file") from None
     except IsADirectoryError:

@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 import orjson
 
-from tinyjuice.formats._base import SQLITE_MAGIC, LoadError
+from tinyjuice.formats._base import SQLITE_MAGIC, LoadError, check_regular
 from tinyjuice.formats._common import injected_kind, is_summary_text
 from tinyjuice.model import Message, Transcript
 
@@ -330,8 +330,7 @@ def list_sessions(path: str | Path) -> list[SessionInfo]:
     Raises :class:`~tinyjuice.formats.LoadError` when the file is not a Hermes state.db.
     """
     p = Path(path)
-    if not p.is_file():
-        raise LoadError(p, "no such file", expected="a Hermes state.db")
+    check_regular(p)
     with p.open("rb") as fh:
         head = fh.read(100)
     if not head.startswith(SQLITE_MAGIC):

@@ -56,7 +56,13 @@ from tinyjuice.formats import (
     load,
     load_bytes,
 )
-from tinyjuice.formats._base import SQLITE_MAGIC, LoadError, SaveError, read_bytes
+from tinyjuice.formats._base import (
+    SQLITE_MAGIC,
+    LoadError,
+    SaveError,
+    check_regular,
+    read_bytes,
+)
 from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, Transcript
 from tinyjuice.report import CompactionReport, CompactionResult, PersistenceRecommendation, Status
 from tinyjuice.store import hermes_db
@@ -152,6 +158,7 @@ def load_source(
     Raises :class:`~tinyjuice.formats.LoadError` for unreadable input.
     """
     p = Path(os.path.realpath(Path(path).expanduser()))
+    check_regular(Path(path).expanduser())  # a pipe or device is refused before opening
     try:
         with p.open("rb") as fh:
             head = fh.read(len(SQLITE_MAGIC))
