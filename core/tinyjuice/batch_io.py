@@ -51,7 +51,7 @@ from tinyjuice.batch import (
     process_line,
 )
 from tinyjuice.formats._base import LoadError, check_regular
-from tinyjuice.summary import SummaryProvider
+from tinyjuice.summary import FailureClass, SummaryProvider
 from tinyjuice.tokens import TokenCounter, default_counter
 
 __all__ = [
@@ -122,6 +122,9 @@ class BatchRun:
     stopped_source: str | None = None
     stopped_line: int | None = None
     partial_lines: int = 0
+    #: Why the run was stopped early on its own: the summary provider refused the
+    #: credentials (an auth failure would repeat for every trajectory).
+    aborted: str | None = None
 
     def to_dict(self, *, timings: bool = True) -> dict[str, Any]:
         out = self.summary.to_dict(timings=timings)
@@ -130,6 +133,7 @@ class BatchRun:
                 "workers": self.workers,
                 "items": self.items,
                 "interrupted": self.interrupted,
+                "aborted": self.aborted,
                 "outputs": len(self.outputs),
                 "partial": None
                 if self.partial is None
@@ -486,7 +490,8 @@ def run_batch(
     Summaries come from the deterministic fallback unless ``provider_factory`` is
     given: it is called once in each worker (so it must pickle: a module-level function
     or a ``functools.partial`` of one) and its provider summarises every trajectory
-    there. Auth and network failures leave the trajectory unchanged (``summary_failed``).
+    there. Auth and network failures leave the trajectory unchanged (``summary_failed``);
+    an auth failure also stops the run (``aborted`` says why): the key is wrong for all.
 
     ``on_item`` sees each result in input order (progress, bad-line reports, per-
     trajectory metrics). ``should_stop`` is polled after every written line; when it
@@ -497,6 +502,7 @@ def run_batch(
     outputs: list[str] = []
     writer: _LinesWriter | None = None
     interrupted = False
+    aborted: str | None = None
     items_done = 0
     stopped: tuple[str | None, int | None] = (None, None)
     # Load the tokenizer here first: forked workers inherit it instead of loading it each.
@@ -534,7 +540,9 @@ def run_batch(
                     agg.add(metrics, str(job.source))
                 if on_item is not None:
                     on_item(job, metrics, consumed)
-                if should_stop is not None and should_stop():
+                if metrics is not None and metrics.failure_class == FailureClass.AUTH.value:
+                    aborted = metrics.error or "the summary provider refused the credentials"
+                if aborted is not None or (should_stop is not None and should_stop()):
                     interrupted = True
                     stopped = (str(job.source), line)
                     break
@@ -562,4 +570,5 @@ def run_batch(
         stopped_source=stopped[0],
         stopped_line=stopped[1],
         partial_lines=writer.lines if writer is not None else 0,
+        aborted=aborted,
     )

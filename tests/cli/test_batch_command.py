@@ -335,3 +335,54 @@ def test_too_many_workers_are_capped_with_a_warning(
     assert json.loads(stdout)["workers"] == 1
     assert "tjui: warning: --workers 999 capped at 1 (1 core(s)" in err
     assert out.is_file()
+
+
+class _RejectingHandler(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint that refuses the key (401), as a revoked key gets."""
+
+    calls = 0
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        self.rfile.read(length)
+        type(self).calls += 1
+        body = orjson.dumps({"error": {"message": "Incorrect API key provided: sk-...wxyz"}})
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_rejected_key_aborts_the_run_with_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, as_json: bool
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RejectingHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("TJUI_TEST_KEY", "sk-test-revoked-0000wxyz")
+    try:
+        Path(os.environ["TJUI_CONFIG"]).write_text(
+            "[providers.local]\n"
+            'kind = "openai"\n'
+            f'base_url = "http://127.0.0.1:{server.server_address[1]}/v1"\n'
+            'model = "m"\n'
+            'api_key_env = "TJUI_TEST_KEY"\n'
+        )
+        src = dataset(tmp_path / "ds.jsonl", 10)
+        out = tmp_path / "out.jsonl"
+        args = [str(src), "--target-tokens", "2500", "-o", str(out), "--provider", "local"]
+        code, stdout, stderr = run(*args, *(["--json"] if as_json else []))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == 1, stderr
+    assert "auth" in stderr and "stopped" in stderr and "tjui config" in stderr
+    assert "sk-test-revoked-0000wxyz" not in stdout + stderr
+    assert not out.exists()  # the output is not passed off as complete
+    if as_json:
+        assert json.loads(stdout)["aborted"]
