@@ -27,6 +27,8 @@ __all__ = [
     "SaveError",
     "Source",
     "check_regular",
+    "clip",
+    "clip_text",
     "decode_utf8",
     "dump_document",
     "iter_jsonl",
@@ -49,8 +51,40 @@ FORMAT_NAMES: tuple[str, ...] = (
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+#: The most characters of an input value an error message echoes.
+CLIP_CHARS = 60
+#: The most characters of any one part of an error message (a safety net under clip).
+_PART_CHARS = 400
+
+
+def clip(value: Any, limit: int = CLIP_CHARS) -> str:
+    """``repr(value)`` for an error message, clipped when long: a 2 MB role comes out as
+    ``'AAAA…' (2,000,000 characters)``, never as the whole value."""
+    if isinstance(value, (str, bytes)) and len(value) > limit:
+        unit = "characters" if isinstance(value, str) else "bytes"
+        return f"{value[:limit]!r}… ({len(value):,} {unit})"
+    text = repr(value)
+    if len(text) > limit + 2:
+        return f"{text[:limit]}… ({len(text):,} characters)"
+    return text
+
+
+def clip_text(text: str, limit: int = CLIP_CHARS) -> str:
+    """``text`` as is when short, else its start and how long it was (no quotes)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def _cap(text: str | None) -> str | None:
+    return None if text is None else clip_text(text, _PART_CHARS)
+
+
 class LoadError(ValueError):
-    """A transcript could not be read. The message says where and what was expected."""
+    """A transcript could not be read. The message says where and what was expected.
+
+    Values echoed from the input go through :func:`clip`; each part is capped anyway.
+    """
 
     def __init__(
         self,
@@ -60,20 +94,25 @@ class LoadError(ValueError):
         line: int | None = None,
         json_path: str | None = None,
         expected: str | None = None,
+        offset: int | None = None,
     ) -> None:
         self.path = str(path) if path is not None else None
-        self.problem = problem
+        #: The byte offset in the file the problem is at, when known.
+        self.offset = offset
+        self.problem = _cap(problem) or ""
         self.line = line
-        self.json_path = json_path
-        self.expected = expected
+        self.json_path = _cap(json_path)
+        self.expected = _cap(expected)
         where = self.path or "<input>"
         if line is not None:
             where += f", line {line}"
-        if json_path:
-            where += f", at {json_path}"
-        msg = f"{where}: {problem}"
-        if expected:
-            msg += f" (expected {expected})"
+        if offset is not None:
+            where += f", byte {offset}"
+        if self.json_path:
+            where += f", at {self.json_path}"
+        msg = f"{where}: {self.problem}"
+        if self.expected:
+            msg += f" (expected {self.expected})"
         super().__init__(msg)
 
 
@@ -186,8 +225,15 @@ def read_bytes(path: str | Path) -> bytes:
 
 
 def decode_utf8(path: str | Path, data: bytes) -> str:
-    if b"\x00" in data[:8192] and not data.startswith(SQLITE_MAGIC):
-        raise LoadError(path, "file looks binary (contains NUL bytes)", expected="UTF-8 JSON text")
+    nul = data.find(b"\x00", 0, 8192)
+    if nul >= 0 and not data.startswith(SQLITE_MAGIC):
+        raise LoadError(
+            path,
+            "file looks binary (a NUL byte)",
+            line=data.count(b"\n", 0, nul) + 1,
+            offset=nul,
+            expected="UTF-8 JSON text",
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
