@@ -140,3 +140,28 @@ def test_a_crash_between_the_swap_and_its_check_keeps_the_agents_append(
     assert record.state is CommitState.ABORTED
     assert src.read_bytes() == original + APPENDED
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "tjui-home") == ["session.json"]
+
+
+def test_a_full_archive_after_the_write_does_not_claim_nothing_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from tinyjuice.store import CommitError
+
+    src = openai_session(tmp_path / "session.json")
+    source = load_source(src)
+    result = compacted(source)
+    real = Archive.update_commit
+
+    def full_when_done(conn, commit_id, **changes):  # type: ignore[no-untyped-def]
+        if changes.get("state") is CommitState.DONE:
+            raise sqlite3.OperationalError("database or disk is full")
+        real(conn, commit_id, **changes)
+
+    monkeypatch.setattr(Archive, "update_commit", staticmethod(full_when_done))
+    with pytest.raises(CommitError, match="was written, but the archive could not record"):
+        commit(result, source, mode="in-place")
+    monkeypatch.setattr(Archive, "update_commit", staticmethod(real))
+    [record] = history(src)  # settled by recovery
+    assert record.state is CommitState.DONE and sha(src) == record.after_sha256

@@ -68,6 +68,7 @@ from tinyjuice.report import CompactionReport, CompactionResult, PersistenceReco
 from tinyjuice.store import hermes_db
 from tinyjuice.store.archive import (
     Archive,
+    ArchiveError,
     ChangedSinceCommit,
     CommitError,
     CommitMode,
@@ -672,9 +673,24 @@ def _commit_file(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecor
 
 def _finish(store: Archive, record: CommitRecord, **changes: Any) -> CommitRecord:
     done = time.time()
-    with store.transaction() as conn:
-        store.update_commit(conn, record.id, state=CommitState.DONE, completed_at=done, **changes)
-    return store.get(record.id)
+    try:
+        with store.transaction() as conn:
+            store.update_commit(
+                conn, record.id, state=CommitState.DONE, completed_at=done, **changes
+            )
+        return store.get(record.id)
+    except ArchiveError as exc:
+        raise _written_unrecorded(record.target_label, exc) from None
+
+
+def _written_unrecorded(target: str, exc: ArchiveError) -> CommitError:
+    """The target was written but the archive could not record it (its disk filled)."""
+    why = str(exc).split(";")[0]
+    return CommitError(
+        f"{target} was written, but the archive could not record that ({why}); the"
+        " original is archived, and the next tjui command settles the commit (see"
+        " `tjui history`)"
+    )
 
 
 def _commit_db(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecord:
@@ -927,7 +943,10 @@ def _undo_file(store: Archive, record: CommitRecord, force: bool, say: Progress)
             f" original ({(expected or '')[:12]}…)"
         )
     checkpoint("before-done")
-    _mark(store, record, state=CommitState.UNDONE, undone_at=time.time())
+    try:
+        _mark(store, record, state=CommitState.UNDONE, undone_at=time.time())
+    except ArchiveError as exc:
+        raise _written_unrecorded(record.target_label, exc) from None
     return store.get(record.id)
 
 
