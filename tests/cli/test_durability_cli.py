@@ -4,7 +4,6 @@ links and special files, non-regular inputs (issue #12)."""
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import sqlite3
@@ -12,34 +11,21 @@ import stat
 from pathlib import Path
 
 import pytest
+import test_store_cli
 from click.testing import CliRunner
 
 from tinyjuice.store import Archive
 from tjui.cli import main
 
 FULL = "database or disk is full"
+#: A transcript worth compressing, and a file's sha256 (shared with the store CLI tests).
+session = test_store_cli.session
+sha = test_store_cli.sha
 
 
 def run(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(main, list(args))
     return result.exit_code, result.stdout, result.stderr
-
-
-def sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture
-def session(tmp_path: Path) -> Path:
-    messages: list[dict] = [{"role": "system", "content": "You are a coding agent."}]
-    for i in range(10):
-        messages.append({"role": "user", "content": f"Step {i}: tidy lib/part_{i}.py"})
-        messages.append({"role": "assistant", "content": f"Read part {i}. " * 40})
-        messages.append({"role": "user", "content": f"Lint output {i}: " + "OK " * 200})
-        messages.append({"role": "assistant", "content": f"Part {i} is tidy."})
-    path = tmp_path / "session.json"
-    path.write_text(json.dumps({"messages": messages}, separators=(",", ":")))
-    return path
 
 
 def no_traceback(code: int, err: str) -> None:
