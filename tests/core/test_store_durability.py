@@ -165,3 +165,34 @@ def test_a_full_archive_after_the_write_does_not_claim_nothing_changed(
     monkeypatch.setattr(Archive, "update_commit", staticmethod(real))
     [record] = history(src)  # settled by recovery
     assert record.state is CommitState.DONE and sha(src) == record.after_sha256
+
+
+def test_a_write_to_the_new_file_before_the_swap_back_is_kept_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writes racing the commit: one into the original before the swap, one into the
+    new version before it is swapped back. Both are kept: the original (with the first)
+    is put back, the new version (with the second) is left beside it and named."""
+    if not _has_exchange(tmp_path):
+        pytest.skip("this file system has no atomic exchange")
+    src = openai_session(tmp_path / "session.json")
+    original = src.read_bytes()
+    source = load_source(src)
+    result = compacted(source)
+    real = atomic.exchange
+    second = b'\n{"role": "user", "content": "written to the new version"}\n'
+    writes = [APPENDED, second]
+
+    def racing_exchange(a: Path, b: Path) -> bool:
+        if writes and Path(b) == src.resolve():
+            with open(b, "ab") as fh:
+                fh.write(writes.pop(0))
+        return real(a, b)
+
+    monkeypatch.setattr(atomic, "exchange", racing_exchange)
+    with pytest.raises(StaleSourceError, match="meanwhile is in") as info:
+        commit(result, source, mode="in-place")
+    assert src.read_bytes() == original + APPENDED
+    [kept] = [p for p in tmp_path.iterdir() if ".tjui-conflict-" in p.name]
+    assert str(kept) in str(info.value)
+    assert kept.read_bytes().endswith(second) and kept.read_bytes() != original
