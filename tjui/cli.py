@@ -293,7 +293,7 @@ def compress_cmd(
         if commit.get("committed"):
             written, written_format = commit.get("target_path"), commit.get("target_format")
     elif output is not None and result.changed:
-        losses = _write_output(result.transcript, output, out_format, warn=not as_json)
+        losses = _write_output(result.transcript, output, out_format, warn=not as_json, source=file)
         written, written_format = str(output), out_format
     report["output"] = {"path": written, "format": written_format, "dropped": _dropped(losses)}
     if as_json:
@@ -344,16 +344,20 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
     }
 
 
-def _write_output(transcript: Any, output: Path, fmt: str, *, warn: bool) -> list[Any]:
+def _write_output(
+    transcript: Any, output: Path, fmt: str, *, warn: bool, source: Path
+) -> list[Any]:
     """Save ``transcript`` to ``output`` in ``fmt`` (parents created); what it dropped.
 
+    A new OUT gets ``source``'s permission bits (a private transcript stays private).
     With ``warn`` each loss is also said on stderr."""
+    from tinyjuice.atomic import file_mode
     from tinyjuice.formats import SaveError, conversion_losses, save
 
     ensure_parent_dir(output)
     try:
         losses = conversion_losses(transcript, fmt)
-        save(transcript, output, fmt)
+        save(transcript, output, fmt, mode=file_mode(source))
     except (SaveError, OSError) as exc:
         fail(f"could not write {output}: {exc}")
     if warn:
@@ -399,7 +403,7 @@ def convert_cmd(
     transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
     if output.resolve() == file.resolve():
         fail(f"refusing to write over the input {file}; choose another -o path")
-    losses = _write_output(transcript, output, to_format, warn=not as_json)
+    losses = _write_output(transcript, output, to_format, warn=not as_json, source=file)
     if as_json:
         emit_json(
             {

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 import click
 import orjson
@@ -177,6 +177,20 @@ def _summary_line(data: dict[str, Any]) -> str:
     return "; ".join(parts) + f"\n{tokens}; {speed} on {data['workers']} worker(s)"
 
 
+def _abort_on_auth(run: Any, data: dict[str, Any] | None) -> NoReturn:
+    """The provider refused the credentials: say so and exit 1, like ``compress``."""
+    if data is not None:
+        emit_json(data)
+    where = ""
+    if run.partial is not None:
+        where = f"; {run.partial} holds the {run.partial_lines:,} lines finished before it"
+    fail(
+        f"summary provider auth failed — {run.aborted}; the run was stopped, nothing more"
+        f" was summarised{where} (check the provider's API key: `tjui config`)",
+        1,
+    )
+
+
 @click.command("batch")
 @click.argument(
     "inputs",
@@ -277,8 +291,9 @@ def batch(
     Per trajectory: count tokens; skip it when already under the target; otherwise keep
     the first system/user/assistant/tool turns, the last N turns and the latest user ask,
     and replace just enough of the middle with one summary turn (the deterministic
-    fallback summary, or --provider NAME's). Tool calls never lose their results; an
-    auth or network failure of the provider leaves the trajectory unchanged. Output keeps the input's format, one line per input line, in
+    fallback summary, or --provider NAME's). Tool calls never lose their results; a
+    network failure of the provider leaves the trajectory unchanged, and an auth failure
+    (a rejected key) stops the run with exit status 1. Output keeps the input's format, one line per input line, in
     order; bad lines are reported and written through unchanged. A dataset is written
     to OUT.partial and renamed to OUT when complete; Ctrl-C stops after the current
     line and leaves OUT.partial with every line finished so far.
@@ -362,6 +377,8 @@ def batch(
     data["keep_last"] = keep_last
     data["summary"] = summary_label
     data["counter"] = default_counter(exact=not rough).name
+    if run.aborted is not None:
+        _abort_on_auth(run, data if as_json else None)
     if as_json:
         emit_json(data)
     else:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -35,10 +39,40 @@ if TYPE_CHECKING:
 
     from tjui.app import TjuiApp
 
+T = TypeVar("T")
+
 #: Below this width the detail pane is hidden until asked for (`d`).
 NARROW = 110
 #: Seconds the cursor must rest before the detail pane renders the message.
 DETAIL_DELAY = 0.08
+
+
+async def in_daemon_thread(fn: Callable[[], T]) -> T:
+    """Run ``fn`` in a daemon thread and wait for its result (or exception) without
+    blocking the event loop; if the app ends first, the thread is abandoned."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def run() -> None:
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = fn()
+        except BaseException as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=run, name="tjui-load", daemon=True).start()
+    return await future
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +215,13 @@ class MainScreen(Screen[None]):
 
     # ----------------------------------------------------------------- workers
 
-    @work(thread=True, exclusive=True, group="load", name="load", exit_on_error=False)
-    def _load(self) -> None:
+    @work(exclusive=True, group="load", name="load", exit_on_error=False)
+    async def _load(self) -> None:
+        # The reading runs in a daemon thread, not the worker pool: quitting while a
+        # big file loads never waits for it (the pool's threads are joined at exit).
+        await in_daemon_thread(self._load_blocking)
+
+    def _load_blocking(self) -> None:
         req = self.request
         # The store remembers the exact bytes read, so a commit can refuse a stale source.
         self.loaded = load_source(req.path, req.fmt, session=req.session)

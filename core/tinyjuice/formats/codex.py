@@ -69,6 +69,7 @@ from tinyjuice.formats._base import (
     LoadOptions,
     Source,
     bad_line_warnings,
+    clip,
     json_type,
 )
 from tinyjuice.formats._common import (
@@ -303,7 +304,7 @@ class _Builder:
             if role is None:
                 raise self._bad(
                     n,
-                    f"unknown role {p.get('role')!r}",
+                    f"unknown role {clip(p.get('role'))}",
                     f"{jp}.role",
                     "user, assistant or developer",
                 )

@@ -27,7 +27,15 @@ from typing import Any
 import orjson
 
 from tinyjuice.formats import _hermes_db as _db
-from tinyjuice.formats._base import LoadError, LoadOptions, Source, bad_line_warnings, expect
+from tinyjuice.formats._base import (
+    LoadError,
+    LoadOptions,
+    Source,
+    bad_line_warnings,
+    clip,
+    clip_text,
+    expect,
+)
 from tinyjuice.formats._common import finish, summary_events
 from tinyjuice.formats._hermes_db import SessionInfo, list_sessions
 from tinyjuice.formats.openai import (
@@ -312,11 +320,11 @@ def _choose_session(
         )
     if wanted is not None:
         if wanted not in ids:
-            shown = ", ".join(ids[:_MAX_IDS_SHOWN])
+            shown = ", ".join(clip_text(i, 40) for i in ids[:_MAX_IDS_SHOWN])
             more = f" and {len(ids) - _MAX_IDS_SHOWN} more" if len(ids) > _MAX_IDS_SHOWN else ""
             raise LoadError(
                 source.path,
-                f"no session {wanted!r} in state.db",
+                f"no session {clip(wanted)} in state.db",
                 expected=f"one of the {len(ids)} session id(s): {shown}{more}",
             )
         return wanted, []

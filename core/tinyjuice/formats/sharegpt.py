@@ -38,6 +38,7 @@ from tinyjuice.formats._base import (
     LoadOptions,
     Source,
     bad_line_warnings,
+    clip,
     dump_document,
     json_type,
     parse_json,
@@ -420,7 +421,7 @@ def _turns(source: Source, obj: dict[str, Any], jp: str, line: int | None) -> li
         role = _FROM_ROLE.get(sender) if isinstance(sender, str) else None
         if role is None:
             raise fail(
-                f"unknown sender {sender!r}",
+                f"unknown sender {clip(sender)}",
                 f"{jp}.conversations[{i}].from",
                 "'system', 'human', 'gpt', 'tool', 'function_call' or 'observation'",
             )
@@ -677,7 +678,7 @@ def _pick(source: Source, session: str, total: int) -> Transcript:
         return _trajectory(source, obj, jp, line, form)
     raise LoadError(
         source.path,
-        f"no trajectory {session!r} among the {total} in the file",
+        f"no trajectory {clip(session)} among the {total} in the file",
         expected=f"a trajectory id, or a number from 1 to {total}",
     )
 
