@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import SQLITE_MAGIC, LoadError, LoadOptions, Source
+from tinyjuice.formats._base import SQLITE_MAGIC, LoadError, LoadOptions, Source, check_regular
 from tinyjuice.formats._common import finish, media_from_url
 from tinyjuice.formats._hermes_db import SessionInfo, open_readonly
 from tinyjuice.formats._records import (
@@ -457,8 +457,10 @@ def read(source: Source, options: LoadOptions) -> Transcript:
 
 
 def is_database(path: Path) -> bool:
-    """True when ``path`` is an opencode SQLite database."""
+    """True when ``path`` is an opencode SQLite database (never opens a pipe or device)."""
     try:
+        if not path.is_file():
+            return False
         with path.open("rb") as fh:
             if fh.read(16) != SQLITE_MAGIC:
                 return False
@@ -471,6 +473,8 @@ def is_database(path: Path) -> bool:
 def list_sessions(path: str | Path) -> list[SessionInfo]:
     """The sessions of an ``opencode.db`` or a storage tree, most recently updated first."""
     p = Path(path)
+    if not p.is_dir():
+        check_regular(p)  # a pipe or device is refused, never opened
     root = storage_root(p) if p.is_dir() else None
     if root is None and p.is_dir():
         root = storage_root(p / "storage")
