@@ -56,6 +56,8 @@ __all__ = [
     "SummaryText",
     "build_summary_prompt",
     "classify_http_status",
+    "error_head",
+    "error_lines",
     "failure_outcome",
     "fallback_summary",
     "find_previous_summary",
@@ -1070,7 +1072,14 @@ class _Collector:
             entry[0] += 1
 
 
-def _errors_in(text: str, out: _Collector, label: str) -> None:
+def error_lines(text: str) -> Iterator[str]:
+    """The whole lines of ``text`` holding an error (stripped, in order, each once).
+
+    An error is a traceback, an ``…Error``/``…Exception`` word, ``ERROR``, ``error:``,
+    ``failed``/``FAILED``, "No such file", "Permission denied" or a non-zero exit code
+    (``exit code 0`` is not an error). The one rule the fallback summary, the review and
+    :mod:`tinyjuice.facts` share; :func:`_error_lines_many` is its batched form.
+    """
     last_start = -1
     for m in _ERROR_RE.finditer(text):
         code = m.group("code") or m.group("code2")
@@ -1083,7 +1092,31 @@ def _errors_in(text: str, out: _Collector, label: str) -> None:
         end = text.find("\n", m.end())
         line = text[start : len(text) if end < 0 else end].strip()
         if line:
-            out.add("errors", label + _one_line(line, _ERROR_CHARS))
+            yield line
+
+
+_EXIT_ONLY_RE = re.compile(r"^exit(?:ed)?(?: with)? (?:code|status)[\s:=]*-?\d+$", re.I)
+_WORDY_RE = re.compile(r"[A-Za-z]{3,}")
+
+
+def error_head(text: str) -> list[str]:
+    """The line(s) naming a failed tool result: its first non-blank line, and the next
+    one too when the first only gives the exit code and the next has words ("Exit code
+    127" then the shell's "python: command not found"; not a test-progress line)."""
+    lines = []
+    for line in text.splitlines():
+        if line.strip():
+            lines.append(line.strip())
+            if len(lines) == 2:
+                break
+    if len(lines) == 2 and _EXIT_ONLY_RE.match(lines[0]) and _WORDY_RE.search(lines[1]):
+        return lines
+    return lines[:1]
+
+
+def _errors_in(text: str, out: _Collector, label: str) -> None:
+    for line in error_lines(text):
+        out.add("errors", label + _one_line(line, _ERROR_CHARS))
 
 
 #: Where :data:`_ERROR_RE` can match: each of its alternatives starts with one of these
@@ -1334,7 +1367,7 @@ def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
                         add("urls", u.group(0).rstrip(".,:;!?'\""))
                 stripped = text.strip()
                 if m.meta.is_error and stripped:
-                    first = next(line for line in text.splitlines() if line.strip())
+                    first = " — ".join(error_head(text))
                     error_firsts[len(error_texts)] = f"[{name or 'tool'}] " + _one_line(
                         first, _ERROR_CHARS
                     )

@@ -59,6 +59,7 @@ from tinyjuice.summary import (
     _paths_many,
     _string_leaves,
     _turn_line,
+    error_head,
     is_summary_message,
 )
 from tinyjuice.tokens import RoughCounter
@@ -174,7 +175,7 @@ def _reference_collect(middle: Sequence[Message], last_turns: int) -> _Collector
             if m.tool_name:
                 out.add("tools", m.tool_name)
             if m.meta.is_error and text.strip():
-                first = next(line for line in text.splitlines() if line.strip())
+                first = " — ".join(error_head(text))
                 out.add("errors", f"[{m.tool_name or 'tool'}] " + _one_line(first, _ERROR_CHARS))
             stripped = text.strip()
             if stripped and (
