@@ -132,10 +132,13 @@ _SHELL_PREFIX_RE = re.compile(r"^(?:/[\w/.-]*/)?(?:ba|z|da|k)?sh:\s*(?:line \d+:
 _LINE_MARK_RE = re.compile(r"^(?:e\s+|\[[\w.:/-]{1,60}\]\s+)")
 
 
+_TAG_RE = re.compile(r"</?[A-Za-z_][\w-]*>")
+
+
 def norm_error(line: str) -> str:
     """An error line as compared: :func:`norm_text` without the shell's prefix or
     pytest's ``E`` marker."""
-    out = norm_text(line)
+    out = norm_text(_TAG_RE.sub(" ", line))
     out = _LINE_MARK_RE.sub("", out)
     return _SHELL_PREFIX_RE.sub("", out).strip()
 
@@ -221,9 +224,10 @@ def _program_actions(prog: str, args: list[str]) -> Iterator[tuple[str, str]]:
     if prog in _SHELL_READ:
         for p in _path_args(args):
             yield p, "read"
-    elif prog in ("sed", "perl") and any(a.startswith("-i") or a == "-pi" for a in args):
-        paths = _path_args(args[1:])
-        for p in paths:
+    elif prog in ("sed", "perl") and any(a.startswith(("-i", "-pi")) for a in args):
+        operands = [a for a in args if not a.startswith("-")]
+        scripted = any(a in ("-e", "-f") for a in args)
+        for p in _path_args(operands if scripted else operands[1:]):
             yield p, "edited"
     elif prog == "tee":
         for p in _path_args(args):
@@ -329,12 +333,26 @@ def file_actions(middle: Sequence[Message], *, start_index: int = 0) -> tuple[Ar
                     continue
                 spelling.setdefault(key, path.strip())
                 seen.setdefault(key, {}).setdefault(action, start_index + offset)
+    _merge_relative(seen, spelling)
     out = []
     for key, acts in seen.items():
         ordered = tuple(a for a in ACTIONS if a in acts)
         indexes = tuple(acts[a] for a in ordered)
         out.append(Artifact(spelling[key], ordered, min(indexes), indexes))
     return tuple(sorted(out, key=lambda a: a.index))
+
+
+def _merge_relative(seen: dict[str, dict[str, int]], spelling: dict[str, str]) -> None:
+    """A relative path and an absolute one ending with it (the same file seen from the
+    working directory) become one artifact, under the relative spelling."""
+    absolute = [k for k in seen if k.startswith("/")]
+    for rel in [k for k in seen if not k.startswith(("/", "~"))]:
+        for key in absolute:
+            if key in seen and key.endswith("/" + rel):
+                for action, index in seen.pop(key).items():
+                    acts = seen[rel]
+                    acts[action] = min(index, acts.get(action, index))
+                del spelling[key]
 
 
 def artifact_trail_lines(artifacts: Sequence[Artifact]) -> list[str]:
@@ -362,13 +380,19 @@ _LISTING_TOOLS = frozenset(
     )
 )
 _LISTING_PROGRAMS = frozenset(("ls", "find", "tree", "grep", "rg", "ag", "fd", "du", "locate"))
+#: Git subcommands whose output is content (diffs, listings, history), not results.
+_GIT_CONTENT = frozenset(("diff", "show", "log", "status", "ls-files", "blame", "grep"))
 _SYSTEM_BIN_RE = re.compile(r"^/(?:usr/(?:local/)?)?s?bin/[\w.+-]+$")
 
 
 def _is_listing_call(name: str, args: Any) -> bool:
+    """A call whose result is a listing, search hits or a file's content: names in it
+    are background, and "Error" inside it is text, not a failure."""
     low = name.lower().rsplit("__", 1)[-1]
-    if low in _LISTING_TOOLS:
-        return True
+    if low in _LISTING_TOOLS or low in _READ_TOOLS or low in _EDIT_TOOLS or low in _WRITE_TOOLS:
+        return True  # an edit's result echoes the file's lines
+    if low in ("str_replace_based_edit_tool", "str_replace_editor", "text_editor"):
+        return isinstance(args, dict) and args.get("command") == "view"
     if not (_is_shell_tool(name) and isinstance(args, dict)):
         return False
     cmd = _command_text(args.get("command") or args.get("cmd"))
@@ -380,9 +404,13 @@ def _is_listing_call(name: str, args: Any) -> bool:
         words = _shell_words(seg)
         if words and words[0] != "cd":
             progs.append(words[0].rsplit("/", 1)[-1])
-    if progs[:2] == ["git", "ls-files"] or (progs and progs[0] == "git" and "status" in cmd):
-        return True
-    return bool(progs) and all(p in _LISTING_PROGRAMS or p in ("head", "sort", "wc") for p in progs)
+    if progs and progs[0] == "git":
+        words = _shell_words(segments[0])
+        sub = next((w for w in words[1:] if not w.startswith("-")), "")
+        return sub in _GIT_CONTENT
+    return bool(progs) and all(
+        p in _LISTING_PROGRAMS or p in _SHELL_READ or p == "sort" for p in progs
+    )
 
 
 def is_system_binary(path: str) -> bool:
@@ -391,7 +419,7 @@ def is_system_binary(path: str) -> bool:
 
 
 def listing_results(middle: Sequence[Message]) -> set[int]:
-    """Offsets (in ``middle``) of tool results that answer a listing or search call."""
+    """Offsets (in ``middle``) of tool results that answer a listing, search or read call."""
     listing_ids: set[str] = set()
     for m in middle:
         for call in m.tool_calls:
@@ -457,15 +485,18 @@ def _decisions(middle: Sequence[Message], start: int) -> list[Fact]:
 
 
 def _next_step(middle: Sequence[Message], start: int) -> Fact | None:
+    """The step the assistant's last words announced; None when its last text announced
+    nothing (or a real ask came after it): work moved on since any earlier plan."""
     for offset in range(len(middle) - 1, -1, -1):
         m = middle[offset]
         if _real_user(m) and m.text.strip():
-            return None  # the latest ask came after the last announcement
-        if m.role is not Role.ASSISTANT or is_summary_message(m):
+            return None
+        if m.role is not Role.ASSISTANT or is_summary_message(m) or not m.text.strip():
             continue
         for s in reversed(list(split_sentences(m.text))):
             if _NEXT_RE.match(s) and len(s) >= 12:
                 return Fact(s, start + offset)
+        return None
     return None
 
 
@@ -491,10 +522,11 @@ def _error_source(middle: Sequence[Message], offset: int, calls: dict[str, Any])
 
 def _tool_errors(middle: Sequence[Message], start: int) -> tuple[list[Fact], list[str | None]]:
     calls = {c.id: c for m in middle for c in m.tool_calls}
+    content = listing_results(middle)
     seen: dict[str, Fact] = {}
     sources: dict[str, str | None] = {}
     for offset, m in enumerate(middle):
-        if m.role is not Role.TOOL:
+        if m.role is not Role.TOOL or (offset in content and not m.meta.is_error):
             continue
         text = m.text
         lines = list(error_lines(text)) if text else []

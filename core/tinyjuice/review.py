@@ -54,6 +54,7 @@ from tinyjuice.facts import (
     error_head,
     error_lines,
     file_actions,
+    listing_results,
     norm_error,
     norm_path,
     norm_text,
@@ -397,13 +398,24 @@ def _tool_error_lines(m: Message, text: str) -> list[str]:
     return [_norm(line) for line in lines if not _TRACEBACK_HEAD_RE.match(line)]
 
 
-def _scan_message(out: _Items, m: Message, i: int) -> None:
+def _scan_message(out: _Items, m: Message, i: int, content: bool) -> None:
+    """Items of one message. ``content``: a tool result holding a listing, search hits
+    or a file's content — its paths are scanned (background unless seen elsewhere), its
+    numbers, identifiers and "Error" words are not facts."""
     if m.meta.is_injected:
         # Injected context (CLAUDE.md, reminders, slash-command echoes) is re-injected,
         # not remembered: its rules are checked by tinyjuice.survival instead.
         return
     text = _source_text(m)
-    if text:
+    if text and content:
+        for p in _paths_in(text):
+            out.add(Category.PATHS, p, i)
+        if m.tool_name:
+            out.add(Category.TOOLS, m.tool_name, i)
+        if m.meta.is_error:
+            for line in _tool_error_lines(m, text):
+                out.add(Category.ERRORS, line, i)
+    elif text:
         for p in _paths_in(text):
             out.add(Category.PATHS, p, i)
         if "://" in text:
@@ -415,7 +427,7 @@ def _scan_message(out: _Items, m: Message, i: int) -> None:
                 out.add(Category.NUMBERS, n, i)
         for ident in _identifiers(text):
             out.add(Category.IDENTIFIERS, ident, i)
-    if m.role is Role.TOOL:
+    if m.role is Role.TOOL and not content:
         if m.tool_name:
             out.add(Category.TOOLS, m.tool_name, i)
         for line in _tool_error_lines(m, text):
@@ -451,12 +463,13 @@ class _Collected:
 def _collect(middle: Sequence[Message], start_index: int) -> _Collected:
     out = _Items()
     latest: tuple[str, int] | None = None
+    content = listing_results(middle)
     for offset, m in enumerate(middle):
         i = start_index + offset
         text = _source_text(m)
         if m.is_real_user and not is_summary_message(m) and text.strip():
             latest = (text.strip(), i)
-        _scan_message(out, m, i)
+        _scan_message(out, m, i, offset in content)
     if latest is not None:
         out.add(Category.LATEST_ASK, latest[0], latest[1])
     _undiff(out)
@@ -726,13 +739,21 @@ def review_summary(
     start_index: int = 0,
     budget_tokens: int | None = None,
     counter: TokenCounter | None = None,
+    kept: Sequence[Message] = (),
 ) -> SummaryReview:
     """Review ``summary`` against the ``middle`` it replaces (see the module docs).
 
     ``start_index`` is the transcript index of ``middle[0]``, so every item's ``index``
     points into the transcript. ``budget_tokens`` is the summary budget; the *body*
-    (wrappers removed) is measured against it.
+    (wrappers removed) is measured against it. ``kept`` are the messages the model
+    still sees after the compaction (head and tail): a rule of the middle found there
+    survived (:mod:`tinyjuice.survival`). The probes (:mod:`tinyjuice.probes`) are
+    answered from the summary.
     """
+    from tinyjuice.facts import extract_facts
+    from tinyjuice.probes import answer_from_summary, make_probes
+    from tinyjuice.survival import check_rules, find_rules
+
     counter = counter or default_counter()
     prepared = _Summary(summary)
     collected = _collect(middle, start_index)
@@ -749,6 +770,10 @@ def review_summary(
         source_messages=len(middle),
         start_index=start_index,
         background=collected.background,
+        probes=answer_from_summary(
+            make_probes(middle, facts=extract_facts(middle, start_index=start_index)), summary
+        ),
+        rules=check_rules(find_rules(middle, start_index=start_index), summary, kept),
     )
 
 
@@ -798,10 +823,16 @@ def review_past_compactions(
             events[i] = ("unknown", None)
     out: list[PastCompaction] = []
     previous = 0
-    for at in sorted(events):
+    ats = sorted(events)
+    for k, at in enumerate(ats):
         trigger, pre = events[at]
+        after = ats[k + 1] if k + 1 < len(ats) else len(msgs)
         review = review_summary(
-            msgs[previous:at], msgs[at].text, start_index=previous, counter=counter
+            msgs[previous:at],
+            msgs[at].text,
+            start_index=previous,
+            counter=counter,
+            kept=msgs[at + 1 : after],
         )
         out.append(PastCompaction(at, previous, trigger, pre, review))
         previous = at
