@@ -201,7 +201,12 @@ _SECTIONS: tuple[tuple[str, str, str], ...] = (
         "Historical Pending Asks",
         "user requests not yet fulfilled, quoted verbatim and marked as historical",
     ),
-    ("relevant_files", "Relevant Files", "every file path read, written or mentioned, verbatim"),
+    (
+        "relevant_files",
+        "Relevant Files",
+        "every file path read, written or mentioned, verbatim, each touched file with what "
+        "was done to it (read / created / edited / deleted / ran)",
+    ),
     ("remaining_work", "Historical Remaining Work", "what still had to happen"),
     (
         "critical_context",
@@ -620,6 +625,21 @@ def _serialise_turns(messages: Sequence[Message], max_chars: int) -> str:
     return "\n\n".join(blocks)
 
 
+def _trail_block(messages: Sequence[Message]) -> str:
+    """The artifact trail of the turns for the prompt ("" when no tool touched a file)."""
+    from tinyjuice.facts import file_actions
+
+    trail = file_actions(messages)
+    if not trail:
+        return ""
+    lines = "\n".join(f"- {a.line()}" for a in trail)
+    return (
+        "Artifact trail (every file a tool touched, with what was done; extracted from the "
+        "tool calls). Carry ALL of it under Relevant Files, each file with its actions, "
+        f"before anything else:\n{lines}"
+    )
+
+
 def build_summary_prompt(
     request: SummaryRequest, *, max_chars_per_message: int = 6000
 ) -> list[dict[str, str]]:
@@ -649,6 +669,9 @@ def build_summary_prompt(
     else:
         parts.append("Summarize the conversation turns below.")
         parts.append(f"<turns>\n{turns}\n</turns>")
+    trail = _trail_block(request.messages)
+    if trail:
+        parts.append(trail)
     section_lines = "\n".join(f"## {title}\n({hint})" for _, title, hint in _SECTIONS)
     parts.append(
         "Write the summary in Markdown with exactly these sections, in this order, each as "
@@ -872,6 +895,7 @@ _DIGEST_RE = re.compile(r"^\[[\w.:/-]{1,60}\] \S")
 
 #: Budget priority (first = kept first) and the label of each category.
 _CATEGORIES: tuple[tuple[str, str], ...] = (
+    ("artifacts", "artifact trail entries"),
     ("asks", "user asks"),
     ("paths", "paths"),
     ("commands", "commands"),
@@ -941,6 +965,11 @@ class FallbackSummary:
     source_messages: int
     confidence: Literal["low"] = "low"
     omitted_items: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Every item left out, as markdown (redacted); "" when nothing was. Stored in the
+    #: archive by a commit under ``appendix_id`` (its sha256, whose first digits the
+    #: summary's note names).
+    appendix: str = ""
+    appendix_id: str | None = None
 
     @property
     def kind(self) -> SummaryKind:
@@ -1109,7 +1138,12 @@ def error_head(text: str) -> list[str]:
             lines.append(line.strip())
             if len(lines) == 2:
                 break
-    if len(lines) == 2 and _EXIT_ONLY_RE.match(lines[0]) and _WORDY_RE.search(lines[1]):
+    if (
+        len(lines) == 2
+        and _EXIT_ONLY_RE.match(lines[0])
+        and _WORDY_RE.search(lines[1])
+        and not lines[1].startswith("Traceback (most recent call last)")
+    ):
         return lines
     return lines[:1]
 
@@ -1383,8 +1417,11 @@ def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
             if "://" in text:
                 for u in _URL_RE.finditer(text):
                     add("urls", u.group(0).rstrip(".,:;!?'\""))
-            error_texts.append(text)
-            error_labels.append("")
+            if role is not Role.ASSISTANT:
+                # Errors are what tools (or the user, pasting) reported: "failed" in the
+                # assistant's own prose is not one (tinyjuice.facts).
+                error_texts.append(text)
+                error_labels.append("")
         for call in m.tool_calls:
             # A call repeated verbatim (same tool, same arguments) adds nothing new but
             # its count: everything else it holds was collected at its first occurrence.
@@ -1472,7 +1509,12 @@ def _bullet(item: str) -> str:
     return "- " + item.replace("\n", "\n    ")
 
 
-def _note(n_messages: int, omitted: Mapping[str, int], focus: str | None = None) -> str:
+def _note(
+    n_messages: int,
+    omitted: Mapping[str, int],
+    focus: str | None = None,
+    appendix_id: str | None = None,
+) -> str:
     note = (
         f"Deterministic fallback summary of {n_messages:,} earlier message(s), generated "
         "locally without a model; it may be incomplete."
@@ -1482,6 +1524,11 @@ def _note(n_messages: int, omitted: Mapping[str, int], focus: str | None = None)
     left = [f"{omitted[key]:,} {label}" for key, label in _CATEGORIES if omitted.get(key)]
     if left:
         note += " Left out to fit the budget: " + ", ".join(left) + "."
+    if left and appendix_id:
+        note += (
+            f" Every item left out is in appendix sha256:{appendix_id}, archived with the "
+            f"commit (`tjui recover {appendix_id} -o FILE`)."
+        )
     return note
 
 
@@ -1490,6 +1537,7 @@ def _assemble(
     chosen: Mapping[str, list[str]],
     omitted: Mapping[str, int],
     focus: str | None = None,
+    appendix_id: str | None = None,
 ) -> StructuredSummary:
     def block(key: str) -> str:
         return "\n".join(_bullet(i) for i in chosen.get(key, ()))
@@ -1504,9 +1552,14 @@ def _assemble(
             "Newest first, verbatim; historical — the latest user message overrides them.\n" + asks
         )
     return StructuredSummary(
-        historical_task_snapshot=_note(n_messages, omitted, focus),
+        historical_task_snapshot=_note(n_messages, omitted, focus, appendix_id),
         pending_asks=asks,
-        relevant_files=block("paths"),
+        relevant_files=labelled(
+            ("Artifact trail (every file a tool touched: what was done)", "artifacts"),
+            ("Other paths", "paths"),
+        )
+        if chosen.get("artifacts")
+        else block("paths"),
         completed_actions=labelled(
             ("Tools used", "tools"),
             ("Commands run", "commands"),
@@ -1521,18 +1574,19 @@ def _assemble(
 
 #: Anchors: what a continuation cannot re-derive and what a summary review measures.
 #: They are all served before any of the verbose categories gets a token.
-_ANCHORS: tuple[str, ...] = ("asks", "paths", "commands", "errors", "urls", "tools")
+_ANCHORS: tuple[str, ...] = ("artifacts", "asks", "paths", "commands", "errors", "urls", "tools")
 _VERBOSE: tuple[str, ...] = ("tool_calls", "digests", "last_turns")
 
 #: Pass-one share per category, priority order, unused shares flowing down: anchors
 #: share the whole room; verbose categories share what the anchors left.
 _SHARES: dict[str, float] = {
+    "artifacts": 0.20,
     "asks": 0.30,
-    "paths": 0.25,
-    "commands": 0.17,
-    "errors": 0.15,
+    "paths": 0.10,
+    "commands": 0.15,
+    "errors": 0.13,
     "urls": 0.08,
-    "tools": 0.05,
+    "tools": 0.04,
     "tool_calls": 0.50,
     "digests": 0.30,
     "last_turns": 0.20,
@@ -1604,6 +1658,7 @@ def _allocate(
 
 #: Categories a focus topic reorders (asks stay newest first, last turns in order).
 _FOCUSABLE: tuple[str, ...] = (
+    "artifacts",
     "paths",
     "commands",
     "errors",
@@ -1656,18 +1711,24 @@ def fallback_summary(
     an extension or a slash, or have two slashes ("and/or" and dates are skipped); bare file names
     with a known extension; common dotfiles.
 
+    The *artifact trail* comes first: every file a tool call touched with what was done
+    to it (``path — read, edited``; :func:`tinyjuice.facts.file_actions`), under Relevant
+    Files, and those paths leave the plain path list.
+
     The body is clamped to ``budget_tokens`` (the explanatory note always stays). The
-    compact *anchors* come first — asks > paths > commands > errors > URLs > tool names —
-    and only the room they leave goes to the verbose parts — tool calls > tool results >
-    last turns — so whenever the budget can hold every path, command, error, URL and
-    tool name, all of them are in. Within each group pass one gives every category, in
-    priority order, a share (anchors: 30, 25, 17, 15, 8 and 5% of the budget; verbose: 50,
-    30 and 20% of what the anchors left) plus whatever the categories above left unused,
+    compact *anchors* come first — artifact trail > asks > paths > commands > errors >
+    URLs > tool names — and only the room they leave goes to the verbose parts — tool
+    calls > tool results > last turns — so whenever the budget can hold every anchor, all
+    of them are in. Within each group pass one gives every category, in priority order, a
+    share (anchors: 20, 30, 10, 15, 13, 8 and 4% of the budget; verbose: 50, 30 and 20%
+    of what the anchors left) plus whatever the categories above left unused,
     so thousands of old asks cannot crowd out every path; pass two hands the room still
     left to skipped items, highest priority first. The newest ask is always kept (clipped
     to the room left if it alone is too big). What was left out is counted per category
     in ``omitted``, named in ``omitted_items`` and counted in the text ("Left out to fit
-    the budget: …").
+    the budget: …"); ``appendix`` lists every such item and the note names its id
+    (``appendix_id``, the first 16 hex digits of its sha256), under which a commit
+    archives it, so nothing is silently lost.
     A ``focus`` topic puts the paths, commands, errors, URLs, tools, tool calls and tool
     results that mention one of its words first in their category (so they are the ones a
     tight budget keeps), and the note names it; asks and last turns keep their order.
@@ -1678,6 +1739,7 @@ def fallback_summary(
     counter = counter or default_counter()
     collected = _collect(middle, last_turns)
     items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
+    _add_trail(middle, items)
     terms = _focus_terms(focus)
     if terms:
         for key in _FOCUSABLE:
@@ -1692,6 +1754,7 @@ def fallback_summary(
         {key: [""] for key in items if items[key]},
         {key: n for key, n in totals.items() if n},
         focus,
+        "f" * _APPENDIX_ID_CHARS,
     ).render()
     remaining = max(0, budget_tokens - counter.count(fixed_text))
 
@@ -1703,13 +1766,17 @@ def fallback_summary(
         chosen = {key: [redact_text(i) for i in v] for key, v in chosen.items()}
     omitted = {key: len(v) for key, v in left_out.items() if v}
 
-    summary = _assemble(len(middle), chosen, omitted, focus)
-    text = summary.render()
-    tokens = counter.count(text)
     # Token counts are not exactly additive (and redaction may lengthen an item): trim
     # from the lowest priority until the text fits.
     order = [key for key, _ in reversed(_CATEGORIES)]
-    while tokens > budget_tokens and any(chosen[k] for k in order):
+    while True:
+        appendix = _appendix(len(middle), left_out, redact)
+        appendix_id = _appendix_id(appendix)
+        summary = _assemble(len(middle), chosen, omitted, focus, appendix_id)
+        text = summary.render()
+        tokens = counter.count(text)
+        if tokens <= budget_tokens or not any(chosen[k] for k in order):
+            break
         excess = tokens - budget_tokens
         while excess > 0 and any(chosen[k] for k in order):
             key = next(k for k in order if chosen[k])
@@ -1717,9 +1784,6 @@ def fallback_summary(
             excess -= counter.count(_bullet(dropped)) + 1
             omitted[key] = omitted.get(key, 0) + 1
             left_out[key].insert(0, dropped)
-        summary = _assemble(len(middle), chosen, omitted, focus)
-        text = summary.render()
-        tokens = counter.count(text)
 
     included = {key: len(v) for key, v in chosen.items()}
     return FallbackSummary(
@@ -1734,4 +1798,61 @@ def fallback_summary(
             if redact
             else {key: tuple(left_out[key]) for key, _ in _CATEGORIES if left_out[key]}
         ),
+        appendix=appendix,
+        appendix_id=appendix_id,
     )
+
+
+#: Hex digits of an appendix id (the first characters of its sha256).
+_APPENDIX_ID_CHARS = 16
+
+
+def _add_trail(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
+    """The artifact trail (:func:`tinyjuice.facts.file_actions`) into ``items``; the
+    paths it names leave the plain path list (the trail already says them)."""
+    from tinyjuice.facts import file_actions, norm_path
+
+    trail = file_actions(middle)
+    if not trail:
+        return
+    items["artifacts"] = [a.line() for a in trail]
+    named = {norm_path(a.path) for a in trail}
+    relative = tuple("/" + k for k in named if not k.startswith(("/", "~")))
+
+    def covered(p: str) -> bool:
+        key = norm_path(p)
+        return key in named or (key.startswith("/") and key.endswith(relative))
+
+    items["paths"] = [p for p in items["paths"] if not covered(p)]
+
+
+def _appendix(n_messages: int, left_out: Mapping[str, list[str]], redact: bool) -> str:
+    """Everything the budget left out, per category, as markdown; "" when nothing was."""
+    if not any(left_out.get(key) for key, _ in _CATEGORIES):
+        return ""
+    if redact:
+        from tinyjuice.redact import redact_text
+    else:
+
+        def redact_text(text: str) -> str:
+            return text
+
+    blocks = [
+        f"# Appendix to the fallback summary of {n_messages:,} message(s)\n"
+        "Every item the summary left out to fit its budget, by category."
+    ]
+    for key, label in _CATEGORIES:
+        lines = left_out.get(key)
+        if lines:
+            body = "\n".join(_bullet(redact_text(i)) for i in lines)
+            blocks.append(f"## {label} ({len(lines):,})\n{body}")
+    return "\n\n".join(blocks) + "\n"
+
+
+def _appendix_id(appendix: str) -> str | None:
+    """The id an appendix is archived under: the first hex digits of its sha256."""
+    if not appendix:
+        return None
+    import hashlib
+
+    return hashlib.sha256(appendix.encode()).hexdigest()[:_APPENDIX_ID_CHARS]

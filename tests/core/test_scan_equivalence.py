@@ -170,7 +170,9 @@ def _reference_collect(middle: Sequence[Message], last_turns: int) -> _Collector
                 out.add("paths", p)
             for u in _URL_RE.finditer(text):
                 out.add("urls", u.group(0).rstrip(".,:;!?'\""))
-            _errors_in(text, out, f"[{m.tool_name or 'tool'}] " if m.role is Role.TOOL else "")
+            if m.role is not Role.ASSISTANT:
+                label = f"[{m.tool_name or 'tool'}] " if m.role is Role.TOOL else ""
+                _errors_in(text, out, label)
         if m.role is Role.TOOL:
             if m.tool_name:
                 out.add("tools", m.tool_name)
