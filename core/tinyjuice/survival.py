@@ -39,7 +39,14 @@ MAX_RULES = 60
 _BULLET_RE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?P<body>.+)$")
 _RULES_FILE_RE = re.compile(r"(?:CLAUDE|AGENTS|GEMINI)\.md|\.cursorrules|user_instructions", re.I)
 _SKILL_RE = re.compile(r"<skill\b|^#+\s*skill|base directory for this skill", re.I | re.M)
-_WORD_RE = re.compile(r"[\w./+-]{3,}")
+_WORD_RE = re.compile(r"[\w.+-]{3,}")
+_SUFFIX_RE = re.compile(r"(?:ing|ed|es|s)$")
+
+
+def _stem(word: str) -> str:
+    """A word as compared: ``.``/``-`` trimmed, a plural or tense ending dropped."""
+    w = word.strip("./-")
+    return _SUFFIX_RE.sub("", w) if len(w) > 4 else w
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +167,7 @@ def redact_rule(rule: Rule) -> Rule:
 
 
 def _words(text: str) -> list[str]:
-    return list(dict.fromkeys(w.strip("./-") for w in _WORD_RE.findall(norm_text(text))))
+    return list(dict.fromkeys(_stem(w) for w in _WORD_RE.findall(norm_text(text))))
 
 
 def _holds(plain: str, vocab: set[str], rule: str) -> bool:
@@ -177,7 +184,7 @@ def check_rules(rules: Sequence[Rule], summary: str, kept: Sequence[Message] = (
     """Where each rule still is after the compaction: the summary, a kept message, or
     nowhere (lost)."""
     plain = norm_text(redact_text(summary))
-    vocab = {w.strip("./-") for w in _WORD_RE.findall(plain)}
+    vocab = {_stem(w) for w in _WORD_RE.findall(plain)}
     kept_text = norm_text(redact_text("\n".join(m.text for m in kept)))
     checks = []
     for rule in rules:

@@ -294,3 +294,20 @@ def test_review_json_keeps_its_keys_and_adds_probes_and_rules(tmp_path: Path, su
     assert data["rules"]["total"] >= 1
     for p in data["probes"]["unanswered"]:
         assert 0 <= p["evidence"] < r.index
+
+
+def test_explain_flags_a_compaction_that_lost_a_rule(tmp_path: Path) -> None:
+    from tinyjuice.explain import EventFlag, explain
+
+    t = load(write_session(tmp_path / "lost.jsonl"))
+    (event,) = explain(t).events
+    assert EventFlag.RULES_LOST in event.flags
+    assert (CLAUDE_MD_RULE, 0) in event.rules_lost
+    assert any("lost 2 rule(s)" in r for r in event.reasons())
+    assert event.to_dict()["rules_lost"][0] == {"text": CLAUDE_MD_RULE, "index": 0}
+    keeps = (
+        SUMMARY
+        + f"\n\nRules: {CLAUDE_MD_RULE} Always run make lint before saying a change is done."
+    )
+    (kept,) = explain(load(write_session(tmp_path / "kept.jsonl", keeps))).events
+    assert EventFlag.RULES_LOST not in kept.flags and kept.rules_lost == ()
