@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinyjuice.model import Message, Role
+from tinyjuice.rules import tool_output_text
 from tinyjuice.summary import (
     _PATH_KEYS,
     _command_text,
@@ -528,7 +529,7 @@ def _tool_errors(middle: Sequence[Message], start: int) -> tuple[list[Fact], lis
     for offset, m in enumerate(middle):
         if m.role is not Role.TOOL or (offset in content and not m.meta.is_error):
             continue
-        text = m.text
+        text = tool_output_text(m.text)
         lines = list(error_lines(text)) if text else []
         if m.meta.is_error and text.strip():
             for first in reversed(error_head(text)):

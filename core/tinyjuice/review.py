@@ -61,6 +61,7 @@ from tinyjuice.facts import (
 )
 from tinyjuice.model import Message, Role, Transcript
 from tinyjuice.redact import find_secrets, redact_text
+from tinyjuice.rules import tool_output_text
 from tinyjuice.summary import (
     _PATH_KEYS,
     _URL_RE,
@@ -430,7 +431,8 @@ def _scan_message(out: _Items, m: Message, i: int, content: bool) -> None:
     if m.role is Role.TOOL and not content:
         if m.tool_name:
             out.add(Category.TOOLS, m.tool_name, i)
-        for line in _tool_error_lines(m, text):
+        # {"output": …, "exit_code": 1} results are read through their output.
+        for line in _tool_error_lines(m, tool_output_text(text)):
             out.add(Category.ERRORS, line, i)
     for call in m.tool_calls:
         out.add(Category.TOOLS, call.name, i)

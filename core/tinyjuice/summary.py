@@ -35,6 +35,7 @@ import orjson
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.model import EMPTY, MediaPart, Message, MessageMeta, Role, TextPart, ToolCall
+from tinyjuice.rules import tool_output_text
 from tinyjuice.tokens import TokenCounter, default_counter
 
 __all__ = [
@@ -1410,7 +1411,8 @@ def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
                     or ("\n" not in stripped and len(stripped) < 400 and _DIGEST_RE.match(stripped))
                 ):
                     add("digests", _one_line(stripped, 400))
-                error_texts.append(text)
+                # {"output": …, "exit_code": 1} results are scanned through their output.
+                error_texts.append(tool_output_text(text) if text[:1] == "{" else text)
                 error_labels.append(f"[{name or 'tool'}] ")
         elif text:
             path_texts.append(text)

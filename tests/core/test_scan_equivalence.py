@@ -36,6 +36,7 @@ from tinyjuice.redact import (
     redact_messages,
 )
 from tinyjuice.report import CompactionOptions
+from tinyjuice.rules import tool_output_text
 from tinyjuice.summary import (
     _ASK_CHARS,
     _COMMAND_CHARS,
@@ -170,9 +171,10 @@ def _reference_collect(middle: Sequence[Message], last_turns: int) -> _Collector
                 out.add("paths", p)
             for u in _URL_RE.finditer(text):
                 out.add("urls", u.group(0).rstrip(".,:;!?'\""))
-            if m.role is not Role.ASSISTANT:
-                label = f"[{m.tool_name or 'tool'}] " if m.role is Role.TOOL else ""
-                _errors_in(text, out, label)
+            if m.role is Role.TOOL:
+                _errors_in(tool_output_text(text), out, f"[{m.tool_name or 'tool'}] ")
+            elif m.role is not Role.ASSISTANT:
+                _errors_in(text, out, "")
         if m.role is Role.TOOL:
             if m.tool_name:
                 out.add("tools", m.tool_name)
