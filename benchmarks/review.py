@@ -19,6 +19,7 @@ Deterministic: no timings, the same numbers on every run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from benchmarks import REPO_ROOT, RunContext, target_row
@@ -71,9 +72,10 @@ def _trail_row(name: str, middle: Sequence[Any], result: Any) -> dict[str, Any]:
     }
 
 
-def _fixtures(scale: float) -> tuple[list[dict[str, Any]], dict[str, list[int]]]:
-    """The artifact-trail rows and the fallback's probe tally on the savings fixtures."""
-    from benchmarks.savings import CONTEXT_WINDOW, FIXTURES_DIR, NOW, build_fixtures, write_fixtures
+def _fixtures(scale: float, directory: Path) -> tuple[list[dict[str, Any]], dict[str, list[int]]]:
+    """The artifact-trail rows and the fallback's probe tally on the savings fixtures
+    (written to ``directory``)."""
+    from benchmarks.savings import CONTEXT_WINDOW, NOW, build_fixtures, write_fixtures
     from tinyjuice.formats import load
     from tinyjuice.pipeline import compress
     from tinyjuice.probes import answer_from_summary, make_probes
@@ -82,7 +84,7 @@ def _fixtures(scale: float) -> tuple[list[dict[str, Any]], dict[str, list[int]]]
 
     counter = default_counter()
     fixtures = [f for f in build_fixtures(scale) if not (f.failure or f.thrash)]
-    paths = write_fixtures(fixtures, FIXTURES_DIR)
+    paths = write_fixtures(fixtures, directory)
     rows: list[dict[str, Any]] = []
     reports = []
     for fx in fixtures:
@@ -129,8 +131,9 @@ def _sessions() -> dict[str, Any]:
     return {"compactions": compactions, "agents": _tally(agents), "fallback": _tally(ours)}
 
 
-def measure(scale: float = 1.0) -> dict[str, Any]:
-    rows, fixture_probes = _fixtures(scale)
+def measure(directory: Path, scale: float = 1.0) -> dict[str, Any]:
+    """The section's figures; the fixtures are written to ``directory``."""
+    rows, fixture_probes = _fixtures(scale, directory)
     return {"trail": rows, "fixture_probes": fixture_probes, "sessions": _sessions()}
 
 
@@ -189,7 +192,11 @@ def _targets(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 def run(ctx: RunContext) -> dict[str, Any]:
     ctx.log("review: artifact trail and probes")
-    report = measure(0.25 if ctx.quick else 1.0)
+    from benchmarks.savings import FIXTURES_DIR
+
+    # Quick runs use smaller fixtures: never over the committed ones.
+    quick = ctx.work_dir / "review-fixtures"
+    report = measure(quick, 0.25) if ctx.quick else measure(FIXTURES_DIR)
     report["title"] = TITLE
     report["targets"] = _targets(report)
     return report
