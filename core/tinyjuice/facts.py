@@ -183,6 +183,8 @@ _REDIRECT_RE = re.compile(r"(?<![0-9&<>])(>>?)\s*([^\s;&|<>]+)")
 
 
 def _shell_words(segment: str) -> list[str]:
+    if not any(q in segment for q in "'\"\\"):
+        return segment.split()  # nothing to unquote: the common case, without shlex
     try:
         return shlex.split(segment, comments=False)
     except ValueError:
@@ -323,12 +325,17 @@ def file_actions(middle: Sequence[Message], *, start_index: int = 0) -> tuple[Ar
     is kept."""
     seen: dict[str, dict[str, int]] = {}
     spelling: dict[str, str] = {}
+    # A call repeated verbatim (same tool, same arguments) touches the same files.
+    done: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for offset, m in enumerate(middle):
         for call in m.tool_calls:
-            args = call.parsed_arguments()
-            if args is None and "*** Begin Patch" in call.arguments:
-                args = call.arguments
-            for path, action in _tool_actions(call.name, args):
+            effects = done.get((call.name, call.arguments))
+            if effects is None:
+                args = call.parsed_arguments()
+                if args is None and "*** Begin Patch" in call.arguments:
+                    args = call.arguments
+                effects = done[(call.name, call.arguments)] = list(_tool_actions(call.name, args))
+            for path, action in effects:
                 key = norm_path(path)
                 if not key or key in ("/dev/null", "-"):
                     continue

@@ -50,10 +50,10 @@ from enum import StrEnum
 from typing import Any
 
 from tinyjuice.facts import (
-    _background,
+    Facts,
     error_head,
     error_lines,
-    file_actions,
+    extract_facts,
     listing_results,
     norm_error,
     norm_path,
@@ -462,7 +462,7 @@ class _Collected:
     background: tuple[tuple[str, int], ...]
 
 
-def _collect(middle: Sequence[Message], start_index: int) -> _Collected:
+def _collect(middle: Sequence[Message], start_index: int, facts: Facts | None = None) -> _Collected:
     out = _Items()
     latest: tuple[str, int] | None = None
     content = listing_results(middle)
@@ -475,9 +475,9 @@ def _collect(middle: Sequence[Message], start_index: int) -> _Collected:
     if latest is not None:
         out.add(Category.LATEST_ASK, latest[0], latest[1])
     _undiff(out)
-    artifacts = file_actions(middle, start_index=start_index)
-    touched = {norm_path(a.path) for a in artifacts}
-    background, _ = _background(middle, start_index, artifacts)
+    facts = facts or extract_facts(middle, start_index=start_index)
+    touched = {norm_path(a.path) for a in facts.artifacts}
+    background = facts.background
     aside = {norm_path(f.text) for f in background}
     order = {c: k for k, c in enumerate(CATEGORIES)}
     items = sorted(out.seen.items(), key=lambda kv: order[kv[0][0]])
@@ -752,13 +752,13 @@ def review_summary(
     survived (:mod:`tinyjuice.survival`). The probes (:mod:`tinyjuice.probes`) are
     answered from the summary.
     """
-    from tinyjuice.facts import extract_facts
     from tinyjuice.probes import answer_from_summary, make_probes
     from tinyjuice.survival import check_rules, find_rules
 
     counter = counter or default_counter()
     prepared = _Summary(summary)
-    collected = _collect(middle, start_index)
+    facts = extract_facts(middle, start_index=start_index)
+    collected = _collect(middle, start_index, facts)
     items = tuple(
         ReviewItem(cat, text, index, prepared.has(cat, text), weight)
         for cat, text, index, weight in collected.items
@@ -772,9 +772,7 @@ def review_summary(
         source_messages=len(middle),
         start_index=start_index,
         background=collected.background,
-        probes=answer_from_summary(
-            make_probes(middle, facts=extract_facts(middle, start_index=start_index)), summary
-        ),
+        probes=answer_from_summary(make_probes(middle, facts=facts), summary),
         rules=check_rules(find_rules(middle, start_index=start_index), summary, kept),
     )
 

@@ -361,6 +361,7 @@ def summarize_cmd(
         start_index=report.boundary_start or 0,
         budget_tokens=budget,
         counter=counter,
+        kept=[m for m in result.messages if m is not result.summary_message],
     )
     data = {
         "summary": result.summary_message.text,
