@@ -534,7 +534,8 @@ def _tool_errors(middle: Sequence[Message], start: int) -> tuple[list[Fact], lis
     seen: dict[str, Fact] = {}
     sources: dict[str, str | None] = {}
     for offset, m in enumerate(middle):
-        if m.role is not Role.TOOL or (offset in content and not m.meta.is_error):
+        observed = m.role is Role.TOOL or m.meta.injected_kind == "observation"
+        if not observed or (offset in content and not m.meta.is_error):
             continue
         text = tool_output_text(m.text)
         lines = list(error_lines(text)) if text else []

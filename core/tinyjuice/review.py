@@ -417,9 +417,10 @@ def _scan_message(out: _Items, m: Message, i: int, content: bool) -> None:
     """Items of one message. ``content``: a tool result holding a listing, search hits
     or a file's content — its paths are scanned (background unless seen elsewhere), its
     numbers, identifiers and "Error" words are not facts."""
-    if m.meta.is_injected:
+    if m.meta.is_injected and m.meta.injected_kind != "observation":
         # Injected context (CLAUDE.md, reminders, slash-command echoes) is re-injected,
-        # not remembered: its rules are checked by tinyjuice.survival instead.
+        # not remembered: its rules are checked by tinyjuice.survival instead. (SWE-agent
+        # observations are tool output carried as user turns: they count.)
         return
     text = _source_text(m)
     if text and content:
@@ -442,7 +443,8 @@ def _scan_message(out: _Items, m: Message, i: int, content: bool) -> None:
                 out.add(Category.NUMBERS, n, i)
         for ident in _identifiers(text):
             out.add(Category.IDENTIFIERS, ident, i)
-    if m.role is Role.TOOL and not content:
+    observation = m.meta.injected_kind == "observation"
+    if (m.role is Role.TOOL or observation) and not content:
         if m.tool_name:
             out.add(Category.TOOLS, m.tool_name, i)
         # {"output": …, "exit_code": 1} results are read through their output.

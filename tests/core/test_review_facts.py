@@ -311,3 +311,17 @@ def test_explain_flags_a_compaction_that_lost_a_rule(tmp_path: Path) -> None:
     )
     (kept,) = explain(load(write_session(tmp_path / "kept.jsonl", keeps))).events
     assert EventFlag.RULES_LOST not in kept.flags and kept.rules_lost == ()
+
+
+def test_swe_agent_observations_still_count_injected_context_does_not() -> None:
+    from dataclasses import replace
+
+    obs = Message(
+        Role.USER, (TextPart("Traceback (most recent call last):\nKeyError: 'x' in src/app.py"),)
+    )
+    obs = replace(obs, meta=MessageMeta(is_injected=True, injected_kind="observation"))
+    ctx = replace(obs, meta=MessageMeta(is_injected=True, injected_kind="environment"))
+    texts = {i.text for i in review_summary([obs], "", counter=RoughCounter()).items}
+    assert "src/app.py" in texts
+    assert "KeyError: 'x' in src/app.py" in texts  # an error the environment returned
+    assert review_summary([ctx], "", counter=RoughCounter()).items == ()
