@@ -897,6 +897,7 @@ _DIGEST_RE = re.compile(r"^\[[\w.:/-]{1,60}\] \S")
 #: Budget priority (first = kept first) and the label of each category.
 _CATEGORIES: tuple[tuple[str, str], ...] = (
     ("artifacts", "artifact trail entries"),
+    ("rules", "rules"),
     ("asks", "user asks"),
     ("paths", "paths"),
     ("commands", "commands"),
@@ -1569,6 +1570,7 @@ def _assemble(
             ("Tool results", "digests"),
         ),
         blockers=block("errors"),
+        constraints_preferences=block("rules"),
         critical_context=labelled(("URLs", "urls")),
         active_state=labelled(("Last turns before the compacted span", "last_turns")),
     )
@@ -1576,19 +1578,29 @@ def _assemble(
 
 #: Anchors: what a continuation cannot re-derive and what a summary review measures.
 #: They are all served before any of the verbose categories gets a token.
-_ANCHORS: tuple[str, ...] = ("artifacts", "asks", "paths", "commands", "errors", "urls", "tools")
+_ANCHORS: tuple[str, ...] = (
+    "artifacts",
+    "rules",
+    "asks",
+    "paths",
+    "commands",
+    "errors",
+    "urls",
+    "tools",
+)
 _VERBOSE: tuple[str, ...] = ("tool_calls", "digests", "last_turns")
 
 #: Pass-one share per category, priority order, unused shares flowing down: anchors
 #: share the whole room; verbose categories share what the anchors left.
 _SHARES: dict[str, float] = {
     "artifacts": 0.20,
-    "asks": 0.30,
+    "rules": 0.08,
+    "asks": 0.27,
     "paths": 0.10,
-    "commands": 0.15,
-    "errors": 0.13,
-    "urls": 0.08,
-    "tools": 0.04,
+    "commands": 0.14,
+    "errors": 0.12,
+    "urls": 0.06,
+    "tools": 0.03,
     "tool_calls": 0.50,
     "digests": 0.30,
     "last_turns": 0.20,
@@ -1718,12 +1730,15 @@ def fallback_summary(
     Files, and those paths leave the plain path list.
 
     The body is clamped to ``budget_tokens`` (the explanatory note always stays). The
-    compact *anchors* come first — artifact trail > asks > paths > commands > errors >
-    URLs > tool names — and only the room they leave goes to the verbose parts — tool
-    calls > tool results > last turns — so whenever the budget can hold every anchor, all
-    of them are in. Within each group pass one gives every category, in priority order, a
-    share (anchors: 20, 30, 10, 15, 13, 8 and 4% of the budget; verbose: 50, 30 and 20%
-    of what the anchors left) plus whatever the categories above left unused,
+    compact *anchors* come first — artifact trail > rules > asks > paths > commands >
+    errors > URLs > tool names — and only the room they leave goes to the verbose parts —
+    tool calls > tool results > last turns — so whenever the budget can hold every
+    anchor, all of them are in. *Rules* are those of injected context in the span (a
+    CLAUDE.md / AGENTS.md, a skill: :func:`tinyjuice.survival.find_rules`), under
+    Constraints & Preferences. Within each group pass one gives every category, in
+    priority order, a share (anchors: 20, 8, 27, 10, 14, 12, 6 and 3% of the budget;
+    verbose: 50, 30 and 20% of what the anchors left) plus whatever the categories above
+    left unused,
     so thousands of old asks cannot crowd out every path; pass two hands the room still
     left to skipped items, highest priority first. The newest ask is always kept (clipped
     to the room left if it alone is too big). What was left out is counted per category
@@ -1742,6 +1757,7 @@ def fallback_summary(
     collected = _collect(middle, last_turns)
     items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
     _add_trail(middle, items)
+    _add_rules(middle, items)
     terms = _focus_terms(focus)
     if terms:
         for key in _FOCUSABLE:
@@ -1826,6 +1842,15 @@ def _add_trail(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
         return key in named or (key.startswith("/") and key.endswith(relative))
 
     items["paths"] = [p for p in items["paths"] if not covered(p)]
+
+
+def _add_rules(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
+    """Rules of injected context in the span (a CLAUDE.md / AGENTS.md re-read, a skill, a
+    rules section; :func:`tinyjuice.survival.find_rules`) that must outlive the
+    compaction. The user's own constraints are already in the asks, verbatim."""
+    from tinyjuice.survival import find_rules
+
+    items["rules"] = [f"[{r.source}] {r.text}" for r in find_rules(middle) if r.source != "user"]
 
 
 def _appendix(n_messages: int, left_out: Mapping[str, list[str]], redact: bool) -> str:

@@ -85,3 +85,26 @@ def test_commit_archives_the_appendix_under_the_id_the_summary_names(tmp_path: P
     commit(result, source)
     archive = Archive()
     assert archive.blob(archive.find_blob(ident)).decode() == result.appendix
+
+
+def test_our_fallback_keeps_the_rules_of_the_compressed_turns(tmp_path: Path) -> None:
+    # A CLAUDE.md re-read in the middle: our own compaction carries its rules, and the
+    # review finds none lost (ours is checked like the agent's own).
+    from dataclasses import replace as dc_replace
+
+    from tinyjuice.model import MessageMeta
+    from tinyjuice.review import review_summary
+
+    rules = Message(
+        Role.USER,
+        (TextPart("<system-reminder>\nContents of /p/CLAUDE.md:\n- Never push to main.\n"),),
+    )
+    rules = dc_replace(rules, meta=MessageMeta(is_injected=True, injected_kind="system_reminder"))
+    mid = [*_session(3), rules, *_session(3)[1:]]
+    fb = fallback_summary(mid, budget_tokens=2000, counter=RoughCounter())
+    assert "- [claude_md] Never push to main." in fb.summary.constraints_preferences
+    review = review_summary(mid, fb.text, counter=RoughCounter())
+    assert review.rules.ok is True
+    # Without that section the same check flags it.
+    stripped = fb.text.replace("Never push to main.", "")
+    assert review_summary(mid, stripped, counter=RoughCounter()).rules.ok is False
