@@ -325,3 +325,14 @@ def test_swe_agent_observations_still_count_injected_context_does_not() -> None:
     assert "src/app.py" in texts
     assert "KeyError: 'x' in src/app.py" in texts  # an error the environment returned
     assert review_summary([ctx], "", counter=RoughCounter()).items == ()
+
+
+def test_judge_sees_and_returns_only_redacted_text(server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    secret = "sk-" + "proj-" + "Zq9" * 14
+    probes = _probes(tmp_path)
+    answers = [f"the key was {secret}"] + ["unknown"] * (len(probes) - 1)
+    server.push(openai_ok(orjson.dumps(answers).decode()))
+    report = judge_probes(probes, SUMMARY + f"\nOPENAI_API_KEY={secret}", openai(server))
+    assert secret not in server.requests[0].body.decode()
+    assert secret not in orjson.dumps(report.to_dict()).decode()
+    assert "[REDACTED:" in (report.probes[0].answer or "")
