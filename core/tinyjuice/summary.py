@@ -1709,6 +1709,7 @@ def fallback_summary(
     last_turns: int = 3,
     redact: bool = True,
     focus: str | None = None,
+    appendix: bool = True,
 ) -> FallbackSummary:
     """A model-free summary of ``middle`` (messages that were ALREADY redacted).
 
@@ -1745,7 +1746,8 @@ def fallback_summary(
     in ``omitted``, named in ``omitted_items`` and counted in the text ("Left out to fit
     the budget: …"); ``appendix`` lists every such item and the note names its id
     (``appendix_id``, the first 16 hex digits of its sha256), under which a commit
-    archives it, so nothing is silently lost.
+    archives it, so nothing is silently lost (``appendix=False``: no appendix, for
+    callers that archive nothing, such as ``tjui batch``).
     A ``focus`` topic puts the paths, commands, errors, URLs, tools, tool calls and tool
     results that mention one of its words first in their category (so they are the ones a
     tight budget keeps), and the note names it; asks and last turns keep their order.
@@ -1772,7 +1774,7 @@ def fallback_summary(
         {key: [""] for key in items if items[key]},
         {key: n for key, n in totals.items() if n},
         focus,
-        "f" * _APPENDIX_ID_CHARS,
+        "f" * _APPENDIX_ID_CHARS if appendix else None,
     ).render()
     remaining = max(0, budget_tokens - counter.count(fixed_text))
 
@@ -1788,8 +1790,8 @@ def fallback_summary(
     # from the lowest priority until the text fits.
     order = [key for key, _ in reversed(_CATEGORIES)]
     while True:
-        appendix = _appendix(len(middle), left_out, redact)
-        appendix_id = _appendix_id(appendix)
+        listed = _appendix(len(middle), left_out, redact) if appendix else ""
+        appendix_id = _appendix_id(listed)
         summary = _assemble(len(middle), chosen, omitted, focus, appendix_id)
         text = summary.render()
         tokens = counter.count(text)
@@ -1816,7 +1818,7 @@ def fallback_summary(
             if redact
             else {key: tuple(left_out[key]) for key, _ in _CATEGORIES if left_out[key]}
         ),
-        appendix=appendix,
+        appendix=listed,
         appendix_id=appendix_id,
     )
 

@@ -108,3 +108,10 @@ def test_our_fallback_keeps_the_rules_of_the_compressed_turns(tmp_path: Path) ->
     # Without that section the same check flags it.
     stripped = fb.text.replace("Never push to main.", "")
     assert review_summary(mid, stripped, counter=RoughCounter()).rules.ok is False
+
+
+def test_no_appendix_when_nothing_archives_it() -> None:
+    mid = _session(120)
+    fb = fallback_summary(mid, budget_tokens=600, counter=RoughCounter(), appendix=False)
+    assert fb.omitted.get("artifacts") and "Left out to fit the budget" in fb.text
+    assert fb.appendix == "" and fb.appendix_id is None and "appendix" not in fb.text
