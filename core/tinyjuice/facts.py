@@ -179,6 +179,28 @@ _SHELL_RUN = frozenset(
     ("python", "python3", "node", "bash", "sh", "zsh", "ruby", "perl", "deno", "bun", "tsx")
 )
 _SEGMENT_SPLIT_RE = re.compile(r"\s*(?:&&|\|\||;|\|(?!\|)|\n)\s*")
+_QUOTED_RE = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+def _segments(command: str) -> list[str]:
+    """The simple commands of a shell line (split at ``&&``, ``||``, ``;``, ``|`` and
+    line breaks), never inside quotes: ``rg 'a|b' f`` is one command."""
+    if "'" not in command and '"' not in command:
+        return [seg for seg in _SEGMENT_SPLIT_RE.split(command) if seg.strip()]
+    quoted: list[str] = []
+
+    def hide(m: re.Match[str]) -> str:
+        quoted.append(m.group(0))
+        return f"\x00{len(quoted) - 1}\x00"
+
+    masked = _QUOTED_RE.sub(hide, command)
+    out = []
+    for seg in _SEGMENT_SPLIT_RE.split(masked):
+        if seg.strip():
+            out.append(re.sub(r"\x00(\d+)\x00", lambda m: quoted[int(m.group(1))], seg))
+    return out
+
+
 _REDIRECT_RE = re.compile(r"(?<![0-9&<>])(>>?)\s*([^\s;&|<>]+)")
 
 
@@ -209,7 +231,7 @@ def _shell_actions(command: str) -> Iterator[tuple[str, str]]:
         for p in _paths_in(target):
             yield p, "created" if m.group(1) == ">" else "edited"
     clean = _REDIRECT_RE.sub(" ", command)
-    for segment in _SEGMENT_SPLIT_RE.split(clean):
+    for segment in _segments(clean):
         words = _shell_words(segment)
         while words and ("=" in words[0] or words[0] in ("sudo", "env", "time", "cd")):
             if words[0] == "cd":
@@ -232,6 +254,10 @@ def _program_actions(prog: str, args: list[str]) -> Iterator[tuple[str, str]]:
         scripted = any(a in ("-e", "-f") for a in args)
         for p in _path_args(operands if scripted else operands[1:]):
             yield p, "edited"
+    elif prog == "sed":  # without -i: it prints (sed -n '1,70p' FILE)
+        operands = [a for a in args if not a.startswith("-")]
+        for p in _path_args(operands[1:]):
+            yield p, "read"
     elif prog == "tee":
         for p in _path_args(args):
             yield p, "edited" if "-a" in args else "created"
@@ -406,7 +432,7 @@ def _is_listing_call(name: str, args: Any) -> bool:
     cmd = _command_text(args.get("command") or args.get("cmd"))
     if not cmd:
         return False
-    segments = [s for s in _SEGMENT_SPLIT_RE.split(cmd) if s.strip()]
+    segments = _segments(cmd)
     progs = []
     for seg in segments:
         words = _shell_words(seg)
@@ -416,9 +442,10 @@ def _is_listing_call(name: str, args: Any) -> bool:
         words = _shell_words(segments[0])
         sub = next((w for w in words[1:] if not w.startswith("-")), "")
         return sub in _GIT_CONTENT
-    return bool(progs) and all(
-        p in _LISTING_PROGRAMS or p in _SHELL_READ or p == "sort" for p in progs
-    )
+    reads = _SHELL_READ | {"sort", "uniq"}
+    if progs and progs[0] == "sed" and not any(w.startswith("-i") for w in _shell_words(cmd)):
+        progs = ["cat", *progs[1:]]  # sed -n '1,70p' FILE prints the file
+    return bool(progs) and all(p in _LISTING_PROGRAMS or p in reads for p in progs)
 
 
 def is_system_binary(path: str) -> bool:

@@ -336,3 +336,26 @@ def test_judge_sees_and_returns_only_redacted_text(server, tmp_path: Path) -> No
     assert secret not in server.requests[0].body.decode()
     assert secret not in orjson.dumps(report.to_dict()).decode()
     assert "[REDACTED:" in (report.probes[0].answer or "")
+
+
+def test_quoted_pipes_and_sed_n_are_reads_not_errors() -> None:
+    from tinyjuice.facts import _segments, listing_results
+
+    assert _segments("rg -n 'a|b' src/x.py && cat y.py | head -2") == [
+        "rg -n 'a|b' src/x.py",
+        "cat y.py",
+        "head -2",
+    ]
+    mid = _calls(
+        ("Bash", {"command": "rg -n 'class Refund|failed' src/app/refunds.py"}),
+        ("Bash", {"command": "sed -n '1,70p' src/app/refunds.py"}),
+    )
+    mid += [
+        Message(Role.TOOL, (TextPart("22: status  # pending | failed"),), tool_call_id="c0"),
+        Message(Role.TOOL, (TextPart("raise RefundError('failed')"),), tool_call_id="c1"),
+    ]
+    assert listing_results(mid) == {1, 2}
+    assert {a.path: a.actions for a in file_actions(mid)} == {"src/app/refunds.py": ("read",)}
+    assert extract_facts(mid).tool_errors == ()
+    review = review_summary(mid, "", counter=RoughCounter())
+    assert review.total("errors") == 0
