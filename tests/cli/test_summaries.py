@@ -480,3 +480,22 @@ def test_review_judge_unknown_provider_is_a_usage_error(cfg_file: Path) -> None:
     assert code == 2 and "nope" in err and "Traceback" not in err
     code, _, err = invoke(review_cmd, str(SESSIONS / "claude-code.jsonl"), "--judge", "fallback")
     assert code == 2 and "no model" in err
+
+
+def test_summarize_json_carries_the_appendix_the_summary_names() -> None:
+    code, out, err = invoke(
+        summarize_cmd, str(SESSIONS / "demo.json"), "--keep-last", "1", "--json"
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["omitted"]  # the demo's middle does not fit the fallback's budget
+    appendix = data["appendix"]
+    assert f"appendix sha256:{appendix['id']}" in data["summary"]
+    assert appendix["text"].startswith("# Appendix to the fallback summary")
+    from tinyjuice.redact import find_secrets
+
+    assert find_secrets(appendix["text"]) == []  # redacted like the summary
+    code, out, _ = invoke(
+        summarize_cmd, str(SESSIONS / "openai-chat.json"), "--keep-last", "1", "--json"
+    )
+    assert json.loads(out)["appendix"] is None  # nothing left out, no appendix

@@ -371,6 +371,10 @@ def summarize_cmd(
         "failure_class": report.failure_class,
         "boundary": {"start": report.boundary_start, "end": report.boundary_end},
         "omitted": dict(report.summary_omitted),
+        # What the fallback left out to fit its budget (redacted), under the id it names.
+        "appendix": {"id": report.summary_appendix, "text": result.appendix}
+        if result.appendix
+        else None,
         "warnings": list(report.warnings),
         "review": review.to_dict(),
     }
