@@ -463,7 +463,10 @@ def _summarise(
             out.error = f"summary provider failed ({exc.failure_class.value}): {outcome.reason}"
             if not outcome.drop_allowed:
                 return out
-    fb = fallback_summary(source, budget_tokens=budget, counter=counter, redact=redact)
+    # Nothing archives a batch's appendix: the summary only counts what it left out.
+    fb = fallback_summary(
+        source, budget_tokens=budget, counter=counter, redact=redact, appendix=False
+    )
     out.fallback += 1
     out.message = render_summary_message(
         fb.text, kind=SummaryKind.FALLBACK, role=Role.USER, redact=redact

@@ -95,6 +95,9 @@ class EventFlag(StrEnum):
     LOW_SAVINGS = "low_savings"
     CONSECUTIVE_LOW_SAVINGS = "consecutive_low_savings"
     ESTIMATE_INFLATED_BY_TOOL_SCHEMAS = "estimate_inflated_by_tool_schemas"
+    #: A rule of the compacted turns (CLAUDE.md, AGENTS.md, a skill, the user's "never
+    #: …") is neither in the summary nor still in context (tinyjuice.survival).
+    RULES_LOST = "rules_lost"
 
 
 class TokenSource(StrEnum):
@@ -168,6 +171,8 @@ class EventExplanation:
     #: (``blocked`` or ``low_savings``); None otherwise.
     anti_thrash: str | None = None
     inflation: Inflation | None = None
+    #: The rules this compaction lost, with the index of the message that held each.
+    rules_lost: tuple[tuple[str, int], ...] = ()
 
     @property
     def manual(self) -> bool:
@@ -245,6 +250,13 @@ class EventExplanation:
                     f"estimate inflated: counted {inf.estimate:,} vs measured {inf.measured:,} "
                     f"(+{inf.excess:,}), mostly tool schemas ({inf.tool_tokens:,})"
                 )
+            elif flag is EventFlag.RULES_LOST and self.rules_lost:
+                shown = "; ".join(f"#{i} {_clip(t)}" for t, i in self.rules_lost[:3])
+                more = f" (+{len(self.rules_lost) - 3} more)" if len(self.rules_lost) > 3 else ""
+                out.append(
+                    f"lost {len(self.rules_lost)} rule(s) the summary should have kept: "
+                    f"{shown}{more}"
+                )
         if self.anti_thrash is not None:
             out.append(f"the policy's anti-thrash would have held it back ({self.anti_thrash})")
         return tuple(out)
@@ -267,8 +279,43 @@ class EventExplanation:
             "still_over_threshold": self.still_over,
             "flags": [f.value for f in self.flags],
             "anti_thrash": self.anti_thrash,
+            "rules_lost": [{"text": t, "index": i} for t, i in self.rules_lost],
             "reasons": list(self.reasons()),
         }
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def rules_lost_by_event(transcript: Transcript) -> dict[int, tuple[tuple[str, int], ...]]:
+    """``{event.message_index: ((rule, index), …)}`` for every compaction whose summary
+    lost a rule of the turns it replaced (:mod:`tinyjuice.survival`; kept = the
+    messages after the summary, up to the next compaction, where an agent re-injects
+    its rules files)."""
+    from tinyjuice.survival import check_rules, find_rules
+
+    msgs = transcript.messages
+    events = sorted(
+        (e for e in transcript.compactions if e.summary_index is not None),
+        key=lambda e: e.summary_index or 0,
+    )
+    out: dict[int, tuple[tuple[str, int], ...]] = {}
+    previous = 0
+    for k, e in enumerate(events):
+        at = e.summary_index or 0
+        if not 0 <= at < len(msgs):
+            continue
+        nxt = events[k + 1].summary_index if k + 1 < len(events) else None
+        after = msgs[at + 1 : nxt if nxt is not None else len(msgs)]
+        report = check_rules(
+            find_rules(msgs[previous:at], start_index=previous), msgs[at].text, after
+        )
+        if report.lost:
+            out[e.message_index] = tuple((c.rule.text, c.rule.index) for c in report.lost)
+        previous = at
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -492,6 +539,7 @@ def explain(
     pi = 0
 
     events = sorted(transcript.compactions, key=lambda e: e.message_index)
+    lost_rules = rules_lost_by_event(transcript)
     out: list[EventExplanation] = []
     prev_low = False
     for number, event in enumerate(events, start=1):
@@ -532,6 +580,9 @@ def explain(
         inflation = _inflation(before, series.tool_tokens)
         if inflation is not None:
             flags.append(EventFlag.ESTIMATE_INFLATED_BY_TOOL_SCHEMAS)
+        lost = lost_rules.get(event.message_index, ())
+        if lost:
+            flags.append(EventFlag.RULES_LOST)
         out.append(
             EventExplanation(
                 number=number,
@@ -547,6 +598,7 @@ def explain(
                 post_index=post_index,
                 anti_thrash=held,
                 inflation=inflation,
+                rules_lost=lost,
             )
         )
 

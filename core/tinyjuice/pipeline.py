@@ -689,6 +689,9 @@ def _summarise(
         "summary_omitted": dict(fb.omitted),
         "dropped": True,
     }
+    if fb.appendix:
+        info["summary_appendix"] = fb.appendix_id
+        info["_appendix"] = fb.appendix
     if failure is not None:
         info["failure_class"] = failure.value
         info["retry_class"] = "fallback"
@@ -790,6 +793,7 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
     redactions = 0
     steps: list[StepSaving] = []
     info: dict[str, Any] = {}
+    appendix: str | None = None
     digests: tuple[DigestRecord, ...] = ()
     rules_applied: Mapping[str, int] = {}
     old_tok = {id(m): n for m, n in zip(msgs, run.tokens.per_message, strict=True)}
@@ -867,6 +871,7 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
         text, info, aborted = _summarise(run, pruned, middle, pruned_tokens, provider, now)
         if aborted is not None:
             return aborted
+        appendix = info.pop("_appendix", None)
         assert text is not None
         summary_msg = render_summary_message(
             text, kind=info["summary_kind"], role=Role.USER, lineage_id=opts.lineage_id
@@ -1039,4 +1044,5 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
         state=new_state,
         compacted_middle=tuple(compacted_middle),
         summary_message=summary_msg,
+        appendix=appendix,
     )

@@ -154,6 +154,8 @@ class CompactionReport:
     summary_tokens: int = 0
     summary_provider: str | None = None
     summary_omitted: Mapping[str, int] = field(default_factory=dict)
+    #: The id (sha256 prefix) of the appendix holding what the summary left out.
+    summary_appendix: str | None = None
     steps: tuple[StepSaving, ...] = ()
     digests: tuple[Mapping[str, Any], ...] = ()
     rules_applied: Mapping[str, int] = field(default_factory=dict)
@@ -217,6 +219,7 @@ class CompactionReport:
                 "tokens": self.summary_tokens,
                 "provider": self.summary_provider,
                 "omitted": dict(self.summary_omitted),
+                "appendix": self.summary_appendix,
             },
             "steps": [asdict(s) for s in self.steps],
             "digests": {"count": len(self.digests), "items": [dict(d) for d in self.digests]},
@@ -249,6 +252,9 @@ class CompactionResult:
     compacted_middle: tuple[Message, ...] = ()
     #: The inserted handoff summary, when there is one.
     summary_message: Message | None = None
+    #: What the fallback summary left out to fit its budget (redacted markdown), which a
+    #: commit archives under its sha256; the summary names its first 16 hex digits.
+    appendix: str | None = None
 
     @property
     def messages(self) -> tuple[Message, ...]:

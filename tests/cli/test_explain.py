@@ -42,7 +42,11 @@ def test_json_claude_code_sample() -> None:
         assert e["threshold_tokens"] == 167_000
         assert e["rule"] == "buffer"
         assert isinstance(e["post_tokens"], int) and e["post_tokens"] < e["pre_tokens"]
-        assert e["flags"] == []
+        # The only flag: the first summary lost the user's "Keep the public method
+        # signatures of PaymentsClient." (tinyjuice.survival).
+        assert e["flags"] == (["rules_lost"] if e["index"] == want[0]["index"] else [])
+    lost = got["events"][0]["rules_lost"]
+    assert [r["text"] for r in lost] == ["Keep the public method signatures of PaymentsClient."]
     current = got["current"]
     assert current["would_fire"] is False
     assert current["headroom_tokens"] == 167_000 - current["tokens"]
@@ -66,14 +70,15 @@ def test_json_policy_and_window_override() -> None:
     assert got["threshold_tokens"] == 64_000 and got["rule"] == "floor"
     (event,) = got["events"]
     assert event["pre_tokens"] == 67_977
-    assert event["flags"] == []
+    # The summary kept none of AGENTS.md's rules (Codex re-sends none in the file).
+    assert event["flags"] == ["rules_lost"]
 
 
 def test_json_codex_default_policy_flags_the_early_compaction() -> None:
     got = run_json(str(SESSIONS / "codex-rollout.jsonl"))
     assert got["policy"] == "codex"
     assert got["threshold_tokens"] == 244_800 and got["rule"] == "limit"
-    assert got["events"][0]["flags"] == ["far_below_threshold"]
+    assert got["events"][0]["flags"] == ["far_below_threshold", "rules_lost"]
 
 
 def test_text_output() -> None:

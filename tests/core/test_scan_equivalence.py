@@ -36,6 +36,7 @@ from tinyjuice.redact import (
     redact_messages,
 )
 from tinyjuice.report import CompactionOptions
+from tinyjuice.rules import tool_output_text
 from tinyjuice.summary import (
     _ASK_CHARS,
     _COMMAND_CHARS,
@@ -59,6 +60,7 @@ from tinyjuice.summary import (
     _paths_many,
     _string_leaves,
     _turn_line,
+    error_head,
     is_summary_message,
 )
 from tinyjuice.tokens import RoughCounter
@@ -169,12 +171,15 @@ def _reference_collect(middle: Sequence[Message], last_turns: int) -> _Collector
                 out.add("paths", p)
             for u in _URL_RE.finditer(text):
                 out.add("urls", u.group(0).rstrip(".,:;!?'\""))
-            _errors_in(text, out, f"[{m.tool_name or 'tool'}] " if m.role is Role.TOOL else "")
+            if m.role is Role.TOOL:
+                _errors_in(tool_output_text(text), out, f"[{m.tool_name or 'tool'}] ")
+            elif m.role is not Role.ASSISTANT:
+                _errors_in(text, out, "")
         if m.role is Role.TOOL:
             if m.tool_name:
                 out.add("tools", m.tool_name)
             if m.meta.is_error and text.strip():
-                first = next(line for line in text.splitlines() if line.strip())
+                first = " — ".join(error_head(text))
                 out.add("errors", f"[{m.tool_name or 'tool'}] " + _one_line(first, _ERROR_CHARS))
             stripped = text.strip()
             if stripped and (

@@ -9,9 +9,10 @@ Above the view: the summary source (the deterministic fallback or a provider fro
 config.toml) and the focus topic (pre-filled from the session). Choosing a provider,
 submitting the focus topic or pressing ``r`` (re)generates in a worker thread with a
 spinner; ``x`` cancels (the result of a cancelled run is dropped). Beside the view: the
-scorecard of :func:`tinyjuice.review.review_summary` — recall per category, the checks
-and every missing item; selecting a missing item dismisses the screen with that
-item's message index (``PreviewScreen`` is a ``Screen[int | None]``: push it with a
+scorecard of :func:`tinyjuice.review.review_summary` — recall per category, the checks,
+every missing item, the rules the summary lost and the probes it cannot answer;
+selecting a missing item, a lost rule or an unanswered probe dismisses the screen with
+the message index of its evidence (``PreviewScreen`` is a ``Screen[int | None]``: push it with a
 callback to jump there). A provider failure is shown with its failure class and
 "nothing was changed" — the preview never changes the transcript.
 """
@@ -276,7 +277,38 @@ def scorecard_options(review: SummaryReview) -> tuple[list[Option], dict[str, in
         rows.append(Option(_one_row(row), id=key))
     if len(missing) > SCORECARD_MISSING:
         rows.append(Option(f"… {len(missing) - SCORECARD_MISSING:,} more", disabled=True))
+    _probe_rows(review, rows, jumps)
     return rows, jumps
+
+
+def _probe_rows(review: SummaryReview, rows: list[Option], jumps: dict[str, int]) -> None:
+    """Rules lost and unanswered probes, each jumping to its evidence on enter."""
+    rules = review.rules
+    if rules is not None and rules.checks:
+        lost = rules.lost
+        mark = "✓" if not lost else "✗"
+        rows.append(
+            Option(
+                f"{mark} rules: {len(rules.checks) - len(lost)}/{len(rules.checks)} kept",
+                disabled=True,
+            )
+        )
+        for n, c in enumerate(lost[:SCORECARD_MISSING]):
+            jumps[f"rule-{n}"] = c.rule.index
+            text = " ".join(c.rule.text.split())
+            rows.append(
+                Option(_one_row(f"#{c.rule.index} lost {c.rule.source}: {text}"), id=f"rule-{n}")
+            )
+    probes = review.probes
+    if probes is None or not probes.probes:
+        return
+    scores = " ".join(f"{k} {v:.0%}" for k, v in probes.scores.items())
+    rows.append(Option(_one_row(f"probes: {scores}"), disabled=True))
+    for n, p in enumerate(probes.unanswered[:SCORECARD_MISSING]):
+        jumps[f"probe-{n}"] = p.evidence
+        rows.append(
+            Option(_one_row(f"#{p.evidence} {p.kind.value}: {p.question}"), id=f"probe-{n}")
+        )
 
 
 def failure_line(report: CompactionReport, provider: str | None) -> str | None:
@@ -452,6 +484,7 @@ class PreviewScreen(Screen[int | None]):
                 start_index=result.report.boundary_start or 0,
                 budget_tokens=budget,
                 counter=s.counter,
+                kept=[m for m in result.messages if m is not result.summary_message],
             )
         if get_current_worker().is_cancelled:
             return

@@ -218,6 +218,8 @@ class CommitPlan:
     #: The bytes a file target receives (None for a database target).
     data: bytes | None
     notes: tuple[str, ...] = ()
+    #: The summary's appendix (what the fallback left out), archived with the commit.
+    appendix: bytes | None = None
 
     @property
     def tokens_before(self) -> int | None:
@@ -426,7 +428,7 @@ def plan_commit(
         session = session or hermes_db.new_session_id()
         return CommitPlan(
             cid, chosen, source, transcript, report, SourceKind.HERMES_DB, source.path,
-            session, "hermes", None, tuple(notes),
+            session, "hermes", None, tuple(notes), _appendix(result),
         )  # fmt: skip
 
     if chosen is CommitMode.IN_PLACE:
@@ -501,8 +503,15 @@ def plan_commit(
     _writable_dir(out_path)
     return CommitPlan(
         cid, chosen, source, transcript, report, SourceKind.FILE, out_path, session, fmt, data,
-        tuple(notes),
+        tuple(notes), _appendix(result),
     )  # fmt: skip
+
+
+def _appendix(result: CompactionResult | Transcript) -> bytes | None:
+    """The summary appendix of an engine result, as the bytes the archive stores (its
+    sha256 starts with the id the summary names)."""
+    text = getattr(result, "appendix", None)
+    return text.encode() if text else None
 
 
 # ------------------------------------------------------------------------- commit
@@ -642,6 +651,8 @@ def _commit_file(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecor
         store.put_blob(conn, source.data)
         if before_data is not None:
             store.put_blob(conn, before_data)
+        if plan.appendix:
+            store.put_blob(conn, plan.appendix)
         store.insert_commit(conn, record)
     checkpoint("after-archive")
 
@@ -712,6 +723,8 @@ def _commit_db(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecord:
     say("archiving")
     with store.transaction() as conn:
         store.put_blob(conn, source.data)
+        if plan.appendix:
+            store.put_blob(conn, plan.appendix)
         store.insert_commit(conn, record)
     checkpoint("after-archive")
 
