@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import shlex
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -1807,6 +1807,21 @@ def fallback_summary(
             omitted[key] = omitted.get(key, 0) + 1
             left_out[key].insert(0, dropped)
 
+    if omitted and tokens < budget_tokens:
+        # The note was reserved at its longest: give the room it did not need back.
+        def render() -> int:
+            listed = _appendix(len(middle), left_out, redact) if appendix else ""
+            return counter.count(
+                _assemble(len(middle), chosen, omitted, focus, _appendix_id(listed)).render()
+            )
+
+        _Fill(chosen, left_out, omitted, redact).run(render, budget_tokens)
+        listed = _appendix(len(middle), left_out, redact) if appendix else ""
+        appendix_id = _appendix_id(listed)
+        summary = _assemble(len(middle), chosen, omitted, focus, appendix_id)
+        text = summary.render()
+        tokens = counter.count(text)
+
     included = {key: len(v) for key, v in chosen.items()}
     return FallbackSummary(
         text=text,
@@ -1823,6 +1838,49 @@ def fallback_summary(
         appendix=listed,
         appendix_id=appendix_id,
     )
+
+
+class _Fill:
+    """Moves left-out items back into a summary while the rendered text still fits.
+
+    The note was reserved at its longest, and a tight budget can leave room it did not
+    need. Highest priority first, each item is tried by rendering the whole summary
+    (``render`` returns its token count), at most :attr:`TRIES` times, so the cost stays
+    small however many items were left out.
+    """
+
+    TRIES = 24
+
+    def __init__(
+        self,
+        chosen: dict[str, list[str]],
+        left_out: dict[str, list[str]],
+        omitted: dict[str, int],
+        redact: bool,
+    ) -> None:
+        self.chosen, self.left_out, self.omitted, self.redact = chosen, left_out, omitted, redact
+
+    def run(self, render: Callable[[], int], budget: int) -> None:
+        from tinyjuice.redact import redact_text
+
+        tries = self.TRIES
+        for key, _ in _CATEGORIES:
+            while self.left_out.get(key) and tries > 0:
+                tries -= 1
+                item = self.left_out[key].pop(0)
+                self.chosen[key].append(redact_text(item) if self.redact else item)
+                self._count(key, -1)
+                if render() <= budget:
+                    continue
+                self.chosen[key].pop()
+                self.left_out[key].insert(0, item)
+                self._count(key, +1)
+                break
+
+    def _count(self, key: str, delta: int) -> None:
+        self.omitted[key] = self.omitted.get(key, 0) + delta
+        if not self.omitted[key]:
+            del self.omitted[key]
 
 
 #: Hex digits of an appendix id (the first characters of its sha256).
