@@ -957,6 +957,8 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
         post_tokens=after_tokens,
         summary_index=summary_at if summary_msg is not None else None,
         extra={"generated_by": "tinyjuice", "profile": opts.profile.value},
+        # In place: the head before the summary is still sent (see tinyjuice.model).
+        resets_context=False,
     )
     new_transcript = replace(
         t, messages=tuple(combined), compactions=_remap_events(t, combined, event), usage=()

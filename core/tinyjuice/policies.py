@@ -101,9 +101,6 @@ OPENCODE_RESERVE_CAP = 20_000
 #: Window used when neither the user, the transcript nor the model table knows it.
 DEFAULT_WINDOW = 128_000
 
-#: Formats whose transcript keeps the history a compaction replaced (before its summary).
-_FULL_HISTORY_FORMATS = frozenset({"claude-code", "codex"})
-
 
 class PolicyName(StrEnum):
     HERMES = "hermes"
@@ -661,15 +658,13 @@ class UsageSeries:
 
 
 def _reset_indices(transcript: Transcript) -> tuple[int, ...]:
-    msgs = transcript.messages
-    full = transcript.format in _FULL_HISTORY_FORMATS
-    out: set[int] = set()
-    for ev in transcript.compactions:
-        i = ev.message_index
-        if not 0 < i <= len(msgs):
-            continue
-        if full or msgs[i - 1].extra.get("active") == 0:
-            out.add(i)
+    """Where compactions reset the live context (``CompactionEvent.resets_context``)."""
+    n = len(transcript.messages)
+    out = {
+        ev.message_index
+        for ev in transcript.compactions
+        if ev.resets_context and 0 < ev.message_index <= n
+    }
     return tuple(sorted(out))
 
 

@@ -586,7 +586,11 @@ def test_state_db_include_inactive_adds_flagged_archived_rows(tmp_path: Path) ->
     assert all("active" not in m.extra for m in live)
     assert archived[1].tool_calls[0].name == "terminal"
     (event,) = t.compactions
-    assert event.message_index == 10 == event.summary_index
+    # The live context starts at the first new active row (the re-inserted head), the
+    # summary after it; the archived rows before it are history.
+    assert (event.message_index, event.summary_index) == (9, 10)
+    assert event.resets_context and t.live_start == 9
+    assert t.history_messages() == archived
     assert any("9 inactive row(s)" in w for w in t.warnings)
 
 

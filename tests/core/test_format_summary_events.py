@@ -57,7 +57,10 @@ def test_summary_messages_are_compaction_events(fmt: str, doc: Any, indexes: lis
     t = load_bytes(orjson.dumps(doc), "t.json", fmt)
     assert [i for i, m in enumerate(t.messages) if m.meta.is_summary] == indexes
     assert t.compactions == tuple(
-        CompactionEvent(message_index=i, trigger=Trigger.UNKNOWN, summary_index=i) for i in indexes
+        CompactionEvent(
+            message_index=i, trigger=Trigger.UNKNOWN, summary_index=i, resets_context=False
+        )
+        for i in indexes
     )
 
 
@@ -72,7 +75,7 @@ def test_one_helper_for_every_reader() -> None:
         Message(Role.USER, (TextPart(SUMMARY),), meta=MessageMeta(is_summary=True, source_id="7")),
     )
     assert summary_events(messages) == [
-        CompactionEvent(1, Trigger.UNKNOWN, summary_index=1, source_id="7")
+        CompactionEvent(1, Trigger.UNKNOWN, summary_index=1, source_id="7", resets_context=False)
     ]
     assert summary_events(messages[:1]) == []
 

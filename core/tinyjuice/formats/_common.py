@@ -72,7 +72,9 @@ def summary_events(
     """One compaction event per summary message (``meta.is_summary``), in order.
 
     For formats that record a compaction only as its summary text (OpenAI, Anthropic,
-    ShareGPT, Hermes): the trigger and the token counts around it are unknown. ``at``
+    ShareGPT, Hermes): the trigger and the token counts around it are unknown. These
+    files hold the compacted list itself (a protected head, the summary, the tail), all
+    of it sent: the events do not reset the live context (``resets_context=False``). ``at``
     lists the summaries' indexes when the caller has them (``finish(summaries=…)``
     collects them in its pass); otherwise one attribute check per message finds them.
     """
@@ -86,6 +88,7 @@ def summary_events(
             trigger=unknown,
             summary_index=i,
             source_id=messages[i].meta.source_id,
+            resets_context=False,
         )
         for i in found
     ]

@@ -432,14 +432,20 @@ def _in_place_event(
     )
     if start is None:
         return events
+    # The new active rows (head copy, summary, tail) are the live context; archived rows
+    # loaded before them (include_inactive) are history: the event resets there.
+    resets = start > 0 and msgs[start - 1].extra.get("active") == 0
     for j, ev in enumerate(events):
         if ev.message_index >= start:
+            if resets:
+                ev = replace(ev, message_index=start, resets_context=True)
             return [*events[:j], replace(ev, extra=info), *events[j + 1 :]]
     event = CompactionEvent(
         message_index=start,
         trigger=Trigger.UNKNOWN,
         source_id=msgs[start].meta.source_id,
         extra=info,
+        resets_context=resets,
     )
     return sorted([*events, event], key=lambda e: e.message_index)
 
