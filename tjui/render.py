@@ -63,6 +63,25 @@ def print_inspect(stats: TranscriptStats, out: Console | None = None) -> None:
     if stats.context_window_source:
         window += f"  ({stats.context_window_source})"
     overview.add_row("context window", window)
+    live, history = stats.live, stats.history
+    if history.get("messages"):
+        # The headline: what the agent sends next; the compacted history apart.
+        overview.add_row(
+            "live context",
+            Text(
+                f"{live['tokens']:,} tokens in {live['messages']:,} messages"
+                f"  [from message {live['from_index']:,}, after the last compaction]"
+            ),
+        )
+        overview.add_row(
+            "history",
+            Text(
+                f"{history['tokens']:,} tokens in {history['messages']:,} messages"
+                "  [already compacted, no longer sent]"
+            ),
+        )
+    if stats.subagents:
+        overview.add_row("subagents", ", ".join(s["id"] for s in stats.subagents))
     overview.add_row("messages", f"{stats.messages:,}")
     overview.add_row("tool calls", f"{stats.tool_calls:,}")
     overview.add_row("images", f"{stats.images:,}")
@@ -71,7 +90,9 @@ def print_inspect(stats: TranscriptStats, out: Console | None = None) -> None:
         f"tokens ({kind})",
         Text(f"{stats.tokens_total:,}  [{kind}, {stats.tokens_counter}]"),
     )
-    if stats.measured_prompt_tokens is not None:
+    if history.get("messages") and live.get("measured_prompt") is None:
+        overview.add_row("prompt (measured)", "none measured since the last compaction")
+    elif stats.measured_prompt_tokens is not None:
         readings = "reading" if stats.measured_points == 1 else "readings"
         measured = Text(
             f"{stats.measured_prompt_tokens:,}  "

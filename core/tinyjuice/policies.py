@@ -60,7 +60,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from tinyjuice.budget import Budget, compute_budget
+from tinyjuice.budget import Budget, ThresholdRule, compute_budget
 from tinyjuice.model import Role, Transcript
 from tinyjuice.models import ModelLimits, lookup_model
 from tinyjuice.tokens import CountKind, TranscriptTokens
@@ -84,11 +84,13 @@ __all__ = [
     "UsagePoint",
     "UsageSeries",
     "WindowInfo",
+    "agent_threshold",
     "default_policy",
     "parse_policy",
     "pick_policy",
     "replay",
     "resolve_window",
+    "threshold_budget",
     "usage_series",
 ]
 
@@ -539,6 +541,57 @@ def pick_policy(transcript: Transcript) -> tuple[TriggerPolicy, str]:
     if "codex" in model:
         return CodexPolicy(), f"model {transcript.model}"
     return HermesPolicy(), "default (no agent-specific policy for this format)"
+
+
+def agent_threshold(
+    transcript: Transcript,
+    context_window: int,
+    max_output_tokens: int | None = None,
+    policy: TriggerPolicy | str | None = None,
+) -> tuple[TriggerPolicy, Threshold, str]:
+    """(policy, its threshold on ``context_window``, why it was picked) — the one choice
+    ``compress``, ``explain``, ``batch`` and the inspector all make.
+
+    ``policy`` is a policy, a spec string, or None for the transcript's own agent's
+    (:func:`pick_policy`). When the agent's own policy does not fit the window (a 33K
+    buffer in a 32K window) Hermes' rule, which fits any window, stands in; a policy
+    that was asked for raises ``ValueError`` instead.
+    """
+    if policy is None:
+        chosen, why = pick_policy(transcript)
+    elif isinstance(policy, str):
+        chosen, why = parse_policy(policy), "given"
+    else:
+        chosen, why = policy, "given"
+    try:
+        threshold = chosen.threshold(context_window, max_output_tokens)
+    except ValueError as exc:
+        if policy is not None:
+            raise
+        why = f"{why}; {chosen.name.value} does not fit: {exc}; using hermes"
+        chosen = HermesPolicy()
+        threshold = chosen.threshold(context_window, max_output_tokens)
+    return chosen, threshold, why
+
+
+def threshold_budget(threshold: Threshold) -> Budget:
+    """The :class:`~tinyjuice.budget.Budget` the pipeline runs on, for any policy's threshold."""
+    if threshold.budget is not None:
+        return threshold.budget
+    effective = threshold.effective_window
+    ratio = threshold.ratio or threshold.threshold_tokens / max(effective, 1)
+    rule = {Rule.BUFFER: "buffer", Rule.LIMIT: "limit"}.get(threshold.rule, threshold.rule.value)
+    return Budget(
+        context_window=threshold.context_window,
+        output_reservation=threshold.output_reservation,
+        effective_window=effective,
+        threshold_tokens=threshold.threshold_tokens,
+        rule=ThresholdRule(rule),
+        ratio=ratio,
+        floor=0,
+        configured_ratio=ratio,
+        note=threshold.explanation,
+    )
 
 
 # ---------------------------------------------------------------------------- window

@@ -90,10 +90,34 @@ def _parse(path: Path, data: bytes, options: LoadOptions) -> Source:
             if lines.bad_lines:
                 decode_utf8(path, data)
             return Source(path=path, data=data, doc=lines, kind="jsonl")
-        return Source(path=path, data=data, doc=parse_json(path, data), kind="json")
+        try:
+            doc = parse_json(path, data)
+        except LoadError:
+            lines = _lenient_jsonl(path, data) if options.lenient else None
+            if lines is None:
+                raise
+            return Source(path=path, data=data, doc=lines, kind="jsonl")
+        return Source(path=path, data=data, doc=doc, kind="json")
     except LoadError:
         decode_utf8(path, data)  # invalid UTF-8 is reported before any JSON problem
         raise
+
+
+def _lenient_jsonl(path: Path, data: bytes) -> JsonlResult | None:
+    """With ``--lenient``: JSON lines whose FIRST line is malformed (None when not JSONL).
+
+    :func:`jsonl_head` judges a blob by its first line, so a broken first line made the
+    whole file look like one (invalid) JSON document. It is JSON lines when it is no
+    JSON document and some later line is a JSON object; bad lines are then skipped and
+    counted like any other.
+    """
+    if data.count(b"\n") < 1:
+        return None
+    try:
+        result = parse_jsonl(path, data, lenient=True)
+    except LoadError:
+        return None
+    return result if result.bad_lines and result.lines else None
 
 
 #: The parsed kinds each format's reader takes (see :class:`Source`).
