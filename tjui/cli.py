@@ -119,12 +119,14 @@ def _check_tokenizer_env() -> None:
 @session_option
 @context_window_option
 @click.option("--model", default=None, metavar="M", help="Override the model name.")
+@whole_file_option
 def open_cmd(
     file: Path | None,
     fmt: str | None,
     session: str | None,
     context_window: int | None,
     model: str | None,
+    whole_file: bool,
 ) -> None:
     """Open the inspector on FILE (the bundled demo session by default)."""
     if not _interactive():
@@ -140,7 +142,14 @@ def open_cmd(
     from tjui.paths import demo_session
 
     path = file if file is not None else demo_session()
-    run_app(path, fmt=fmt, session=session, context_window=context_window, model=model)
+    run_app(
+        path,
+        fmt=fmt,
+        session=session,
+        context_window=context_window,
+        model=model,
+        whole_file=whole_file,
+    )
 
 
 @main.command("inspect")
@@ -251,6 +260,7 @@ def compress_cmd(
     is kept as it was; `tjui undo` restores it).
     """
     from tinyjuice.formats import ConversionLoss
+    from tinyjuice.live import restore_history
     from tinyjuice.pipeline import compress, plan_boundary
     from tinyjuice.report import CompactionOptions, Profile
 
@@ -312,7 +322,7 @@ def compress_cmd(
         if output is not None and result.changed:
             ensure_parent_dir(output)
         commit = commit_from_cli(
-            _with_history(result, split, commit_mode),
+            restore_history(result, split, commit_mode),
             loaded,
             mode=commit_mode,
             output=output,
@@ -346,26 +356,6 @@ def compress_cmd(
 def _live_dict(split: Any) -> dict[str, Any]:
     """Where the compacted part starts in the file (boundary indices count from there)."""
     return {"from_index": split.start, "history_messages": split.start}
-
-
-def _with_history(result: Any, split: Any, mode: str | None) -> Any:
-    """For a commit in place: the compacted live context after the file's history.
-
-    The history before the agent's last compaction is written back as it was (only
-    the live part is compacted); a child or an export continues from the live part.
-    """
-    from dataclasses import replace
-
-    from tinyjuice.live import with_history
-    from tinyjuice.report import PersistenceRecommendation
-
-    if not split.start or result.report.status.value != "compacted":
-        return result
-    child = result.report.persistence is PersistenceRecommendation.CHILD_CONTINUATION
-    chosen = mode or ("child" if child else "in-place")
-    if chosen != "in-place":
-        return result
-    return replace(result, transcript=with_history(split, result.transcript))
 
 
 def plan_to_dict(plan: Any) -> dict[str, Any]:

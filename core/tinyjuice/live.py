@@ -11,10 +11,14 @@ keeps every earlier line of the file as it was.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from tinyjuice.model import Message, Transcript
 
-__all__ = ["LiveSplit", "live_split", "live_view", "with_history"]
+if TYPE_CHECKING:
+    from tinyjuice.report import CompactionResult
+
+__all__ = ["LiveSplit", "live_split", "live_view", "restore_history", "with_history"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,3 +119,25 @@ def with_history(split: LiveSplit, compacted: Transcript) -> Transcript:
         compactions=head_events + moved_events,
         usage=head_usage + moved_usage,
     )
+
+
+def restore_history(
+    result: CompactionResult, split: LiveSplit, mode: str | None = None
+) -> CompactionResult:
+    """``result`` (a compaction of ``split.live``) as a commit should write it.
+
+    Committed in place (``mode`` "in-place", or None when the report recommends it) the
+    file keeps its history before the agent's last compaction exactly as it was, the
+    compacted live context after it (:func:`with_history`): nothing is lost. A child
+    continuation or an export starts from the live context, so ``result`` is unchanged;
+    so is a run that compacted nothing.
+    """
+    from tinyjuice.report import PersistenceRecommendation, Status
+
+    if not split.start or result.report.status is not Status.COMPACTED:
+        return result
+    child = result.report.persistence is PersistenceRecommendation.CHILD_CONTINUATION
+    chosen = str(mode) if mode is not None else ("child" if child else "in-place")
+    if chosen != "in-place":  # (a StrEnum CommitMode is its value)
+        return result
+    return replace(result, transcript=with_history(split, result.transcript))

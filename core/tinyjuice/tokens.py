@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 from itertools import accumulate
@@ -284,6 +284,14 @@ class TranscriptTokens:
     def total(self) -> int:
         """The estimated prompt: system prompt + tool schemas + every message."""
         return self.system_prompt + self.tools + self.prefix[-1]
+
+    def tail(self, start: int) -> TranscriptTokens:
+        """The counts of messages ``[start:]`` (a live view's), system and tools as they are."""
+        if start <= 0:
+            return self
+        per = self.per_message[start:]
+        base = self.prefix[min(start, len(self.per_message))]
+        return replace(self, per_message=per, prefix=tuple(x - base for x in self.prefix[start:]))
 
     def range(self, start: int, end: int) -> int:
         """Tokens of messages ``[start, end)`` in O(1)."""

@@ -24,6 +24,7 @@ from textual.widgets import Button, Input, Label, ProgressBar, RadioButton, Radi
 from textual.worker import Worker, WorkerState
 
 from tinyjuice.formats import WRITABLE_FORMATS, LoadError
+from tinyjuice.live import restore_history
 from tinyjuice.pipeline import compress
 from tinyjuice.report import CompactionResult
 from tinyjuice.store import (
@@ -225,7 +226,7 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
             if self.loaded is None:
                 self.loaded = self._load_source()
             plan = plan_commit(
-                self._for_commit(self.result), self.loaded, mode=mode, target=target or None,
+                self._for_commit(self.result, mode), self.loaded, mode=mode, target=target or None,
                 target_format=fmt,
             )  # fmt: skip
         except StaleSourceError as exc:
@@ -241,16 +242,21 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         path = Path(self._source) if not isinstance(self._source, LoadedSource) else None
         assert path is not None
         loaded = load_source(path, self._fmt, session=self._hermes_session)
-        if loaded.transcript.messages != self.session.transcript.messages:
+        if loaded.transcript.messages != self.session.whole.messages:
             raise StaleSourceError(
                 f"{path} changed since it was loaded (an agent may have appended a turn);"
                 " nothing was written — press r to reload"
             )
         return loaded
 
-    def _for_commit(self, result: CompactionResult) -> CompactionResult:
+    def _for_commit(
+        self, result: CompactionResult, mode: CommitMode | None = None
+    ) -> CompactionResult:
         """The result with the file's own model and window (the inspector may override
-        them for display); those overrides are never written back."""
+        them for display; those overrides are never written back), and, committed in
+        place, the history before the agent's last compaction put back as it was."""
+        if self.session.split is not None:
+            result = restore_history(result, self.session.split, mode)
         if self.loaded is None:
             return result
         original = self.loaded.transcript
