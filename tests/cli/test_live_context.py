@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
+from cc_shapes import SESSION, Chain, subagent_session, turns, two_compactions
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,118 +24,6 @@ from tinyjuice.pipeline import compress
 from tinyjuice.report import CompactionOptions
 from tinyjuice.tokens import count_transcript, default_counter
 from tjui.cli import main
-
-SESSION = "5b1e0c7a-2f3d-4c9e-8a71-0d6f3e2b9c14"
-MODEL = "claude-sonnet-4-5-20250929"
-
-
-class _Chain:
-    """Claude Code lines, each parented on the previous one (as the CLI writes them)."""
-
-    def __init__(self, session: str = SESSION, *, sidechain: bool = False, agent: str = "") -> None:
-        self.lines: list[dict[str, Any]] = []
-        self.parent: str | None = None
-        self.n = 0
-        self.session = session
-        self.sidechain = sidechain
-        self.agent = agent
-
-    def _base(self, kind: str) -> dict[str, Any]:
-        self.n += 1
-        uuid = f"{'s' if self.sidechain else 'm'}{self.agent}-{self.n:04d}"
-        line: dict[str, Any] = {
-            "parentUuid": self.parent,
-            "isSidechain": self.sidechain,
-            "userType": "external",
-            "cwd": "/home/ana/inventory",
-            "sessionId": self.session,
-            "version": "2.0.14",
-            "gitBranch": "main",
-            "type": kind,
-            "uuid": uuid,
-            "timestamp": f"2025-10-07T09:{self.n // 60:02d}:{self.n % 60:02d}.000Z",
-        }
-        if self.agent:
-            line["agentId"] = self.agent
-        self.parent = uuid
-        self.lines.append(line)
-        return line
-
-    def user(self, text: str, **kw: Any) -> None:
-        line = self._base("user")
-        line["message"] = {"role": "user", "content": text}
-        line.update(kw)
-
-    def assistant(self, text: str, prompt: int, calls: list[tuple[str, str]] = ()) -> None:
-        line = self._base("assistant")
-        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
-        content += [
-            {"type": "tool_use", "id": cid, "name": name, "input": {"description": text}}
-            for cid, name in calls
-        ]
-        line["requestId"] = f"req_{self.n:04d}"
-        line["message"] = {
-            "id": f"msg_{self.n:04d}",
-            "type": "message",
-            "role": "assistant",
-            "model": MODEL,
-            "content": content,
-            "stop_reason": "end_turn",
-            "usage": {
-                "input_tokens": 12,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": prompt - 12,
-                "output_tokens": 40,
-            },
-        }
-
-    def result(self, call_id: str, text: str) -> None:
-        line = self._base("user")
-        line["message"] = {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": call_id, "content": text}],
-        }
-
-    def compact(self, summary: str, pre: int, trigger: str = "manual") -> None:
-        logical = self.parent
-        line = self._base("system")
-        line.update(
-            parentUuid=None,
-            logicalParentUuid=logical,
-            subtype="compact_boundary",
-            content="Conversation compacted",
-            isMeta=False,
-            level="info",
-            compactMetadata={"trigger": trigger, "preTokens": pre},
-        )
-        self.user(
-            "This session is being continued from a previous conversation that ran out of"
-            f" context. The conversation is summarized below:\n{summary}",
-            isCompactSummary=True,
-            isVisibleInTranscriptOnly=True,
-        )
-
-    def write(self, path: Path) -> Path:
-        path.write_text("\n".join(json.dumps(ln) for ln in self.lines) + "\n")
-        return path
-
-
-def _turns(c: _Chain, tag: str, n: int, prompt: int) -> None:
-    for i in range(n):
-        c.user(f"{tag}: step {i} — check the stock levels in warehouse {i} and report")
-        c.assistant(f"{tag}: warehouse {i} holds {100 + i} pallets; " + f"row {i} " * 600, prompt)
-        prompt += 300
-
-
-def two_compactions(tmp_path: Path) -> Path:
-    c = _Chain()
-    _turns(c, "before-first", 4, 20_000)
-    c.compact("Ana asked for stock levels of warehouses 0-3.", pre=41_000, trigger="auto")
-    _turns(c, "between", 3, 9_000)
-    c.compact("Warehouses 0-3 counted; then the between steps.", pre=38_000)
-    _turns(c, "after-second", 4, 7_000)
-    c.user("latest ask: write the totals to stock.csv")
-    return c.write(tmp_path / f"{SESSION}.jsonl")
 
 
 def run(*args: str) -> Any:
@@ -183,7 +72,7 @@ def test_inspect_json_live_and_history(tmp_path: Path) -> None:
     assert whole["live"]["from_index"] == 0 and whole["history"]["messages"] == 0
 
 
-def test_compress_keeps_only_post_reset_turns(tmp_path: Path) -> None:
+def test_compress_keeps_only_post_resetturns(tmp_path: Path) -> None:
     path = two_compactions(tmp_path)
     out = tmp_path / "out.json"
     data = run_json("compress", path, "--keep-last", "1", "--to", "openai", "-o", out)
@@ -280,26 +169,8 @@ def test_codex_compacted_replacement_history_is_the_live_context(tmp_path: Path)
 # -------------------------------------------------------------------- subagents
 
 
-def _subagent_session(tmp_path: Path) -> Path:
-    main_chain = _Chain()
-    main_chain.user("audit the inventory module for dead code")
-    main_chain.assistant("Delegating the search.", 5_000, [("toolu_01", "Task")])
-    main_chain.result("toolu_01", "The subagent found 3 unused functions in inventory/util.py")
-    main_chain.assistant("Three unused functions; removing them.", 5_400)
-    path = main_chain.write(tmp_path / f"{SESSION}.jsonl")
-    sub = _Chain(sidechain=True, agent="a91c2f0")
-    sub.user("Find unused functions in inventory/")
-    sub.assistant("Searching with grep.", 3_000)
-    sub.user("grep output: util.py: def legacy_sum, def old_round, def tmp_fix")
-    sub.assistant("3 unused functions in inventory/util.py", 3_200)
-    folder = tmp_path / SESSION / "subagents"
-    folder.mkdir(parents=True)
-    sub.write(folder / "agent-a91c2f0.jsonl")
-    return path
-
-
 def test_subagent_file_loads_as_its_own_conversation(tmp_path: Path) -> None:
-    _subagent_session(tmp_path)
+    subagent_session(tmp_path)
     agent = tmp_path / SESSION / "subagents" / "agent-a91c2f0.jsonl"
     t = load(agent)
     assert len(t.messages) == 4 and t.extra["subagent"] == "a91c2f0"
@@ -310,7 +181,7 @@ def test_subagent_file_loads_as_its_own_conversation(tmp_path: Path) -> None:
 
 
 def test_parent_lists_its_subagents_and_counts_them(tmp_path: Path) -> None:
-    path = _subagent_session(tmp_path)
+    path = subagent_session(tmp_path)
     data = run_json("inspect", path)
     (sub,) = data["subagents"]
     assert (sub["id"], sub["source"], sub["messages"]) == ("a91c2f0", "file", 4)
@@ -342,8 +213,8 @@ def test_an_empty_conversation_is_never_written(tmp_path: Path) -> None:
 
 
 def test_lenient_skips_a_malformed_first_line(tmp_path: Path) -> None:
-    c = _Chain()
-    _turns(c, "turn", 2, 1_000)
+    c = Chain()
+    turns(c, "turn", 2, 1_000)
     p = tmp_path / "s.jsonl"
     p.write_text('{"type": "user", "uuid": oops\n' + "\n".join(json.dumps(x) for x in c.lines))
     assert run("inspect", p).exit_code == 2
@@ -353,8 +224,8 @@ def test_lenient_skips_a_malformed_first_line(tmp_path: Path) -> None:
 
 
 def test_uuid_without_parent_uuid_loads_every_line(tmp_path: Path) -> None:
-    c = _Chain()
-    _turns(c, "turn", 3, 1_000)
+    c = Chain()
+    turns(c, "turn", 3, 1_000)
     c.user("and the last ask")
     for line in c.lines:
         del line["parentUuid"]
@@ -406,7 +277,7 @@ def test_compress_output_holds_nothing_from_before_the_last_reset(
     keep: int,
     whole: bool,
 ) -> None:
-    c = _Chain()
+    c = Chain()
     for r in range(resets):
         for i, text in enumerate(before):
             c.user(f"OLD{r}-{i} {text}")
@@ -420,7 +291,7 @@ def test_compress_output_holds_nothing_from_before_the_last_reset(
     result = compress(split.live, CompactionOptions(keep_last=keep, force=True))
     blob = orjson.dumps([m.text for m in result.transcript.messages]).decode()
     if whole:
-        assert "OLD0-0 " in blob  # the whole file's protected head
+        assert split.live is t and split.start == 0  # today's behaviour: every message
         return
     assert "OLD" not in blob
     # A commit in place puts the history back exactly as it was, before the live part.

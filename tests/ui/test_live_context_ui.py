@@ -1,0 +1,76 @@
+"""The inspector on a compacted Claude Code session: history greyed, live context worked on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cc_shapes import SESSION, subagent_session, two_compactions
+from ui_helpers import wait_for, wait_loaded
+
+from tinyjuice.formats import load
+from tjui.app import make_app
+from tjui.screens.main import MainScreen, header_text
+from tjui.screens.subagents import SubagentDialog
+from tjui.widgets.message_list import MessageList
+
+
+async def test_history_is_greyed_and_the_session_is_the_live_context(tmp_path: Path) -> None:
+    path = two_compactions(tmp_path)
+    t = load(path)
+    start = t.live_start
+    app = make_app(path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await wait_loaded(pilot)
+        s = screen.session
+        assert s.live_from == start
+        assert s.transcript.messages[0].meta.is_summary
+        assert len(s.transcript.messages) == len(t.messages) - start
+        lst = screen.query_one(MessageList)
+        assert lst.history_rows == start and lst.count == len(t.messages) - start
+        # History rows are shown, greyed and marked, but never selected.
+        assert "already compacted" in lst.render_line(0).text
+        assert lst.message_at_row(0) is None
+        assert lst.message_at_row(start) == 0
+        await pilot.press("home")
+        assert lst.cursor == 0
+        # The header's measured prompt is the latest one, after the reset.
+        header = header_text(s, path)
+        assert f"live from #{start}" in header
+        assert f"{t.usage[-1].prompt_tokens:,} measured" in header
+        # The boundary never reaches into the history.
+        assert s.plan.start >= 0 and s.plan.end <= len(s.transcript.messages)
+
+
+async def test_whole_file_keeps_every_message_live(tmp_path: Path) -> None:
+    path = two_compactions(tmp_path)
+    app = make_app(path, whole_file=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await wait_loaded(pilot)
+        lst = screen.query_one(MessageList)
+        assert lst.history_rows == 0 and lst.count == len(load(path).messages)
+        assert screen.session.live_from == 0
+
+
+async def test_subagents_open_from_the_session_and_come_back(tmp_path: Path) -> None:
+    path = subagent_session(tmp_path)
+    app = make_app(path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await wait_loaded(pilot)
+        assert [a.id for a in screen.subagents] == ["a91c2f0"]
+        assert screen.session.breakdown.subagents == 1
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, SubagentDialog))
+        await pilot.press("enter")
+
+        def opened() -> bool:
+            s = app.screen
+            return isinstance(s, MainScreen) and s is not screen and s.session is not None
+
+        await wait_for(pilot, opened)
+        sub = app.screen
+        assert isinstance(sub, MainScreen)
+        assert len(sub.session.transcript.messages) == 4
+        assert sub.request.path.name == "agent-a91c2f0.jsonl"
+        assert (tmp_path / SESSION / "subagents") == sub.request.path.parent
+        await pilot.press("backspace")
+        await wait_for(pilot, lambda: app.screen is screen)
