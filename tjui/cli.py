@@ -260,7 +260,6 @@ def compress_cmd(
     is kept as it was; `tjui undo` restores it).
     """
     from tinyjuice.formats import ConversionLoss
-    from tinyjuice.live import restore_history
     from tinyjuice.pipeline import compress, plan_boundary
     from tinyjuice.report import CompactionOptions, Profile
 
@@ -322,11 +321,12 @@ def compress_cmd(
         if output is not None and result.changed:
             ensure_parent_dir(output)
         commit = commit_from_cli(
-            restore_history(result, split, commit_mode),
+            result,
             loaded,
             mode=commit_mode,
             output=output,
             to_format=to_format,
+            split=split,
         )
         report["commit"] = commit
         if commit.get("committed"):

@@ -11,14 +11,10 @@ keeps every earlier line of the file as it was.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
-from tinyjuice.model import Message, Transcript
+from tinyjuice.model import CompactionEvent, Message, Transcript
 
-if TYPE_CHECKING:
-    from tinyjuice.report import CompactionResult
-
-__all__ = ["LiveSplit", "live_split", "live_view", "restore_history", "with_history"]
+__all__ = ["LiveSplit", "live_split", "live_view", "with_history"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +29,15 @@ class LiveSplit:
     @property
     def history(self) -> tuple[Message, ...]:
         return self.whole.messages[: self.start]
+
+
+def _shifted(ev: CompactionEvent, delta: int) -> CompactionEvent:
+    summary = ev.summary_index
+    return replace(
+        ev,
+        message_index=ev.message_index + delta,
+        summary_index=None if summary is None else summary + delta,
+    )
 
 
 def _reindexed(m: Message, index: int) -> Message:
@@ -60,11 +65,7 @@ def live_view(transcript: Transcript) -> Transcript:
         if u.message_index is not None and u.message_index >= start
     )
     events = tuple(
-        replace(
-            ev,
-            message_index=ev.message_index - start,
-            summary_index=None if ev.summary_index is None else ev.summary_index - start,
-        )
+        _shifted(ev, -start)
         for ev in transcript.compactions
         if ev.message_index >= start and (ev.summary_index is None or ev.summary_index >= start)
     )
@@ -91,14 +92,7 @@ def with_history(split: LiveSplit, compacted: Transcript) -> Transcript:
         return compacted
     whole = split.whole
     head_events = tuple(ev for ev in whole.compactions if ev.message_index < start)
-    moved_events = tuple(
-        replace(
-            ev,
-            message_index=ev.message_index + start,
-            summary_index=None if ev.summary_index is None else ev.summary_index + start,
-        )
-        for ev in compacted.compactions
-    )
+    moved_events = tuple(_shifted(ev, start) for ev in compacted.compactions)
     reset = whole.reset_event
     if reset is not None and not any(
         ev.resets_context and ev.message_index == start for ev in moved_events
@@ -119,25 +113,3 @@ def with_history(split: LiveSplit, compacted: Transcript) -> Transcript:
         compactions=head_events + moved_events,
         usage=head_usage + moved_usage,
     )
-
-
-def restore_history(
-    result: CompactionResult, split: LiveSplit, mode: str | None = None
-) -> CompactionResult:
-    """``result`` (a compaction of ``split.live``) as a commit should write it.
-
-    Committed in place (``mode`` "in-place", or None when the report recommends it) the
-    file keeps its history before the agent's last compaction exactly as it was, the
-    compacted live context after it (:func:`with_history`): nothing is lost. A child
-    continuation or an export starts from the live context, so ``result`` is unchanged;
-    so is a run that compacted nothing.
-    """
-    from tinyjuice.report import PersistenceRecommendation, Status
-
-    if not split.start or result.report.status is not Status.COMPACTED:
-        return result
-    child = result.report.persistence is PersistenceRecommendation.CHILD_CONTINUATION
-    chosen = str(mode) if mode is not None else ("child" if child else "in-place")
-    if chosen != "in-place":  # (a StrEnum CommitMode is its value)
-        return result
-    return replace(result, transcript=with_history(split, result.transcript))

@@ -698,9 +698,14 @@ def test_legacy_rotation_links_parent_and_child(tmp_path: Path) -> None:
     parent = load(db, session="parent")
     assert parent.extra["child_session_ids"] == ["child"]
     assert parent.extra["end_reason"] == "compression"
+    # The agent's live context continues in the child; the parent says where.
+    assert parent.extra["continued_in"] == "child"
+    assert any("--session child" in w for w in parent.warnings)
     kid = load(db)
     assert kid.session_id == "child" and kid.extra["parent_session_id"] == "parent"
     assert [e.summary_index for e in kid.compactions] == [0]
+    # The child holds the compacted list itself: every message is live.
+    assert kid.live_start == 0 and "continued_in" not in kid.extra
 
 
 def test_db_round_trip_through_write_session(tmp_path: Path) -> None:

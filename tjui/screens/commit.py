@@ -24,7 +24,6 @@ from textual.widgets import Button, Input, Label, ProgressBar, RadioButton, Radi
 from textual.worker import Worker, WorkerState
 
 from tinyjuice.formats import WRITABLE_FORMATS, LoadError
-from tinyjuice.live import restore_history
 from tinyjuice.pipeline import compress
 from tinyjuice.report import CompactionResult
 from tinyjuice.store import (
@@ -226,8 +225,8 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
             if self.loaded is None:
                 self.loaded = self._load_source()
             plan = plan_commit(
-                self._for_commit(self.result, mode), self.loaded, mode=mode, target=target or None,
-                target_format=fmt,
+                self._for_commit(self.result), self.loaded, mode=mode, target=target or None,
+                target_format=fmt, split=self.session.split,
             )  # fmt: skip
         except StaleSourceError as exc:
             self.stale = True
@@ -249,14 +248,9 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
             )
         return loaded
 
-    def _for_commit(
-        self, result: CompactionResult, mode: CommitMode | None = None
-    ) -> CompactionResult:
+    def _for_commit(self, result: CompactionResult) -> CompactionResult:
         """The result with the file's own model and window (the inspector may override
-        them for display; those overrides are never written back), and, committed in
-        place, the history before the agent's last compaction put back as it was."""
-        if self.session.split is not None:
-            result = restore_history(result, self.session.split, mode)
+        them for display); those overrides are never written back."""
         if self.loaded is None:
             return result
         original = self.loaded.transcript

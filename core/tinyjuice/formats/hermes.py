@@ -15,6 +15,13 @@
 Every message whose text starts with a compaction-summary prefix becomes a
 :class:`~tinyjuice.model.CompactionEvent`; an in-place compacted session with no
 recognisable summary still gets one event where its new active rows begin.
+
+The live context (see :mod:`tinyjuice.model`): session logs and a session's active rows
+hold the compacted list itself (head, summary, tail), so their summary events do not
+reset it. With ``include_inactive`` the archived rows come first and the in-place event
+resets the context at the first new active row: the archived rows are history. A
+session that ended by compaction into a child session says so (``extra["continued_in"]``
+and a warning): the agent's live context is in the child.
 """
 
 from __future__ import annotations
@@ -370,6 +377,14 @@ def _read_db(source: Source, options: LoadOptions) -> Transcript:
     )
     if children:
         extra["child_session_ids"] = children
+        if extra.get("end_reason") == "compression":
+            # Hermes compacted this session into a child: the agent's live context
+            # continues there, and this whole session is its history.
+            extra["continued_in"] = children[-1]
+            warnings.append(
+                f"session {sid} was compacted into child session {children[-1]}: the agent's"
+                f" live context continues there (open it with --session {children[-1]})"
+            )
     if lock is not None:
         extra["compression_lock"] = _db.row_dict(lock)
     events = summary_events(msgs, summaries)
