@@ -293,6 +293,14 @@ class TranscriptTokens:
         base = self.prefix[min(start, len(self.per_message))]
         return replace(self, per_message=per, prefix=tuple(x - base for x in self.prefix[start:]))
 
+    def with_head(self, head: Sequence[int]) -> TranscriptTokens:
+        """The counts with ``head`` (the history's per-message counts) before them: the
+        inverse of :meth:`tail`, for the whole file."""
+        if not head:
+            return self
+        per = (*head, *self.per_message)
+        return replace(self, per_message=per, prefix=(0, *accumulate(per)))
+
     def range(self, start: int, end: int) -> int:
         """Tokens of messages ``[start, end)`` in O(1)."""
         n = len(self.per_message)

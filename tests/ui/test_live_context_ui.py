@@ -74,3 +74,20 @@ async def test_subagents_open_from_the_session_and_come_back(tmp_path: Path) -> 
         assert (tmp_path / SESSION / "subagents") == sub.request.path.parent
         await pilot.press("backspace")
         await wait_for(pilot, lambda: app.screen is screen)
+
+
+async def test_why_it_fired_covers_every_compaction_of_the_file(tmp_path: Path) -> None:
+    from tjui.screens.timeline import TimelineScreen
+
+    path = two_compactions(tmp_path)
+    app = make_app(path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await wait_loaded(pilot)
+        lst = screen.query_one(MessageList)
+        await wait_for(pilot, lambda: len(lst.history_tokens) == lst.history_rows)
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        timeline = app.screen
+        assert isinstance(timeline, TimelineScreen)
+        assert len(timeline.result.events) == 2
+        assert timeline.result.threshold_tokens == screen.session.plan.budget.threshold_tokens

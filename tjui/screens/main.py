@@ -537,9 +537,20 @@ class MainScreen(Screen[None]):
         from tjui.screens.timeline import TimelineScreen
 
         s = self.session
+        offset = s.live_from
+        history = self.query_one(MessageList).history_tokens
+        if len(history) != offset:
+            return  # the history is still being counted
+        tokens = s.tokens.with_head(history)
+
+        def _go(index: int | None) -> None:
+            # The timeline covers the whole file, every past compaction included.
+            if index is not None and index < offset:
+                self.notify(f"message {index} is already compacted history", severity="warning")
+            self.go_to(None if index is None else max(0, index - offset))
+
         self.app.push_screen(
-            TimelineScreen(s.transcript, s.tokens, context_window=s.options.context_window),
-            self.go_to,
+            TimelineScreen(s.whole, tokens, context_window=s.options.context_window), _go
         )
 
     # ------------------------------------------------------------------ search

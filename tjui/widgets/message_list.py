@@ -215,6 +215,10 @@ class MessageList(ScrollView, can_focus=True):
     def history_messages(self) -> tuple[Message, ...]:
         return self._history
 
+    @property
+    def history_tokens(self) -> tuple[int, ...]:
+        return self._history_tokens
+
     def set_history(self, messages: tuple[Message, ...], tokens: tuple[int, ...]) -> None:
         """Show ``messages`` (the history before the last reset) greyed above the list."""
         self._history = messages
