@@ -135,7 +135,8 @@ class BatchOptions:
     #: Settings for the rules profile (seed 001 keys); defaults when empty.
     rules: Mapping[str, Any] = field(default_factory=dict)
     #: A trigger policy spec: each trajectory must also end below that policy's
-    #: threshold on its model's window (the lower target wins). None: the target only.
+    #: threshold on its model's window (the lower target wins). None: the trajectory's
+    #: own agent's policy, picked from its format as ``compress`` and ``explain`` do.
     policy: str | None = None
     #: Compress every message, the history before an agent's last compaction included
     #: (default: the live context; see :func:`tinyjuice.live.live_view`).
@@ -503,13 +504,13 @@ def _rules_pass(
 
 
 def effective_target(transcript: Transcript, options: BatchOptions) -> int:
-    """``options.target_tokens``, or lower: just under ``options.policy``'s threshold.
+    """``options.target_tokens``, or lower: just under the policy's threshold.
 
-    The policy is the same choice ``compress`` and ``explain`` make
-    (:func:`tinyjuice.policies.agent_threshold`), on the trajectory's window.
+    The policy is ``options.policy``, else the trajectory's own agent's: the same choice
+    ``compress`` and ``explain`` make (:func:`tinyjuice.policies.agent_threshold`), on
+    the trajectory's window. A trajectory left at its agent's trigger would only be
+    compacted again by that agent.
     """
-    if options.policy is None:
-        return options.target_tokens
     from tinyjuice.policies import agent_threshold, resolve_window
 
     window = resolve_window(transcript)

@@ -298,3 +298,38 @@ def test_compress_output_holds_nothing_from_before_the_last_reset(
     spliced = with_history(split, result.transcript)
     assert spliced.messages[: split.start] == t.messages[: split.start]
     assert spliced.live_start == split.start
+
+
+def test_batch_keeps_trajectories_below_the_policys_trigger(tmp_path: Path) -> None:
+    from benchmarks.trajectories import trajectory_line
+    from tjui.commands.batch import batch
+
+    src = tmp_path / "ds.jsonl"
+    src.write_bytes(b"".join(trajectory_line(i) for i in range(3)))
+    t = load(src)
+    window = 128_000  # the default window: these trajectories name no model
+    threshold = int(window * 0.02)
+    assert count_transcript(t, default_counter()).total > threshold
+
+    def go(*extra: str) -> dict[str, Any]:
+        out = tmp_path / f"out{len(extra)}.jsonl"
+        args = [str(src), "--target-tokens", "1000000", "-o", str(out), "--workers", "1"]
+        res = CliRunner().invoke(batch, [*args, "--json", "--no-progress", *extra])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)
+
+    # The format's own policy (hermes: 96,000 of 128K) leaves them as they are...
+    assert go()["skipped_under_target"] == 3
+    # ...a policy that fires at 2% makes each end below its trigger.
+    data = go("--policy", "custom:ratio=0.02")
+    assert data["skipped_under_target"] == 0
+    out = tmp_path / "out2.jsonl"
+    for line in out.read_bytes().splitlines():
+        from tinyjuice.formats import load_bytes
+
+        after = count_transcript(load_bytes(line, "x.jsonl", "sharegpt"), default_counter())
+        assert after.total < threshold
+    bad = CliRunner().invoke(
+        batch, [str(src), "--target-tokens", "9", "-o", str(out), "--policy", "nope"]
+    )
+    assert bad.exit_code == 2 and "--policy" in bad.output

@@ -261,7 +261,8 @@ def _summary_line(data: dict[str, Any]) -> str:
     default=None,
     metavar="P",
     help="Also end each trajectory below this trigger policy's threshold on its model's"
-    " window (hermes, claude-code, codex, … as for explain); the lower target wins.",
+    " window (hermes, claude-code, codex, … as for explain; default: the format's own"
+    " agent's, as compress and explain pick it); the lower target wins.",
 )
 @click.option(
     "--whole-file",

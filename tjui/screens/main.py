@@ -405,7 +405,7 @@ class MainScreen(Screen[None]):
         index = max(0, min(index, len(s.transcript.messages) - 1))
         self.query_one(DetailPane).show(
             s.transcript.messages[index],
-            index,
+            index + s.live_from,  # its index in the file, as the list shows it
             s.tokens.per_message[index],
             estimated=s.tokens.kind.value != "exact",
         )
