@@ -641,3 +641,20 @@ def test_random_lines_raise_only_load_error(lines: list[dict[str, Any]], lenient
             assert ev.summary_index is None or ev.summary_index == ev.message_index
         summaries = [ev.summary_index for ev in t.compactions if ev.summary_index is not None]
         assert len(set(summaries)) == len(summaries)  # one summary message per compaction
+
+
+def test_remote_compaction_replays_its_encrypted_summary_item(tmp_path: Path) -> None:
+    encrypted = {"type": "compaction", "encrypted_content": "gAAAAB-opaque"}
+    lines = [
+        *head()[:4],
+        line(
+            "compacted", {"message": "", "replacement_history": [msg("user", "keep me"), encrypted]}
+        ),
+        item(msg("user", "and now?")),
+    ]
+    t = load_lines(tmp_path, lines)
+    (ev,) = t.compactions
+    live = t.live_messages()
+    assert ev.message_index == t.live_start and live[0].text == "keep me"
+    assert ev.summary_index == t.live_start + 1 and live[1].meta.is_summary
+    assert [m.text for m in live[2:]] == ["and now?"]

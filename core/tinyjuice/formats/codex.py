@@ -619,8 +619,9 @@ class _Reader:
         """Add the ``replacement_history`` items (what Codex resumes from) as messages.
 
         They are the live context's first messages, each flagged ``extra["replayed"]``;
-        the one holding ``summary`` (Codex prefixes it) becomes the summary. Returns its
-        index, or None when no item holds it. A bad item adds nothing (it raises).
+        the one holding ``summary`` (Codex prefixes it) becomes the summary, else a
+        replayed ``compaction`` item (a remote compaction's encrypted summary) is. Returns
+        its index, or None when there is none. A bad item adds nothing (it raises).
         """
         b = self.b
         at = len(b.messages)
@@ -649,7 +650,12 @@ class _Reader:
             m = b.messages[found]
             meta = replace(m.meta, is_summary=True, is_injected=False, injected_kind=None)
             b.messages[found] = replace(m, meta=meta)
-        return found
+            return found
+        # A remote compaction replays its encrypted summary item (already a summary).
+        return next(
+            (i for i in range(len(b.messages) - 1, at - 1, -1) if b.messages[i].meta.is_summary),
+            None,
+        )
 
     def rollback(self, turns: int) -> None:
         """Drop the last ``turns`` user turns, as Codex does on ``thread_rolled_back``.
