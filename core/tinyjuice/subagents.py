@@ -33,7 +33,8 @@ class Subagent:
     id: str
     #: "file" (a ``subagents/`` file), "sidechain" (lines in the session file) or both.
     source: str
-    messages: int
+    #: Messages in its conversation (None: a file not read, see ``list_subagents``).
+    messages: int | None
     path: str | None = None
     #: Why a subagent file could not be read (it is still listed).
     error: str | None = None
@@ -61,16 +62,24 @@ def _file_id(path: Path) -> str:
     return stem[len("agent-") :] if stem.startswith("agent-") else stem
 
 
-def list_subagents(transcript: Transcript) -> list[Subagent]:
-    """Every subagent of the session: files in ``subagents/`` first, then sidechains."""
+def list_subagents(transcript: Transcript, *, read_files: bool = True) -> list[Subagent]:
+    """Every subagent of the session: files in ``subagents/`` first, then sidechains.
+
+    ``read_files`` loads each subagent file to count its messages (and report one that
+    cannot be read); without it files are only listed (``messages`` None), which costs
+    no parsing — what the inspector does before its first paint.
+    """
     found: dict[str, Subagent] = {}
     folder = subagent_dir(transcript)
     if folder is not None and folder.is_dir():
         for f in sorted(folder.glob("*.jsonl")):
-            try:
-                count, error = len(load(f, "claude-code", lenient=True).messages), None
-            except LoadError as exc:
-                count, error = 0, str(exc)
+            count: int | None = None
+            error: str | None = None
+            if read_files:
+                try:
+                    count = len(load(f, "claude-code", lenient=True).messages)
+                except LoadError as exc:
+                    count, error = 0, str(exc)
             found[_file_id(f)] = Subagent(_file_id(f), "file", count, str(f), error)
     for key, msgs in transcript.sidechains.items():
         short = _file_id(Path(f"{key}.jsonl"))

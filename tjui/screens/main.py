@@ -200,7 +200,7 @@ class MainScreen(Screen[None]):
         # The store remembers the exact bytes read, so a commit can refuse a stale source.
         self.loaded = load_source(req.path, req.fmt, session=req.session)
         transcript = self.loaded.transcript
-        subagents = list_subagents(transcript)
+        subagents = list_subagents(transcript, read_files=False)
         if req.subagent is not None:
             transcript = open_subagent(transcript, req.subagent)
             self.loaded = None  # a sidechain is no file of its own: nothing to commit

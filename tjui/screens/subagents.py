@@ -18,7 +18,8 @@ def subagent_label(agent: Subagent) -> str:
         where = "subagents/ file (also sidechain lines)"
     if agent.error:
         return f"{agent.id} · unreadable: {agent.error}"
-    return f"{agent.id} · {agent.messages:,} messages · {where}"
+    count = "" if agent.messages is None else f" · {agent.messages:,} messages"
+    return f"{agent.id}{count} · {where}"
 
 
 class SubagentDialog(ModalScreen[Subagent | None]):
