@@ -217,7 +217,8 @@ def test_lenient_skips_a_malformed_first_line(tmp_path: Path) -> None:
     turns(c, "turn", 2, 1_000)
     p = tmp_path / "s.jsonl"
     p.write_text('{"type": "user", "uuid": oops\n' + "\n".join(json.dumps(x) for x in c.lines))
-    assert run("inspect", p).exit_code == 2
+    strict = run("inspect", p)
+    assert strict.exit_code == 2 and "line 1" in strict.output and "--lenient" in strict.output
     data = run_json("inspect", p, "--lenient")
     assert data["format"] == "claude-code" and data["messages"] == 4
     assert any("skipped 1 malformed line(s): 1" in w for w in data["warnings"])
