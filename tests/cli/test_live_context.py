@@ -334,3 +334,49 @@ def test_batch_keeps_trajectories_below_the_policys_trigger(tmp_path: Path) -> N
         batch, [str(src), "--target-tokens", "9", "-o", str(out), "--policy", "nope"]
     )
     assert bad.exit_code == 2 and "--policy" in bad.output
+
+
+def _rollout_item(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"timestamp": "2025-10-07T10:00:00.000Z", "type": "response_item", "payload": payload}
+
+
+def _rollout_msg(role: str, text: str) -> dict[str, Any]:
+    kind = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    before=st.lists(_TEXT, min_size=1, max_size=6),
+    after=st.lists(_TEXT, min_size=1, max_size=8),
+    replay=st.booleans(),
+    keep=st.integers(min_value=0, max_value=3),
+)
+def test_codex_compress_output_holds_nothing_from_before_the_reset(
+    tmp_path_factory: pytest.TempPathFactory,
+    before: list[str],
+    after: list[str],
+    replay: bool,
+    keep: int,
+) -> None:
+    lines: list[dict[str, Any]] = []
+    for i, text in enumerate(before):
+        lines.append(_rollout_item(_rollout_msg("user", f"OLD-{i} {text}")))
+        lines.append(_rollout_item(_rollout_msg("assistant", f"OLD-{i}-answer {text}")))
+    payload: dict[str, Any] = {"message": "the summary Codex wrote"}
+    if replay:
+        payload["replacement_history"] = [
+            _rollout_msg("user", "kept ask: the one Codex re-sends"),
+            _rollout_msg("user", "Another model was working on this:\nthe summary Codex wrote"),
+        ]
+    lines.append({"timestamp": "2025-10-07T10:05:00.000Z", "type": "compacted", "payload": payload})
+    for i, text in enumerate(after):
+        lines.append(_rollout_item(_rollout_msg("user", f"NEW-{i} {text}")))
+        lines.append(_rollout_item(_rollout_msg("assistant", f"NEW-{i}-answer {text}")))
+    path = tmp_path_factory.mktemp("cx") / "rollout-2025-10-07T10-00-00-0199c3aa.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    t = load(path)
+    assert t.live_start == 2 * len(before)
+    result = compress(live_view(t), CompactionOptions(keep_last=keep, force=True))
+    blob = orjson.dumps([m.text for m in result.transcript.messages]).decode()
+    assert "OLD-" not in blob
