@@ -91,3 +91,27 @@ async def test_why_it_fired_covers_every_compaction_of_the_file(tmp_path: Path) 
         assert isinstance(timeline, TimelineScreen)
         assert len(timeline.result.events) == 2
         assert timeline.result.threshold_tokens == screen.session.plan.budget.threshold_tokens
+
+
+async def test_the_bar_draws_the_threshold_compress_and_explain_report(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from tjui.cli import main
+    from tjui.widgets.context_bar import ContextBar
+
+    path = two_compactions(tmp_path)
+    figures = []
+    for args in (["compress", "--keep-last", "1"], ["explain"]):
+        res = CliRunner().invoke(main, [args[0], str(path), *args[1:], "--json"])
+        data = json.loads(res.stdout)
+        figures.append(
+            data["budget"]["threshold_tokens"] if "budget" in data else data["threshold_tokens"]
+        )
+    assert figures == [167_000, 167_000]
+    app = make_app(path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await wait_loaded(pilot)
+        assert screen.session.plan.budget.threshold_tokens == 167_000
+        assert "┃167K" in screen.query_one(ContextBar).render().plain
