@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import Any, TypedDict, Unpack
 
 from textual.app import App, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from tjui.screens.commit import CommitDialog
@@ -59,24 +60,29 @@ class TjuiApp(App[None]):
 
     def help_sections(self) -> list[tuple[str, list[Binding]]]:
         return [
-            ("Messages", list(MessageList.BINDINGS)),
-            ("Boundary, summary and preview", list(MainScreen.BINDINGS)),
-            ("Preview", list(PreviewScreen.BINDINGS)),
-            ("Why it fired (timeline)", list(TimelineScreen.BINDINGS)),
-            ("Commit dialog", list(CommitDialog.BINDINGS)),
-            ("History", list(HistoryScreen.BINDINGS)),
-            ("App", [*self.BINDINGS, Binding("ctrl+p", "command_palette", "Command palette")]),
+            ("Messages", _bindings(MessageList.BINDINGS)),
+            ("Boundary, summary and preview", _bindings(MainScreen.BINDINGS)),
+            ("Preview", _bindings(PreviewScreen.BINDINGS)),
+            ("Why it fired (timeline)", _bindings(TimelineScreen.BINDINGS)),
+            ("Commit dialog", _bindings(CommitDialog.BINDINGS)),
+            ("History", _bindings(HistoryScreen.BINDINGS)),
+            (
+                "App",
+                _bindings(
+                    [*self.BINDINGS, Binding("ctrl+p", "command_palette", "Command palette")]
+                ),
+            ),
         ]
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.help_sections()))
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help: show every key", "List all key bindings", self.action_help)
         if isinstance(screen, MainScreen):
-            for binding in MainScreen.BINDINGS:
+            for binding in _bindings(MainScreen.BINDINGS):
                 if binding.action in ("back_to_list",):
                     continue
                 yield SystemCommand(
@@ -86,7 +92,12 @@ class TjuiApp(App[None]):
                 )
 
 
-def _runner(screen: Screen, action: str):  # type: ignore[no-untyped-def]
+def _bindings(bindings: Iterable[BindingType]) -> list[Binding]:
+    """``BINDINGS`` as Binding objects (a tuple entry is made one; keys stay as written)."""
+    return [b if isinstance(b, Binding) else Binding(*b) for b in bindings]
+
+
+def _runner(screen: Screen[Any], action: str) -> Callable[[], Awaitable[None]]:
     async def run() -> None:
         await screen.run_action(action)
 
@@ -115,8 +126,18 @@ def make_app(
     )
 
 
-def run_app(path: str | Path, **kwargs: object) -> None:
-    app = make_app(path, **kwargs)  # type: ignore[arg-type]
+class AppOptions(TypedDict, total=False):
+    """:func:`make_app`'s keyword arguments."""
+
+    fmt: str | None
+    session: str | None
+    context_window: int | None
+    model: str | None
+    whole_file: bool
+
+
+def run_app(path: str | Path, **kwargs: Unpack[AppOptions]) -> None:
+    app = make_app(path, **kwargs)
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)

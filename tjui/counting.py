@@ -21,7 +21,9 @@ from tinyjuice.tokens import TokenCounter, TranscriptTokens, count_transcript, d
 SUBPROCESS_BYTES = 8 * 1024 * 1024
 
 
-def _count_file(path: str, fmt: str | None, session: str | None) -> tuple[object, ...]:
+def _count_file(
+    path: str, fmt: str | None, session: str | None
+) -> tuple[tuple[int, ...], int, int, str, str]:
     transcript = load(path, fmt, session=session)
     counter = default_counter()
     t = count_transcript(transcript, counter)
@@ -48,13 +50,13 @@ def exact_tokens(
                 per, system, tools, name, kind = pool.submit(
                     _count_file, str(path), fmt, session
                 ).result()
-            per_message = tuple(per)  # type: ignore[arg-type]
+            per_message = tuple(per)
             if len(per_message) == len(transcript.messages):
                 return TranscriptTokens(
                     per_message=per_message,
                     prefix=(0, *accumulate(per_message)),
-                    system_prompt=int(system),  # type: ignore[call-overload]
-                    tools=int(tools),  # type: ignore[call-overload]
+                    system_prompt=int(system),
+                    tools=int(tools),
                     counter=str(name),
                     kind=counter.kind.__class__(kind),
                 )

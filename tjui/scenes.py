@@ -19,7 +19,9 @@ from tjui.screens.main import MainScreen
 from tjui.screens.preview import PreviewScreen
 
 
-async def wait_until(pilot: Pilot, predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+async def wait_until(
+    pilot: Pilot[None], predicate: Callable[[], bool], timeout: float = 30.0
+) -> None:
     waited = 0.0
     while not predicate():
         await pilot.pause(0.05)
@@ -28,7 +30,7 @@ async def wait_until(pilot: Pilot, predicate: Callable[[], bool], timeout: float
             raise TimeoutError("the app did not reach the expected state")
 
 
-async def loaded(pilot: Pilot) -> MainScreen:
+async def loaded(pilot: Pilot[None]) -> MainScreen:
     def ready() -> bool:
         s = pilot.app.screen
         return (
@@ -44,11 +46,11 @@ async def loaded(pilot: Pilot) -> MainScreen:
     return screen
 
 
-async def main_view(pilot: Pilot) -> None:
+async def main_view(pilot: Pilot[None]) -> None:
     await loaded(pilot)
 
 
-async def boundary_moved(pilot: Pilot) -> None:
+async def boundary_moved(pilot: Pilot[None]) -> None:
     await loaded(pilot)
     await pilot.press("number_sign", "4", "enter")
     await pilot.pause()
@@ -56,7 +58,7 @@ async def boundary_moved(pilot: Pilot) -> None:
     await pilot.pause()
 
 
-async def preview(pilot: Pilot) -> None:
+async def preview(pilot: Pilot[None]) -> None:
     screen = await loaded(pilot)
     assert screen.session is not None
     await pilot.press("number_sign", "4", "enter", "p")
@@ -67,14 +69,14 @@ async def preview(pilot: Pilot) -> None:
     await pilot.pause()
 
 
-async def help_screen(pilot: Pilot) -> None:
+async def help_screen(pilot: Pilot[None]) -> None:
     await loaded(pilot)
     await pilot.press("question_mark")
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, HelpScreen))
     await pilot.pause()
 
 
-async def error_dialog(pilot: Pilot) -> None:
+async def error_dialog(pilot: Pilot[None]) -> None:
     await wait_until(pilot, lambda: isinstance(pilot.app.screen, ErrorDialog))
     # The path field has focus: a blinking cursor would make the picture timing-dependent.
     for field in pilot.app.screen.query(Input):
@@ -86,7 +88,7 @@ async def error_dialog(pilot: Pilot) -> None:
 class Scene:
     name: str
     size: tuple[int, int]
-    run: Callable[[Pilot], Awaitable[None]]
+    run: Callable[[Pilot[None]], Awaitable[None]]
     #: None: the bundled demo session.
     transcript: Path | None = None
 

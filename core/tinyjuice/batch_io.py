@@ -34,7 +34,7 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -277,7 +277,7 @@ def map_ordered(
     max_in_flight: int | None = None,
     initializer: Callable[..., None] | None = None,
     initargs: tuple[Any, ...] = (),
-) -> Iterator[tuple[A, R]]:
+) -> Generator[tuple[A, R], None, None]:
     """``(item, fn(item))`` in input order, computed by ``workers`` processes.
 
     At most ``max_in_flight`` items (default 3 per worker) are submitted and not yet

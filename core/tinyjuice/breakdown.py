@@ -330,9 +330,10 @@ def _classified_sections(text: str) -> dict[str, str]:
         else:
             heading = _HEADING.match(line)
             banner = None if heading else _BANNER.match(line)
-            if heading or banner:
+            title = heading.group(2) if heading else banner.group(1) if banner else None
+            if title is not None:
                 h_level = len(heading.group(1)) if heading else 1
-                h_cls = _classify_title(heading.group(2) if heading else banner.group(1))
+                h_cls = _classify_title(title)
                 if h_cls is not None:
                     cls = h_cls
                     level = h_level if not contents else level

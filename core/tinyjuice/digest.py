@@ -32,11 +32,14 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import orjson
 
 from tinyjuice.model import Message, Part, Role, TextPart, ToolCall
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "SHRINK_MARKER_MAX",
@@ -402,7 +405,7 @@ def _command_text(value: Any) -> str | None:
             and value[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh", "dash")
             and value[1] in ("-c", "-lc", "-ic", "-l")
         ):
-            return value[-1]
+            return str(value[-1])
         return shlex.join(value)
     return None
 
@@ -760,7 +763,7 @@ class DigestResult:
         return tuple(sorted({r.index for r in self.records}))
 
 
-_T = TypeVar("_T")
+_T = TypeVar("_T", bound="DataclassInstance")
 
 
 def _rebuild(obj: _T, **changes: Any) -> _T:
@@ -772,14 +775,14 @@ def _rebuild(obj: _T, **changes: Any) -> _T:
     plan = _POSITIONAL.get(cls)
     if plan is None:
         slots = tuple(getattr(cls, "__slots__", ()))
-        init = tuple(f.name for f in fields(cls) if f.init)  # type: ignore[arg-type]
+        init = tuple(f.name for f in fields(cls) if f.init)
         plan = _POSITIONAL[cls] = (
             (attrgetter(*slots), {n: i for i, n in enumerate(slots)})
             if len(slots) > 1 and slots == init
             else None
         )
     if plan is None:
-        return replace(obj, **changes)  # type: ignore[type-var]
+        return replace(obj, **changes)
     getter, index = plan
     values = list(getter(obj))
     for name, value in changes.items():
@@ -862,6 +865,7 @@ def digest_tool_results(
     candidates: list[tuple[int, str, ToolCall | None]] = []
     shrink_at: list[int] = []
     tool_role = Role.TOOL
+    call: ToolCall | None  # a message's calls below; a result's call (or None) after
     for i, msg in enumerate(messages):
         tool_calls = msg.tool_calls
         if tool_calls:

@@ -56,14 +56,17 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
 from tinyjuice.budget import Budget, ThresholdRule, compute_budget
 from tinyjuice.model import Role, Transcript
 from tinyjuice.models import ModelLimits, lookup_model
 from tinyjuice.tokens import CountKind, TranscriptTokens
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "CLAUDE_CODE_BUFFER",
@@ -201,10 +204,10 @@ def _from_budget(policy: PolicyName, budget: Budget, *, anti_thrash: bool, label
     )
 
 
-def _spec(name: PolicyName, value: object, defaults: object) -> str:
+def _spec(name: PolicyName, value: DataclassInstance, defaults: DataclassInstance) -> str:
     changed = [
         f"{_ALIASES_OUT.get(f.name, f.name)}={_fmt(getattr(value, f.name))}"
-        for f in fields(value)  # type: ignore[arg-type]
+        for f in fields(value)
         if getattr(value, f.name) != getattr(defaults, f.name)
     ]
     return f"{name.value}:{','.join(changed)}" if changed else name.value
@@ -423,7 +426,12 @@ class CustomPolicy:
         return _spec(self.name, self, CustomPolicy())
 
 
-_CLASSES: dict[PolicyName, type] = {
+#: The built-in policies: frozen dataclasses (parse_policy sets their fields by replace()).
+_Builtin: TypeAlias = (
+    HermesPolicy | ClaudeCodePolicy | CodexPolicy | OpencodePolicy | RulesPolicy | CustomPolicy
+)
+
+_CLASSES: dict[PolicyName, type[_Builtin]] = {
     PolicyName.HERMES: HermesPolicy,
     PolicyName.CLAUDE_CODE: ClaudeCodePolicy,
     PolicyName.CODEX: CodexPolicy,
@@ -450,14 +458,17 @@ _ALIASES_OUT = {
 
 def default_policy(name: str | PolicyName) -> TriggerPolicy:
     """The named policy with its defaults."""
+    return _builtin(name)
+
+
+def _builtin(name: str | PolicyName) -> _Builtin:
     try:
         key = PolicyName(name)
     except ValueError:
         raise ValueError(
             f"unknown policy {name!r}; choose one of {', '.join(POLICY_NAMES)}"
         ) from None
-    policy: TriggerPolicy = _CLASSES[key]()
-    return policy
+    return _CLASSES[key]()
 
 
 def _parse_value(policy: str, key: str, raw: str, current: object) -> object:
@@ -502,11 +513,11 @@ def parse_policy(spec: str) -> TriggerPolicy:
     use ``k`` (``buffer=13k``); ratios may be written as percentages (``ratio=60%``).
     """
     name, _, settings = spec.strip().partition(":")
-    policy = default_policy(name.strip().lower())
+    policy = _builtin(name.strip().lower())
     if not settings.strip():
         return policy
-    known = {f.name for f in fields(policy)}  # type: ignore[arg-type]
-    values: dict[str, object] = {}
+    known = {f.name for f in fields(policy)}
+    values: dict[str, Any] = {}  # (each parsed to its field's type by _parse_value)
     for item in settings.split(","):
         if not item.strip():
             continue
@@ -520,7 +531,7 @@ def parse_policy(spec: str) -> TriggerPolicy:
                 f"settings are {', '.join(names)} (as key=value)"
             )
         values[key] = _parse_value(policy.name.value, key, raw, getattr(policy, key))
-    return type(policy)(**{**{k: getattr(policy, k) for k in known}, **values})  # type: ignore[no-any-return]
+    return replace(policy, **values)
 
 
 def pick_policy(transcript: Transcript) -> tuple[TriggerPolicy, str]:

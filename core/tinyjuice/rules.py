@@ -361,8 +361,7 @@ def apply_rules(
             collapsed: list[int] = []
             for call in m.tool_calls:
                 j = results.get(call.id)
-                result = middle[j] if j is not None else None
-                if result is None or _failed(result) or not cfg.keep_tool_summary:
+                if j is None or _failed(result := middle[j]) or not cfg.keep_tool_summary:
                     kept_calls.append(call)
                     continue
                 size = len(result.text)
@@ -373,7 +372,7 @@ def apply_rules(
                 if refs:
                     line += " refs: " + ", ".join(refs)
                 lines.append(line)
-                collapsed.append(j)  # type: ignore[arg-type]
+                collapsed.append(j)
             if not lines:
                 emit_assistant(m)
                 continue

@@ -398,7 +398,8 @@ class SummaryError(Exception):
 class SummaryProvider(Protocol):
     """Something that turns a :class:`SummaryRequest` into a summary, or raises SummaryError."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # (read-only: a frozen dataclass provider qualifies)
 
     def summarize(self, request: SummaryRequest) -> SummaryText | StructuredSummary: ...
 
@@ -1211,6 +1212,7 @@ def _paths_many(texts: Sequence[str]) -> dict[int, list[str]]:
     first: dict[str, int] = {}
     repeats: list[tuple[int, int]] = []
     batch: list[int] = []
+    found: list[str] | None
     for k, t in enumerate(texts):
         if "/" not in t and "\\" not in t and "." not in t:
             continue
@@ -1262,7 +1264,7 @@ def _scan_paths(texts: Sequence[str], batch: list[int], out: dict[int, list[str]
         # Any whitespace will do as the start; these are the common ones (a rarer one in
         # between only makes the scan a little longer).
         start = max(rfind(" ", pos, q), rfind("\t", pos, q), rfind("\n", pos, q)) + 1 or pos
-        end = token_rest(big, q).end()
+        end = token_rest(big, q).end()  # type: ignore[union-attr]  # (\S* always matches)
         for m in scan(big, start, end):
             if big.startswith(_CLIPPED, m.end()):
                 continue  # cut short by a clip (see _paths_in)

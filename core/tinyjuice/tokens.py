@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
@@ -92,6 +92,12 @@ class RoughCounter:
         return [rough_tokens(t) for t in texts]
 
 
+class _Encoding(Hashable, Protocol):
+    """What :class:`TiktokenCounter` uses of an encoding (``tiktoken.Encoding`` has it)."""
+
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+
 class TiktokenCounter:
     """Exact counts with a tiktoken encoding, cached by content.
 
@@ -102,9 +108,9 @@ class TiktokenCounter:
     kind = CountKind.EXACT
     message_overhead = EXACT_MESSAGE_OVERHEAD
 
-    def __init__(self, encoding: object, name: str | None = None) -> None:
+    def __init__(self, encoding: _Encoding, name: str | None = None) -> None:
         self._enc = encoding
-        self.name = name or getattr(encoding, "name", "tiktoken")
+        self.name = name or str(getattr(encoding, "name", "tiktoken"))
         self._cache: dict[str | bytes, int] = {}
 
     @staticmethod
@@ -114,7 +120,7 @@ class TiktokenCounter:
         return text
 
     def _encode(self, text: str) -> int:
-        return len(self._enc.encode_ordinary(text))  # type: ignore[attr-defined]
+        return len(self._enc.encode_ordinary(text))
 
     def count(self, text: str) -> int:
         if not text:
@@ -136,7 +142,7 @@ class TiktokenCounter:
         saves; measured slower than this loop on 2 cores.)
         """
         cache = self._cache
-        encode = self._enc.encode_ordinary  # type: ignore[attr-defined]
+        encode = self._enc.encode_ordinary
         key_of = self._key
         out: list[int] = []
         append = out.append
@@ -188,7 +194,7 @@ _BLOBS = {
 
 
 @lru_cache(maxsize=4)
-def _load_encoding(preferred: str | None) -> tuple[object, str] | None:
+def _load_encoding(preferred: str | None) -> tuple[_Encoding, str] | None:
     try:
         import tiktoken
     except ImportError:
@@ -223,7 +229,7 @@ def default_counter(*, exact: bool = True, encoding: str | None = None) -> Token
 
 
 @lru_cache(maxsize=4)
-def _shared_tiktoken(name: str, enc: object) -> TiktokenCounter:
+def _shared_tiktoken(name: str, enc: _Encoding) -> TiktokenCounter:
     return TiktokenCounter(enc, name)
 
 
@@ -352,12 +358,11 @@ def count_transcript(
     for m in msgs:
         media = 0
         for p in m.parts:
-            tp = type(p)
-            if tp is TextPart:
-                append(p.text)  # type: ignore[union-attr]
-            elif tp is ThinkingPart:
-                if not p.redacted:  # type: ignore[union-attr]
-                    append(p.text)  # type: ignore[union-attr]
+            if type(p) is TextPart:
+                append(p.text)
+            elif type(p) is ThinkingPart:
+                if not p.redacted:
+                    append(p.text)
             else:
                 media += 1
         if m.reasoning:

@@ -315,6 +315,7 @@ def test_user_message_inside_a_late_answered_group() -> None:
     assert split.tail_start == c.at["g"] and "moved from 2" in split.reason
 
 
+@pytest.mark.perf
 def test_boundary_index_is_fast_on_100k_messages() -> None:
     c = Conv().system()
     while len(c.messages) < 100_000:

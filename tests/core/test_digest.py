@@ -629,6 +629,7 @@ def test_short_results_and_non_tool_messages_are_untouched() -> None:
     assert {r.index for r in res2.records} == {4}
 
 
+@pytest.mark.perf
 def test_digest_is_fast_and_linear_on_100k_messages() -> None:
     msgs: list[Message] = []
     for i in range(25_000):

@@ -732,6 +732,7 @@ def test_series_rejects_counts_of_another_transcript(tmp_path: Path) -> None:
         usage_series(a, count_transcript(b, ROUGH))
 
 
+@pytest.mark.perf
 def test_explain_100k_messages_is_fast() -> None:
     msgs: list[Message] = []
     events: list[CompactionEvent] = []

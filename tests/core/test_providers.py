@@ -679,6 +679,7 @@ def test_transient_with_abort_on_failure_preserves(server: LiveServer) -> None:
     assert_preserved(original, result, "server")
 
 
+@pytest.mark.perf
 def test_slow_response_hits_the_timeout(server: LiveServer) -> None:
     server.push(slow(2.0, openai_ok("## Goal\ntoo late")))
     start = time.monotonic()

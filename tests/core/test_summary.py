@@ -629,6 +629,7 @@ def test_fallback_summary_redacts_sensitive_content() -> None:
     assert "aws s3 ls s3://bucket" in fb.text
 
 
+@pytest.mark.perf
 def test_fallback_is_linear_and_fast() -> None:
     middle: list[Message] = []
     for i in range(4000):

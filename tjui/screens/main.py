@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -30,6 +31,11 @@ from tjui.session import InspectorSession
 from tjui.widgets.context_bar import ContextBar
 from tjui.widgets.detail import DetailPane
 from tjui.widgets.message_list import MessageList, Zones
+
+if TYPE_CHECKING:
+    from textual import getters
+
+    from tjui.app import TjuiApp
 
 #: Below this width the detail pane is hidden until asked for (`d`).
 NARROW = 110
@@ -83,6 +89,9 @@ def rule_label(plan: BoundaryPlan, offset: int = 0) -> str:
 
 
 class MainScreen(Screen[None]):
+    if TYPE_CHECKING:  # the app this screen runs in (Textual's idiom; no run-time change)
+        app = getters.app(TjuiApp)
+
     DEFAULT_CSS = """
     MainScreen #file-header { height: 1; padding: 0 1; background: $primary-background; color: $text; text-style: bold; }
     MainScreen #loading { height: auto; padding: 1 2; }
@@ -244,7 +253,7 @@ class MainScreen(Screen[None]):
             return
         error = event.worker.error
         message = str(error) if isinstance(error, LoadError) else f"{type(error).__name__}: {error}"
-        self.app.show_error("Could not open the transcript", message)  # type: ignore[attr-defined]
+        self.app.show_error("Could not open the transcript", message)
 
     # ----------------------------------------------------------------- updates
 
@@ -495,7 +504,7 @@ class MainScreen(Screen[None]):
 
         def _after(outcome: CommitOutcome | None) -> None:
             if outcome is not None and (outcome.reload or outcome.source_changed):
-                self.app.call_later(self.app.reopen, self.request)  # type: ignore[attr-defined]
+                self.app.call_later(self.app.reopen, self.request)
 
         self.app.push_screen(
             CommitDialog(
@@ -514,7 +523,7 @@ class MainScreen(Screen[None]):
             # An undo that restored the file on screen: show what is on disk now (the
             # commit dialog would otherwise plan against bytes that are gone).
             if undone and any(self._shows(r) for r in undone):
-                self.app.call_later(self.app.reopen, self.request)  # type: ignore[attr-defined]
+                self.app.call_later(self.app.reopen, self.request)
 
         self.app.push_screen(HistoryScreen(self.request.path, session=self.request.session), _after)
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 from tinyjuice._gc import gc_paused
 from tinyjuice.atomic import atomic_write
@@ -65,9 +64,23 @@ _MODULES: dict[str, str] = {
 WRITABLE_FORMATS: tuple[str, ...] = ("openai", "anthropic", "hermes", "sharegpt")
 
 
-def _module(name: str) -> ModuleType:
+class _Reader(Protocol):
+    """What every format module provides."""
+
+    def sniff(self, source: Source) -> int: ...
+    def read(self, source: Source, options: LoadOptions) -> Transcript: ...
+
+
+class _Writer(Protocol):
+    """What the modules of :data:`WRITABLE_FORMATS` provide besides."""
+
+    def write(self, transcript: Transcript, *, jsonl: bool | None = None) -> bytes: ...
+
+
+def _module(name: str) -> _Reader:
     try:
-        return importlib.import_module(_MODULES[name])
+        # Imported on first use; the type checker holds each module to _Reader (below).
+        return cast(_Reader, importlib.import_module(_MODULES[name]))
     except KeyError:
         raise LoadError(
             None, f"unknown format {name!r}", expected="one of " + ", ".join(FORMAT_NAMES)
@@ -93,18 +106,18 @@ def _parse(path: Path, data: bytes, options: LoadOptions) -> Source:
         try:
             doc = parse_json(path, data)
         except LoadError:
-            lines = _lenient_jsonl(path, data)
-            if lines is None:
+            found = _lenient_jsonl(path, data)
+            if found is None:
                 raise
             if not options.lenient:
-                n, problem = lines.bad_lines[0]
+                n, problem = found.bad_lines[0]
                 raise LoadError(
                     path,
                     f"invalid JSON: {problem}",
                     line=n,
                     expected="one JSON object per line (use --lenient to skip bad lines)",
                 ) from None
-            return Source(path=path, data=data, doc=lines, kind="jsonl")
+            return Source(path=path, data=data, doc=found, kind="jsonl")
         return Source(path=path, data=data, doc=doc, kind="json")
     except LoadError:
         decode_utf8(path, data)  # invalid UTF-8 is reported before any JSON problem
@@ -315,7 +328,7 @@ def dumps(transcript: Transcript, format: str, *, jsonl: bool | None = None) -> 
         raise SaveError(
             f"cannot write format {format!r}; writable formats: " + ", ".join(WRITABLE_FORMATS)
         )
-    module: Any = _module(format)
+    module = cast(_Writer, _module(format))
     return module.write(transcript, jsonl=jsonl)
 
 
@@ -333,3 +346,26 @@ def save(
         jsonl = True
     data = dumps(transcript, format, jsonl=jsonl)
     atomic_write(target, data, tag=f"save-{os.getpid()}")
+
+
+if TYPE_CHECKING:  # the type checker holds every format module to the protocols above
+    from tinyjuice.formats import (
+        anthropic,
+        claude_code,
+        codex,
+        hermes,
+        openai,
+        sharegpt,
+        swe_agent,
+    )
+
+    _READERS: tuple[_Reader, ...] = (
+        openai,
+        anthropic,
+        hermes,
+        claude_code,
+        codex,
+        sharegpt,
+        swe_agent,
+    )
+    _WRITERS: tuple[_Writer, ...] = (openai, anthropic, hermes, sharegpt)

@@ -166,10 +166,11 @@ def decode_utf8(path: str | Path, data: bytes) -> str:
 
 
 def _line_col(text: str | bytes, pos: int) -> tuple[int, int]:
-    nl = "\n" if isinstance(text, str) else b"\n"
-    line = text.count(nl, 0, pos) + 1  # type: ignore[arg-type]
-    col = pos - (text.rfind(nl, 0, pos) + 1)  # type: ignore[arg-type]
-    return line, col + 1
+    if isinstance(text, str):
+        line, start = text.count("\n", 0, pos) + 1, text.rfind("\n", 0, pos) + 1
+    else:
+        line, start = text.count(b"\n", 0, pos) + 1, text.rfind(b"\n", 0, pos) + 1
+    return line, pos - start + 1
 
 
 def parse_json(path: str | Path, data: bytes, *, line: int | None = None) -> Any:

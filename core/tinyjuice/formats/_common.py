@@ -199,6 +199,8 @@ _META_FIELDS = (
 )  # fmt: skip
 _TEXT_FIELDS = ("text", "extra", "kind")
 _CALL_FIELDS = ("id", "name", "arguments", "kind", "extra")
+#: The builders below make a twin and re-class it in place; the type checker sees only
+#: ``Any`` (the twins are made at run time), hence their ``type: ignore[no-any-return]``.
 _new = object.__new__
 
 
@@ -207,7 +209,7 @@ def _twin(cls: type, fields: tuple[str, ...]) -> Any:
     if getattr(cls, "__slots__", None) != fields:
         return None
     twin = type(f"_{cls.__name__}Twin", (), {"__slots__": fields, "__module__": __name__})
-    probe = _new(twin)
+    probe: object = _new(twin)
     for name in fields:
         setattr(probe, name, None)
     try:

@@ -134,7 +134,7 @@ def _uri(path: Path, params: str) -> str:
     return f"file:{quote(str(path.resolve()))}?{params}"
 
 
-def _is_wal(data: bytes) -> bool:
+def _is_wal(data: bytes | bytearray) -> bool:
     return len(data) >= 20 and data.startswith(SQLITE_MAGIC) and data[18] == 2
 
 

@@ -679,8 +679,9 @@ def _data_payload(part: MediaPart) -> str:
 
 def _media_block(part: MediaPart, own: bool) -> dict[str, Any]:
     extra = part.extra if own else EMPTY
-    if "_raw" in extra:
-        return extra["_raw"]
+    raw = extra.get("_raw")
+    if isinstance(raw, dict):  # (the block as read, kept by _raw_part)
+        return raw
     if part.source == "placeholder" and not part.data:
         return {"type": "text", "text": f"[image: {part.media_type}, {part.byte_size} bytes]"}
     block_rest = dict(extra.get("_block", {"type": "image"}))
@@ -752,9 +753,7 @@ def _part_blocks(m: Message, own: bool) -> list[dict[str, Any]]:
     if own:
         return [_part_block(p, own) for p in m.parts]
     return [
-        _part_block(p, own)
-        for p in m.parts
-        if not (type(p) is TextPart and not p.text.strip())  # type: ignore[union-attr]
+        _part_block(p, own) for p in m.parts if not (type(p) is TextPart and not p.text.strip())
     ]
 
 
@@ -772,13 +771,13 @@ def _content_value(m: Message, blocks: list[Any], own: bool) -> tuple[bool, Any]
                 return True, part.text
         return True, blocks
     form = m.hints.get("content_form")
-    simple = len(m.parts) == 1 and isinstance(m.parts[0], TextPart) and not m.tool_calls
-    if form == "string" and simple and not m.parts[0].extra:
-        return True, m.parts[0].text  # type: ignore[union-attr]
+    simple = m.parts[0] if len(m.parts) == 1 and not m.tool_calls else None
+    if form == "string" and isinstance(simple, TextPart) and not simple.extra:
+        return True, simple.text
     if not blocks and form in ("absent", "null"):
         return form == "null", None
-    if form is None and simple and not m.parts[0].extra:
-        return True, m.parts[0].text  # type: ignore[union-attr]
+    if form is None and isinstance(simple, TextPart) and not simple.extra:
+        return True, simple.text
     return True, blocks
 
 

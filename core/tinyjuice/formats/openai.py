@@ -246,10 +246,10 @@ def fast_message(
     if raw_calls:
         if type(raw_calls) is not list:
             return None
-        found = _fast_calls(raw_calls)
-        if found is None:
+        parsed = _fast_calls(raw_calls)
+        if parsed is None:
             return None
-        calls = found
+        calls = parsed
         seen += 1
     call_id = raw.get("tool_call_id")
     if call_id is not None:

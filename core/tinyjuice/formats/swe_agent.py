@@ -109,7 +109,8 @@ def _fast_message(raw: Any, index: int, hints_out: list[str]) -> Message | None:
     m = fast_message(raw, index, _KNOWN)
     if m is not None and many:
         # (The fast path's own, new hints dict: completed here, before any use.)
-        m.hints["tool_call_ids"] = tuple(ids)  # type: ignore[index]
+        assert isinstance(m.hints, dict) and isinstance(ids, list)
+        m.hints["tool_call_ids"] = tuple(ids)
         hints_out.append(f"#{index}")
     return m
 
@@ -248,8 +249,8 @@ def _config_model(config: Any) -> str | None:
     for model in candidates:
         if isinstance(model, dict):
             for key in ("name", "model_name"):
-                if isinstance(model.get(key), str):
-                    return model[key]
+                if isinstance(name := model.get(key), str):
+                    return name
         elif isinstance(model, str):
             return model
     return None
@@ -259,8 +260,8 @@ def _model_name(doc: Mapping[str, Any]) -> str | None:
     info = doc.get("info")
     if isinstance(info, dict):
         for key in ("model_name", "model"):
-            if isinstance(info.get(key), str):
-                return info[key]
+            if isinstance(name := info.get(key), str):
+                return name
         found = _config_model(info.get("config"))
         if found:
             return found

@@ -988,8 +988,8 @@ def _synth_line(m: Message, model: str | None) -> dict[str, Any]:
             result["is_error"] = True
         return {"type": "user", "message": {"role": "user", "content": [result]}}
     blocks = _blocks(m)
-    content: Any = m.text if all(b["type"] == "text" for b in blocks) else blocks
-    line: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": content}}
+    body = m.text if all(b["type"] == "text" for b in blocks) else blocks
+    line: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": body}}
     if m.role in (Role.SYSTEM, Role.DEVELOPER) or m.meta.is_injected:
         line["isMeta"] = True
     return line
