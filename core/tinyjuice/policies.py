@@ -45,10 +45,12 @@ usage continues the measured curve — within a live context that is exactly "la
 measurement + the messages since". Every point keeps its plain counted estimate too,
 so a measured point can be compared with what counting alone would say.
 
-A compaction *resets* the live context when the transcript keeps the full history
-(Claude Code, Codex: the summary starts the new context) or when the messages before
-it are archived rows (Hermes ``active = 0``). Hermes logs and ShareGPT trajectories
-hold the compacted list itself (head, summary, tail), so there is nothing to reset.
+A compaction *resets* the live context when its event says so
+(``CompactionEvent.resets_context``, the contract in :mod:`tinyjuice.model`): the
+transcript keeps the full history (Claude Code, Codex: the summary starts the new
+context) or the messages before it are archived rows (Hermes ``active = 0``). Hermes
+logs and ShareGPT trajectories hold the compacted list itself (head, summary, tail), so
+there is nothing to reset.
 """
 
 from __future__ import annotations
