@@ -11,7 +11,15 @@ import pytest
 
 from tinyjuice.formats import load, load_bytes
 from tinyjuice.formats._common import summary_events
-from tinyjuice.model import CompactionEvent, Message, MessageMeta, Role, TextPart, Trigger
+from tinyjuice.model import (
+    CompactionEvent,
+    Message,
+    MessageMeta,
+    Role,
+    TextPart,
+    Transcript,
+    Trigger,
+)
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 MANIFEST = json.loads((SESSIONS / "manifest.json").read_text())["files"]
@@ -78,6 +86,11 @@ def test_one_helper_for_every_reader() -> None:
         CompactionEvent(1, Trigger.UNKNOWN, summary_index=1, source_id="7", resets_context=False)
     ]
     assert summary_events(messages[:1]) == []
+    # An append-only log's reader: the agent's context starts again at the summary.
+    (event,) = summary_events(messages, resets=True)
+    assert event.resets_context
+    t = Transcript(messages=messages, format="x", compactions=(event,))
+    assert t.live_start == 1 and t.history_messages() == messages[:1]
 
 
 def test_sharegpt_sample_trajectory_3_has_its_manifest_compaction() -> None:
