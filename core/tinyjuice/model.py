@@ -27,7 +27,9 @@ holds every earlier turn, but the agent's next call sends only what follows the 
   live context as a transcript of its own (usage and events re-indexed), which is what
   compaction, the inspector and ``inspect``'s headline figures work on.
 
-So a new reader only has to fill ``compactions`` correctly.
+So a new reader only has to fill ``compactions`` correctly (a reader that finds
+compactions only as summary messages can use ``formats._common.summary_events``, with
+``resets=True`` when its file is an append-only log).
 """
 
 from __future__ import annotations
