@@ -62,6 +62,15 @@ def _file_id(path: Path) -> str:
     return stem[len("agent-") :] if stem.startswith("agent-") else stem
 
 
+def _subagent_files(transcript: Transcript) -> list[Path]:
+    """The ``*.jsonl`` files in the session's ``subagents/`` folder (none if unreadable)."""
+    folder = subagent_dir(transcript)
+    try:
+        return sorted(folder.glob("*.jsonl")) if folder is not None and folder.is_dir() else []
+    except OSError:
+        return []
+
+
 def list_subagents(transcript: Transcript, *, read_files: bool = True) -> list[Subagent]:
     """Every subagent of the session: files in ``subagents/`` first, then sidechains.
 
@@ -70,17 +79,15 @@ def list_subagents(transcript: Transcript, *, read_files: bool = True) -> list[S
     no parsing — what the inspector does before its first paint.
     """
     found: dict[str, Subagent] = {}
-    folder = subagent_dir(transcript)
-    if folder is not None and folder.is_dir():
-        for f in sorted(folder.glob("*.jsonl")):
-            count: int | None = None
-            error: str | None = None
-            if read_files:
-                try:
-                    count = len(load(f, "claude-code", lenient=True).messages)
-                except LoadError as exc:
-                    count, error = 0, str(exc)
-            found[_file_id(f)] = Subagent(_file_id(f), "file", count, str(f), error)
+    for f in _subagent_files(transcript):
+        count: int | None = None
+        error: str | None = None
+        if read_files:
+            try:
+                count = len(load(f, "claude-code", lenient=True).messages)
+            except LoadError as exc:
+                count, error = 0, str(exc)
+        found[_file_id(f)] = Subagent(_file_id(f), "file", count, str(f), error)
     for key, msgs in transcript.sidechains.items():
         short = _file_id(Path(f"{key}.jsonl"))
         known = found.get(key) or found.get(short)
