@@ -191,6 +191,20 @@ def _zones_table(zones: dict[str, Any]) -> Table:
     return table
 
 
+def _print_live(data: dict[str, Any], out: Console) -> None:
+    """Say that only the live context was worked on (message indices count from it)."""
+    start = (data.get("live") or {}).get("from_index") or 0
+    if start:
+        out.print(
+            Text(
+                f"live context: messages from {start:,} on (boundary indices count from there);"
+                f" the {start:,} before the agent's last compaction are left as they are"
+                " (--whole-file to include them)",
+                style="dim",
+            )
+        )
+
+
 def print_plan(plan: dict[str, Any], out: Console | None = None) -> None:
     out = out or console()
     b = plan["boundary"]
@@ -201,6 +215,7 @@ def print_plan(plan: dict[str, Any], out: Console | None = None) -> None:
         out.print(Text(reason[:1].upper() + reason[1:], style="yellow"))
     else:
         out.print(Text(f"Would compress messages {b['start']}–{b['end'] - 1}", style="bold"))
+    _print_live(plan, out)
     if b["snap_reason"]:
         out.print(Text(f"boundary: {b['snap_reason']}", style="dim"))
     out.print(_zones_table(plan["zones"]))
@@ -225,6 +240,7 @@ def print_report(report: dict[str, Any], out: Console | None = None) -> None:
     status = report["status"]
     style = {"compacted": "bold green", "aborted": "bold red"}.get(status, "bold yellow")
     out.print(Text(f"{status}: {report['reason']}", style=style))
+    _print_live(report, out)
     before, after = report["before"], report["after"]
     if status == "compacted":
         out.print(

@@ -380,3 +380,15 @@ def test_codex_compress_output_holds_nothing_from_before_the_reset(
     result = compress(live_view(t), CompactionOptions(keep_last=keep, force=True))
     blob = orjson.dumps([m.text for m in result.transcript.messages]).decode()
     assert "OLD-" not in blob
+
+
+def test_compress_text_says_it_worked_on_the_live_context(tmp_path: Path) -> None:
+    path = two_compactions(tmp_path)
+    start = load(path).live_start
+    res = run("compress", path, "--keep-last", "1", "--dry-run")
+    assert res.exit_code == 0
+    assert f"live context: messages from {start} on" in res.output
+    whole = run("compress", path, "--keep-last", "1", "--dry-run", "--whole-file")
+    assert "live context:" not in whole.output
+    table = run("inspect", path)
+    assert "live context" in table.output and "already compacted" in table.output
