@@ -110,18 +110,16 @@ def test_summarize_works_on_the_live_context(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------ Codex
 
 
+def _rollout_item(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"timestamp": "2025-10-07T10:00:00.000Z", "type": "response_item", "payload": payload}
+
+
+def _rollout_msg(role: str, text: str) -> dict[str, Any]:
+    kind = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+
 def _codex(tmp_path: Path) -> Path:
-    def item(payload: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "timestamp": "2025-10-07T10:00:00.000Z",
-            "type": "response_item",
-            "payload": payload,
-        }
-
-    def msg(role: str, text: str) -> dict[str, Any]:
-        kind = "output_text" if role == "assistant" else "input_text"
-        return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
-
     summary = "Renamed the config loader; tests were next."
     lines = [
         {
@@ -129,16 +127,16 @@ def _codex(tmp_path: Path) -> Path:
             "type": "session_meta",
             "payload": {"id": "0199c3aa-1111-7222-8333-444455556666", "cwd": "/src/app"},
         },
-        item(msg("user", "old ask: rename load_cfg to load_config everywhere")),
-        item(msg("assistant", "old answer: renamed in 12 files")),
+        _rollout_item(_rollout_msg("user", "old ask: rename load_cfg to load_config everywhere")),
+        _rollout_item(_rollout_msg("assistant", "old answer: renamed in 12 files")),
         {
             "timestamp": "2025-10-07T10:05:00.000Z",
             "type": "compacted",
             "payload": {
                 "message": summary,
                 "replacement_history": [
-                    msg("user", "old ask: rename load_cfg to load_config everywhere"),
-                    msg("user", f"Another language model started this task:\n{summary}"),
+                    _rollout_msg("user", "old ask: rename load_cfg to load_config everywhere"),
+                    _rollout_msg("user", f"Another language model started this task:\n{summary}"),
                 ],
             },
         },
@@ -147,8 +145,8 @@ def _codex(tmp_path: Path) -> Path:
             "type": "event_msg",
             "payload": {"type": "context_compacted"},
         },
-        item(msg("user", "new ask: now run the tests")),
-        item(msg("assistant", "new answer: 48 passed")),
+        _rollout_item(_rollout_msg("user", "new ask: now run the tests")),
+        _rollout_item(_rollout_msg("assistant", "new answer: 48 passed")),
     ]
     p = tmp_path / "rollout-2025-10-07T10-00-00-0199c3aa.jsonl"
     p.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
@@ -334,15 +332,6 @@ def test_batch_keeps_trajectories_below_the_policys_trigger(tmp_path: Path) -> N
         batch, [str(src), "--target-tokens", "9", "-o", str(out), "--policy", "nope"]
     )
     assert bad.exit_code == 2 and "--policy" in bad.output
-
-
-def _rollout_item(payload: dict[str, Any]) -> dict[str, Any]:
-    return {"timestamp": "2025-10-07T10:00:00.000Z", "type": "response_item", "payload": payload}
-
-
-def _rollout_msg(role: str, text: str) -> dict[str, Any]:
-    kind = "output_text" if role == "assistant" else "input_text"
-    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
