@@ -269,15 +269,8 @@ def compress_cmd(
         fail("--mode needs --commit")
     if do_commit and dry_run:
         fail("--commit cannot be combined with --dry-run")
-    loaded = None
-    if do_commit:
-        loaded = load_for_commit(file, fmt, session=session, lenient=lenient)
-        transcript = loaded.transcript
-    else:
-        transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
-    require_messages(transcript, file)
     check_policy(policy)
-    split, at = live_split_or_fail(transcript, whole_file, at)
+    loaded, split, at = _load_live(file, fmt, session, lenient, do_commit, whole_file, at)
     transcript = split.live
     out_format = to_format or transcript.format
     if output is not None and not dry_run and not do_commit:
@@ -351,6 +344,28 @@ def compress_cmd(
         )
     if result.report.status.value == "aborted":
         sys.exit(1)
+
+
+def _load_live(
+    file: Path,
+    fmt: str | None,
+    session: str | None,
+    lenient: bool,
+    for_commit: bool,
+    whole_file: bool,
+    at: int | None,
+) -> tuple[Any, Any, int | None]:
+    """(the source loaded for a commit or None, the live split, ``--at`` made relative
+    to the live context); exits on a file that cannot be read or holds no messages."""
+    loaded = None
+    if for_commit:
+        loaded = load_for_commit(file, fmt, session=session, lenient=lenient)
+        transcript = loaded.transcript
+    else:
+        transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+    require_messages(transcript, file)
+    split, at = live_split_or_fail(transcript, whole_file, at)
+    return loaded, split, at
 
 
 def _live_dict(split: Any) -> dict[str, Any]:

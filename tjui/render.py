@@ -48,24 +48,10 @@ def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "—"
 
 
-def print_inspect(stats: TranscriptStats, out: Console | None = None) -> None:
-    out = out or console()
-    kind = stats.tokens_kind.value
-    overview = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
-    overview.add_column(style="bold")
-    overview.add_column()
-    overview.add_row("file", stats.path or "—")
-    overview.add_row("format", stats.format)
-    overview.add_row("model", stats.model or "unknown")
-    if stats.session_id:
-        overview.add_row("session", stats.session_id)
-    window = _n(stats.context_window)
-    if stats.context_window_source:
-        window += f"  ({stats.context_window_source})"
-    overview.add_row("context window", window)
+def _live_rows(overview: Table, stats: TranscriptStats) -> None:
+    """The headline rows: what the agent sends next, the compacted history, subagents."""
     live, history = stats.live, stats.history
     if history.get("messages"):
-        # The headline: what the agent sends next; the compacted history apart.
         overview.add_row(
             "live context",
             Text(
@@ -82,6 +68,24 @@ def print_inspect(stats: TranscriptStats, out: Console | None = None) -> None:
         )
     if stats.subagents:
         overview.add_row("subagents", ", ".join(s["id"] for s in stats.subagents))
+
+
+def print_inspect(stats: TranscriptStats, out: Console | None = None) -> None:
+    out = out or console()
+    kind = stats.tokens_kind.value
+    overview = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
+    overview.add_column(style="bold")
+    overview.add_column()
+    overview.add_row("file", stats.path or "—")
+    overview.add_row("format", stats.format)
+    overview.add_row("model", stats.model or "unknown")
+    if stats.session_id:
+        overview.add_row("session", stats.session_id)
+    window = _n(stats.context_window)
+    if stats.context_window_source:
+        window += f"  ({stats.context_window_source})"
+    overview.add_row("context window", window)
+    _live_rows(overview, stats)
     overview.add_row("messages", f"{stats.messages:,}")
     overview.add_row("tool calls", f"{stats.tool_calls:,}")
     overview.add_row("images", f"{stats.images:,}")
@@ -90,7 +94,7 @@ def print_inspect(stats: TranscriptStats, out: Console | None = None) -> None:
         f"tokens ({kind})",
         Text(f"{stats.tokens_total:,}  [{kind}, {stats.tokens_counter}]"),
     )
-    if history.get("messages") and live.get("measured_prompt") is None:
+    if stats.history.get("messages") and stats.live.get("measured_prompt") is None:
         overview.add_row("prompt (measured)", "none measured since the last compaction")
     elif stats.measured_prompt_tokens is not None:
         readings = "reading" if stats.measured_points == 1 else "readings"

@@ -754,6 +754,22 @@ def _sidechains(
     return out, warnings
 
 
+def _conversation_chain(tree: _Tree) -> tuple[_Chain, bool]:
+    """The main chain, or for a subagent file (every message line a sidechain) the
+    subagent's own chain; and whether it is a subagent's."""
+    chain = _main_chain(tree)
+    subagent = not any(ln.is_message for ln in chain.lines) and any(
+        ln.sidechain and ln.is_message for ln in tree.nodes.values()
+    )
+    return (_main_chain(tree, side=True), True) if subagent else (chain, False)
+
+
+def _agent_id(chain: _Chain) -> str | bool:
+    """A subagent chain's ``agentId`` (True when its lines do not record one)."""
+    agent = next((ln.raw.get("agentId") for ln in chain.lines if ln.raw.get("agentId")), None)
+    return agent if isinstance(agent, str) else True
+
+
 def _lines_of(source: Source) -> list[JsonLine]:
     if source.kind == "jsonl":
         return list(source.doc.lines)
@@ -796,12 +812,7 @@ def read(source: Source, options: LoadOptions) -> Transcript:
     linked = _link_unparented(parsed)
     tree = _Tree(parsed)
     names = _tool_names(tree)
-    chain = _main_chain(tree)
-    subagent = not any(ln.is_message for ln in chain.lines) and any(
-        ln.sidechain and ln.is_message for ln in tree.nodes.values()
-    )
-    if subagent:  # a subagent file (every line a sidechain): its own conversation
-        chain = _main_chain(tree, side=True)
+    chain, subagent = _conversation_chain(tree)
     trusted: dict[int, str] = {}
     messages, usage, events = _convert(chain.lines, tree, names, trusted)
     msgs, finish_warnings = finish(messages, valid_args=trusted)
@@ -841,8 +852,7 @@ def read(source: Source, options: LoadOptions) -> Transcript:
     if chain.abandoned:
         extra["abandoned_lines"] = chain.abandoned
     if subagent:
-        agent = next((ln.raw.get("agentId") for ln in chain.lines if ln.raw.get("agentId")), None)
-        extra["subagent"] = agent if isinstance(agent, str) else True
+        extra["subagent"] = _agent_id(chain)
 
     model = next(
         (
