@@ -658,3 +658,17 @@ def test_remote_compaction_replays_its_encrypted_summary_item(tmp_path: Path) ->
     assert ev.message_index == t.live_start and live[0].text == "keep me"
     assert ev.summary_index == t.live_start + 1 and live[1].meta.is_summary
     assert [m.text for m in live[2:]] == ["and now?"]
+
+
+def test_review_leaves_the_replayed_history_out_of_the_summarised_span(
+    compacted: Transcript,
+) -> None:
+    from tinyjuice.review import review_past_compactions
+    from tinyjuice.tokens import RoughCounter
+
+    (ev,) = compacted.compactions
+    (r,) = review_past_compactions(compacted, counter=RoughCounter())
+    assert r.index == ev.summary_index
+    # The turns Codex summarised end where the replayed history begins.
+    assert r.to_dict()["span"] == [0, ev.message_index]
+    assert r.review.source_messages == ev.message_index

@@ -398,8 +398,8 @@ def review_cmd(
         pre = f", {r.pre_tokens:,} tokens before" if r.pre_tokens else ""
         click.echo(
             f"── compaction {k + 1} of {len(reviews)}: summary at message {r.index} "
-            f"({r.trigger}{pre}); reviewed against messages {r.start}–{r.index - 1} ──"
-            if r.index > r.start
+            f"({r.trigger}{pre}); reviewed against messages {r.start}–{r.span_end - 1} ──"
+            if r.span_end > r.start
             else f"── compaction {k + 1} of {len(reviews)}: summary at message {r.index} "
             f"({r.trigger}{pre}); no earlier turns in the file ──"
         )
