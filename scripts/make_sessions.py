@@ -8092,6 +8092,8 @@ def build_claude_code(out_dir: Path) -> dict[str, Any]:
         "session_id": session,
         "lines": len(cc.lines),
         "injected_user_messages": cc.injected,
+        # The sidechain lines above all belong to one subagent.
+        "subagents": ["a7c2e91f"],
         "excluded": {
             "sidechain_messages": cc.excluded["sidechain"],
             "sidechain_lines": cc.excluded_lines["sidechain"],
@@ -9859,7 +9861,9 @@ follow up on payments, webhooks and reconciliation.
 For each file, what a faithful reader should produce, computed by the generator from its own data
 structures while it builds the file (never by re-reading it): `format`, `messages`, `roles` (only roles that
 occur), `tool_calls`, `tool_results`, `compactions` (`index` of the summary message, `trigger`, `pre_tokens`),
-`images`, and format-specific extras. Each entry carries its counting `rule`; where a format is ambiguous the
+`images`, `live` / `history` (where the agent's context starts again: the last compaction's summary in the
+Claude Code and Codex logs, which keep the history before it; 0 in the others, which hold the compacted list
+itself), `subagents` where a session has them, and format-specific extras. Each entry carries its counting `rule`; where a format is ambiguous the
 rule says which reading was chosen (for example, each Anthropic `tool_result` block and each ShareGPT
 `<tool_response>` block is its own tool message; Claude Code keeps the pre-compaction history by crossing
 `logicalParentUuid`; Codex merges a run of consecutive call items into one assistant message).
@@ -9879,10 +9883,29 @@ and, only if the bytes differ, falls back to comparing its schema and rows.
 """
 
 
+#: Formats whose files keep the history a compaction replaced: the agent's live context
+#: starts again at the last compaction's summary. The other samples hold the compacted
+#: list itself (a summary between a protected head and the tail), all of it live.
+_RESETTING_FORMATS = frozenset({"claude-code", "codex", "gemini-cli", "cline", "opencode", "aider"})
+
+
+def _live(entry: dict[str, Any]) -> dict[str, Any]:
+    """The ``live`` / ``history`` split a reader should report for a manifest entry."""
+    start = 0
+    if entry["format"] in _RESETTING_FORMATS and entry.get("compactions"):
+        start = entry["compactions"][-1]["index"]
+    return {
+        "live": {"from_index": start, "messages": entry["messages"] - start},
+        "history": {"messages": start},
+    }
+
+
 def generate(out_dir: Path) -> dict[str, Any]:
     """Write every sample, the manifest and the README into ``out_dir``; return the manifest."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {name: builder(out_dir) for name, builder in BUILDERS}
+    for entry in files.values():
+        entry.update(_live(entry))
     manifest = {
         "generator": "scripts/make_sessions.py",
         "seed": SEED,

@@ -111,11 +111,17 @@ def make_app(
     session: str | None = None,
     context_window: int | None = None,
     model: str | None = None,
+    whole_file: bool = False,
 ) -> TjuiApp:
     """Build the app for a transcript (tests reuse this factory)."""
     return TjuiApp(
         LoadRequest(
-            path=Path(path), fmt=fmt, session=session, context_window=context_window, model=model
+            path=Path(path),
+            fmt=fmt,
+            session=session,
+            context_window=context_window,
+            model=model,
+            whole_file=whole_file,
         )
     )
 
@@ -127,6 +133,7 @@ class AppOptions(TypedDict, total=False):
     session: str | None
     context_window: int | None
     model: str | None
+    whole_file: bool
 
 
 def run_app(path: str | Path, **kwargs: Unpack[AppOptions]) -> None:

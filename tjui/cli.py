@@ -18,15 +18,20 @@ import click
 from tinyjuice.formats import FORMAT_NAMES, WRITABLE_FORMATS, LoadError
 from tjui.clikit import (
     boundary_options,
+    check_policy,
     context_window_option,
     emit_json,
     ensure_parent_dir,
     fail,
     format_option,
     lenient_option,
+    live_split_or_fail,
     load_or_fail,
     output_option,
+    policy_option,
+    require_messages,
     session_option,
+    whole_file_option,
 )
 from tjui.commands.store import commit_from_cli, commit_options, echo_commit, load_for_commit
 from tjui.commands.summaries import provider_option, resolve_provider
@@ -114,12 +119,14 @@ def _check_tokenizer_env() -> None:
 @session_option
 @context_window_option
 @click.option("--model", default=None, metavar="M", help="Override the model name.")
+@whole_file_option
 def open_cmd(
     file: Path | None,
     fmt: str | None,
     session: str | None,
     context_window: int | None,
     model: str | None,
+    whole_file: bool,
 ) -> None:
     """Open the inspector on FILE (the bundled demo session by default)."""
     if not _interactive():
@@ -135,7 +142,14 @@ def open_cmd(
     from tjui.paths import demo_session
 
     path = file if file is not None else demo_session()
-    run_app(path, fmt=fmt, session=session, context_window=context_window, model=model)
+    run_app(
+        path,
+        fmt=fmt,
+        session=session,
+        context_window=context_window,
+        model=model,
+        whole_file=whole_file,
+    )
 
 
 @main.command("inspect")
@@ -144,6 +158,7 @@ def open_cmd(
 @session_option
 @lenient_option
 @context_window_option
+@whole_file_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def inspect_cmd(
     file: Path,
@@ -151,16 +166,21 @@ def inspect_cmd(
     session: str | None,
     lenient: bool,
     context_window: int | None,
+    whole_file: bool,
     as_json: bool,
 ) -> None:
-    """Summarise a transcript: counts, tokens by role and kind, past compactions."""
+    """Summarise a transcript: the live context (what the agent sends next) and the
+    history before its last compaction, counts, tokens by role and kind, compactions,
+    subagents. The other figures are for the whole file."""
     from dataclasses import replace
 
     from tinyjuice.report import DEFAULT_CONTEXT_WINDOW
     from tinyjuice.stats import compute_stats
+    from tinyjuice.subagents import list_subagents
 
     transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
-    stats = compute_stats(transcript, context_window=context_window)
+    stats = compute_stats(transcript, context_window=context_window, whole_file=whole_file)
+    stats = replace(stats, subagents=[s.to_dict() for s in list_subagents(transcript)])
     if stats.context_window is None:
         # The window compress and explain judge against when nothing names one.
         stats = replace(
@@ -204,6 +224,8 @@ def inspect_cmd(
 @format_option
 @session_option
 @lenient_option
+@whole_file_option
+@policy_option
 @commit_options
 @provider_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -221,6 +243,8 @@ def compress_cmd(
     fmt: str | None,
     session: str | None,
     lenient: bool,
+    whole_file: bool,
+    policy: str | None,
     do_commit: bool,
     commit_mode: str | None,
     provider: str | None,
@@ -228,9 +252,12 @@ def compress_cmd(
 ) -> None:
     """Compact a transcript with tinyjuice and report what changed.
 
-    Without --keep-last/--at the agent-style policy decides (threshold, tail budget,
-    anchors); with them you choose the boundary. FILE is modified only with --commit
-    (in place: the original is archived first; `tjui undo` restores it).
+    Without --keep-last/--at the agent's policy decides (threshold, tail budget,
+    anchors); with them you choose the boundary. Only the live context is compacted
+    (what the agent sends after its last compaction; --whole-file: every message);
+    --at counts from the start of the file. FILE is modified only with --commit (in
+    place: the original is archived first and the history before the last compaction
+    is kept as it was; `tjui undo` restores it).
     """
     from tinyjuice.formats import ConversionLoss
     from tinyjuice.pipeline import compress, plan_boundary
@@ -242,12 +269,9 @@ def compress_cmd(
         fail("--mode needs --commit")
     if do_commit and dry_run:
         fail("--commit cannot be combined with --dry-run")
-    loaded = None
-    if do_commit:
-        loaded = load_for_commit(file, fmt, session=session, lenient=lenient)
-        transcript = loaded.transcript
-    else:
-        transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+    check_policy(policy)
+    loaded, split, at = _load_live(file, fmt, session, lenient, do_commit, whole_file, at)
+    transcript = split.live
     out_format = to_format or transcript.format
     if output is not None and not dry_run and not do_commit:
         if output.resolve() == file.resolve():
@@ -264,10 +288,12 @@ def compress_cmd(
         focus_topic=focus,
         context_window=context_window,
         force=force,
+        policy=policy,
     )
     if dry_run:
         plan = plan_boundary(transcript, options)
         data = plan_to_dict(plan)
+        data["live"] = _live_dict(split)
         if as_json:
             emit_json(data)
         else:
@@ -279,6 +305,7 @@ def compress_cmd(
     summarizer = resolve_provider(provider) if provider is not None else None
     result = compress(transcript, options, summarizer)
     report = result.report.to_dict()
+    report["live"] = _live_dict(split)
     written: str | None = None
     losses: list[ConversionLoss] = []
     written_format: str | None = None
@@ -287,7 +314,12 @@ def compress_cmd(
         if output is not None and result.changed:
             ensure_parent_dir(output)
         commit = commit_from_cli(
-            result, loaded, mode=commit_mode, output=output, to_format=to_format
+            result,
+            loaded,
+            mode=commit_mode,
+            output=output,
+            to_format=to_format,
+            split=split,
         )
         report["commit"] = commit
         if commit.get("committed"):
@@ -312,6 +344,33 @@ def compress_cmd(
         )
     if result.report.status.value == "aborted":
         sys.exit(1)
+
+
+def _load_live(
+    file: Path,
+    fmt: str | None,
+    session: str | None,
+    lenient: bool,
+    for_commit: bool,
+    whole_file: bool,
+    at: int | None,
+) -> tuple[Any, Any, int | None]:
+    """(the source loaded for a commit or None, the live split, ``--at`` made relative
+    to the live context); exits on a file that cannot be read or holds no messages."""
+    loaded = None
+    if for_commit:
+        loaded = load_for_commit(file, fmt, session=session, lenient=lenient)
+        transcript = loaded.transcript
+    else:
+        transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+    require_messages(transcript, file)
+    split, at = live_split_or_fail(transcript, whole_file, at)
+    return loaded, split, at
+
+
+def _live_dict(split: Any) -> dict[str, Any]:
+    """Where the compacted part starts in the file (boundary indices count from there)."""
+    return {"from_index": split.start, "history_messages": split.start}
 
 
 def plan_to_dict(plan: Any) -> dict[str, Any]:
@@ -401,6 +460,7 @@ def convert_cmd(
     if output is None:
         fail("convert needs -o OUT (the file to write)")
     transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+    require_messages(transcript, file)
     if output.resolve() == file.resolve():
         fail(f"refusing to write over the input {file}; choose another -o path")
     losses = _write_output(transcript, output, to_format, warn=not as_json, source=file)

@@ -11,9 +11,10 @@ from dataclasses import dataclass, replace
 
 from tinyjuice.boundary import BoundaryIndex
 from tinyjuice.breakdown import ContextBreakdown, compute_breakdown
+from tinyjuice.live import LiveSplit
 from tinyjuice.model import Transcript
 from tinyjuice.pipeline import BoundaryPlan, plan_boundary
-from tinyjuice.policies import Threshold, pick_policy
+from tinyjuice.policies import Threshold, agent_threshold, resolve_window
 from tinyjuice.report import CompactionOptions, Profile
 from tinyjuice.tokens import TokenCounter, TranscriptTokens
 
@@ -29,6 +30,20 @@ class InspectorSession:
     breakdown: ContextBreakdown
     #: The trigger of the agent that wrote the transcript (its policy, on this window).
     trigger: Threshold | None = None
+    #: The file cut at the agent's last compaction: ``transcript`` is its live part.
+    split: LiveSplit | None = None
+    #: How many subagents the session has (counted in the breakdown).
+    subagents: int = 0
+
+    @property
+    def live_from(self) -> int:
+        """Index in the file of the live context's first message (0: no reset shown)."""
+        return self.split.start if self.split is not None else 0
+
+    @property
+    def whole(self) -> Transcript:
+        """The transcript as loaded, history before the last compaction included."""
+        return self.split.whole if self.split is not None else self.transcript
 
     @classmethod
     def build(
@@ -39,7 +54,10 @@ class InspectorSession:
         *,
         context_window: int | None = None,
         index: BoundaryIndex | None = None,
+        split: LiveSplit | None = None,
+        subagents: int = 0,
     ) -> InspectorSession:
+        """A session on ``transcript`` (the live part of ``split`` when given)."""
         index = index or BoundaryIndex(transcript.messages)
         options = CompactionOptions(context_window=context_window, force=True)
         plan = plan_boundary(transcript, options, tokens, index=index, counter=counter)
@@ -51,9 +69,11 @@ class InspectorSession:
             tokens,
             counter=counter,
             context_max_tokens=plan.context_window,
+            subagents=subagents,
         )
+        trigger = _trigger(transcript, plan)
         return cls(
-            transcript, tokens, counter, index, options, plan, breakdown, _trigger(transcript, plan)
+            transcript, tokens, counter, index, options, plan, breakdown, trigger, split, subagents
         )
 
     # ----------------------------------------------------------- boundary
@@ -97,7 +117,11 @@ class InspectorSession:
             self.transcript, self.options, tokens, index=self.index, counter=counter
         )
         breakdown = compute_breakdown(
-            self.transcript, tokens, counter=counter, context_max_tokens=plan.context_window
+            self.transcript,
+            tokens,
+            counter=counter,
+            context_max_tokens=plan.context_window,
+            subagents=self.subagents,
         )
         return InspectorSession(
             self.transcript,
@@ -108,13 +132,16 @@ class InspectorSession:
             plan,
             breakdown,
             self.trigger,
+            self.split,
+            self.subagents,
         )
 
 
 def _trigger(transcript: Transcript, plan: BoundaryPlan) -> Threshold | None:
-    """The agent's own trigger on the plan's window (None when its policy cannot apply)."""
-    policy, _ = pick_policy(transcript)
+    """The agent's own trigger on the plan's window: the policy compress and explain use."""
     try:
-        return policy.threshold(plan.context_window)
-    except ValueError:  # e.g. a reserved buffer larger than a tiny window
+        max_out = resolve_window(transcript, plan.context_window).max_output_tokens
+        _, threshold, _ = agent_threshold(transcript, plan.context_window, max_out)
+    except ValueError:  # a window no policy fits
         return None
+    return threshold

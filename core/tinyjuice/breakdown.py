@@ -41,6 +41,12 @@ Classification heuristics (system prompt, leading system messages, injected mess
     ``provider``/``server_type`` equal to ``"mcp"``) → ``mcp_tools``; the remaining
     schemas → ``tool_definitions``.
 
+Subagents
+    Besides agent definitions in the prompt, the ``subagents`` bucket holds the results of
+    the calls that ran a subagent (Claude Code's ``Task``/``Agent`` tool): what the
+    subagents' work costs the main context. ``ContextBreakdown.subagents`` is how many
+    subagents the session has (files and sidechains, when the caller lists them).
+
 Measured usage
     The last provider-reported prompt size (``Transcript.usage``) or an explicit
     ``measured_prompt_tokens`` overrides the estimated total in :attr:`total_tokens`; the
@@ -68,12 +74,16 @@ __all__ = [
     "BUCKET_KEYS",
     "CONVERSATION_KEYS",
     "STATIC_KEYS",
+    "SUBAGENT_TOOLS",
     "ContextBreakdown",
     "ContextBucket",
     "compute_breakdown",
     "is_mcp_tool",
     "tool_definitions_in",
 ]
+
+#: Tool names whose calls start a subagent (Claude Code's Task tool, later Agent).
+SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
 
 _LABELS: dict[str, str] = {
     "system_prompt": "System prompt",
@@ -134,6 +144,8 @@ class ContextBreakdown:
     counter: str
     #: Index of the message the measured usage belongs to, when known.
     measured_at_message: int | None = None
+    #: How many subagents the session has (when the caller says; see list_subagents).
+    subagents: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -390,6 +402,7 @@ def compute_breakdown(
     counter: TokenCounter | None = None,
     measured_prompt_tokens: int | None = None,
     context_max_tokens: int | None = None,
+    subagents: int = 0,
 ) -> ContextBreakdown:
     """Buckets for ``transcript`` from its precomputed ``tokens``.
 
@@ -435,7 +448,8 @@ def compute_breakdown(
         elif m.meta.is_injected or m.role in (Role.SYSTEM, Role.DEVELOPER):
             _split_piece(m.text, rest, counter, sink, "injected")
         elif m.role is Role.TOOL:
-            sink["tool_output"] += rest
+            # A subagent's report (Claude Code's Task/Agent result) is the subagent's cost.
+            sink["subagents" if m.tool_name in SUBAGENT_TOOLS else "tool_output"] += rest
         elif m.role is Role.USER:
             sink["user"] += rest
         else:
@@ -467,4 +481,5 @@ def compute_breakdown(
         context_max_tokens=window,
         counter=tokens.counter,
         measured_at_message=measured_at,
+        subagents=subagents,
     )

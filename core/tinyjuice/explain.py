@@ -47,15 +47,13 @@ from tinyjuice.budget import (
 from tinyjuice.model import CompactionEvent, Transcript, Trigger
 from tinyjuice.models import ModelLimits
 from tinyjuice.policies import (
-    HermesPolicy,
     Rule,
     Threshold,
     TriggerPolicy,
     UsagePoint,
     UsageSeries,
     WindowInfo,
-    parse_policy,
-    pick_policy,
+    agent_threshold,
     replay,
     resolve_window,
     usage_series,
@@ -511,23 +509,10 @@ def explain(
     entries. Pass ``tokens`` (or a prebuilt ``series``, e.g. when only the policy
     changes) to skip counting: the rest is O(messages).
     """
-    if policy is None:
-        chosen, why = pick_policy(transcript)
-    elif isinstance(policy, str):
-        chosen, why = parse_policy(policy), "given"
-    else:
-        chosen, why = policy, "given"
     window = resolve_window(transcript, context_window, limits)
-    try:
-        threshold = chosen.threshold(window.context_window, window.max_output_tokens)
-    except ValueError as exc:
-        if policy is not None:
-            raise
-        # The agent's own policy does not fit this window (e.g. a 33K buffer in a 32K
-        # window): fall back to Hermes, whose small-window rule fits any window.
-        why = f"{why}; {chosen.name.value} does not fit: {exc}; using hermes"
-        chosen = HermesPolicy()
-        threshold = chosen.threshold(window.context_window, window.max_output_tokens)
+    chosen, threshold, why = agent_threshold(
+        transcript, window.context_window, window.max_output_tokens, policy
+    )
     if series is None:
         if tokens is None:
             tokens = count_transcript(transcript, counter)

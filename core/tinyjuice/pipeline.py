@@ -54,6 +54,7 @@ from tinyjuice.lease import CompactionLease
 from tinyjuice.media import FlatMediaReducer
 from tinyjuice.model import CompactionEvent, Message, Role, TextPart, Transcript, Trigger
 from tinyjuice.models import resolve_context_window
+from tinyjuice.policies import PolicyName, agent_threshold, pick_policy, threshold_budget
 from tinyjuice.redact import redact_message, redact_messages, redact_text
 from tinyjuice.report import (
     DEFAULT_CONTEXT_WINDOW,
@@ -145,15 +146,38 @@ class BoundaryPlan:
 
 
 def _window(transcript: Transcript, options: CompactionOptions) -> tuple[int, str, int | None]:
-    window, source, _model_max_out = resolve_context_window(
+    """(window, where it came from, the model's max output tokens from the table)."""
+    window, source, model_max_out = resolve_context_window(
         transcript.context_window, transcript.model, options.context_window
     )
     if window is None:
-        return DEFAULT_CONTEXT_WINDOW, "default", options.max_output_tokens
-    return window, source or "default", options.max_output_tokens
+        return DEFAULT_CONTEXT_WINDOW, "default", model_max_out
+    return window, source or "default", model_max_out
 
 
-def _budget(options: CompactionOptions, window: int, rules: RulesConfig) -> Budget:
+def _budget(
+    options: CompactionOptions,
+    window: int,
+    rules: RulesConfig,
+    transcript: Transcript,
+    model_max_out: int | None = None,
+) -> Budget:
+    """The threshold the run judges by: the same policy ``explain`` and the inspector use.
+
+    ``options.policy`` when given; else the rules profile's own trigger, or the
+    transcript's agent's policy (Hermes' rule with the options' knobs for Hermes).
+    """
+    if options.policy is None:
+        if options.profile is Profile.RULES:
+            return _hermes_budget(options, window, rules)
+        if pick_policy(transcript)[0].name is PolicyName.HERMES:
+            return _hermes_budget(options, window, rules)
+    max_out = options.max_output_tokens or model_max_out
+    _, threshold, _ = agent_threshold(transcript, window, max_out, options.policy)
+    return threshold_budget(threshold)
+
+
+def _hermes_budget(options: CompactionOptions, window: int, rules: RulesConfig) -> Budget:
     if options.profile is Profile.RULES:
         return compute_budget(
             window,
@@ -199,8 +223,8 @@ def plan_boundary(
         tokens = count_transcript(transcript, counter or default_counter())
     idx = index or BoundaryIndex(msgs)
     rules = RulesConfig.from_mapping(opts.rules) if opts.rules else RulesConfig()
-    window, window_source, _ = _window(transcript, opts)
-    budget = _budget(opts, window, rules)
+    window, window_source, model_max_out = _window(transcript, opts)
+    budget = _budget(opts, window, rules, transcript, model_max_out)
     count = max(state.compaction_count if state else 0, len(transcript.compactions))
     if count == 0 and idx.has_summary():
         # A summary in the messages means an earlier compaction (e.g. a resumed session):
@@ -962,6 +986,8 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
         post_tokens=after_tokens,
         summary_index=summary_at if summary_msg is not None else None,
         extra={"generated_by": "tinyjuice", "profile": opts.profile.value},
+        # In place: the head before the summary is still sent (see tinyjuice.model).
+        resets_context=False,
     )
     new_transcript = replace(
         t, messages=tuple(combined), compactions=_remap_events(t, combined, event), usage=()

@@ -64,6 +64,10 @@ class CompactionOptions:
     threshold_ratio: float = 0.50
     threshold_floor: int = 64_000
     raise_ratio_small_windows: bool = True
+    #: The trigger policy (a spec such as ``"claude-code"`` or ``"hermes:ratio=0.6"``);
+    #: None picks the transcript's own agent's, as ``explain`` and the inspector do
+    #: (:func:`tinyjuice.policies.agent_threshold`). Hermes' rule uses the knobs above.
+    policy: str | None = None
     # head
     protect_system: bool = True
     protect_first_n: int = 3

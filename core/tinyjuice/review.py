@@ -799,16 +799,23 @@ class PastCompaction:
 
     #: Index of the summary message.
     index: int
-    #: The reviewed span is ``messages[start:index]``.
+    #: The reviewed span is ``messages[start:end]``.
     start: int
     trigger: str
     pre_tokens: int | None
     review: SummaryReview
+    #: End of the reviewed span: the summary, or the first message the agent re-sent
+    #: before it (Codex's replacement history), which it did not summarise.
+    end: int | None = None
+
+    @property
+    def span_end(self) -> int:
+        return self.index if self.end is None else self.end
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index,
-            "span": [self.start, self.index],
+            "span": [self.start, self.span_end],
             "trigger": self.trigger,
             "pre_tokens": self.pre_tokens,
             **self.review.to_dict(),
@@ -829,27 +836,31 @@ def review_past_compactions(
     """
     counter = counter or default_counter()
     msgs = transcript.messages
-    events: dict[int, tuple[str, int | None]] = {}
+    events: dict[int, tuple[str, int | None, int]] = {}
     for e in transcript.compactions:
         at = e.summary_index
         if at is not None and 0 <= at < len(msgs):
-            events[at] = (e.trigger.value, e.pre_tokens)
+            # What the agent re-sent before its summary (Codex's replacement history,
+            # Hermes' re-inserted head) was not summarised: the span ends before it.
+            end = e.message_index if e.resets_context and e.message_index <= at else at
+            events[at] = (e.trigger.value, e.pre_tokens, end)
     for i, m in enumerate(msgs):
         if m.meta.is_summary and i not in events:
-            events[i] = ("unknown", None)
+            events[i] = ("unknown", None, i)
     out: list[PastCompaction] = []
     previous = 0
     ats = sorted(events)
     for k, at in enumerate(ats):
-        trigger, pre = events[at]
+        trigger, pre, end = events[at]
+        end = max(previous, end)
         after = ats[k + 1] if k + 1 < len(ats) else len(msgs)
         review = review_summary(
-            msgs[previous:at],
+            msgs[previous:end],
             msgs[at].text,
             start_index=previous,
             counter=counter,
             kept=msgs[at + 1 : after],
         )
-        out.append(PastCompaction(at, previous, trigger, pre, review))
+        out.append(PastCompaction(at, previous, trigger, pre, review, end))
         previous = at
     return tuple(out)

@@ -196,6 +196,7 @@ def test_bad_policy_settings_raise_actionable_errors() -> None:
         ("hermes-gateway.jsonl", PolicyName.HERMES),
         ("sharegpt.jsonl", PolicyName.HERMES),
         ("openai-chat.json", PolicyName.HERMES),
+        ("opencode.db", PolicyName.OPENCODE),
     ],
 )
 def test_policy_is_picked_from_the_format(name: str, policy: PolicyName) -> None:

@@ -16,7 +16,7 @@ from typing import IO, Any, NoReturn
 import click
 import orjson
 
-from tjui.clikit import emit_json, fail
+from tjui.clikit import check_policy, emit_json, fail
 
 __all__ = ["EXIT_INTERRUPTED", "NETWORK_WORKERS_PER_CORE", "batch", "worker_count"]
 
@@ -270,6 +270,20 @@ def _abort_on_auth(run: Any, data: dict[str, Any] | None) -> NoReturn:
     default=None,
     help="Show a progress bar on stderr (default: when stderr is a terminal).",
 )
+@click.option(
+    "--policy",
+    default=None,
+    metavar="P",
+    help="Also end each trajectory below this trigger policy's threshold on its model's"
+    " window (hermes, claude-code, codex, … as for explain; default: the format's own"
+    " agent's, as compress and explain pick it); the lower target wins.",
+)
+@click.option(
+    "--whole-file",
+    is_flag=True,
+    help="Compress every message, the history before an agent's last compaction"
+    " included (default: the live context).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the aggregate metrics as JSON.")
 def batch(
     inputs: tuple[Path, ...],
@@ -283,6 +297,8 @@ def batch(
     rough: bool,
     metrics_path: Path | None,
     progress: bool | None,
+    policy: str | None,
+    whole_file: bool,
     as_json: bool,
 ) -> None:
     """Compress trajectories to a token target: JSONL datasets (ShareGPT, OpenAI
@@ -311,11 +327,14 @@ def batch(
         resolved = metrics_path.resolve()
         if any(resolved == j.source.resolve() or resolved == j.target.resolve() for j in jobs):
             fail(f"--metrics {metrics_path} would overwrite an input or an output")
+    check_policy(policy)
     options = BatchOptions(
         target_tokens=target_tokens,
         keep_last=keep_last,
         summary_tokens=summary_tokens,
         profile=Profile(profile),
+        policy=policy,
+        whole_file=whole_file,
     )
     factory, summary_label = _provider_factory(provider_name)
     n_workers, capped = worker_count(workers, network_bound=factory is not None)

@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from tinyjuice.formats import LoadError
+from tinyjuice.live import LiveSplit
 from tinyjuice.report import CompactionResult, Status
 from tinyjuice.store import (
     Archive,
@@ -112,8 +113,10 @@ def commit_from_cli(
     mode: str | None = None,
     output: Path | None = None,
     to_format: str | None = None,
+    split: LiveSplit | None = None,
 ) -> dict[str, Any]:
-    """Commit ``result`` (from ``compress(loaded.transcript, …)``); the JSON to report.
+    """Commit ``result`` (from ``compress(loaded.transcript, …)``, or of its live part
+    ``split.live``: a commit in place then keeps the history before it); the JSON to report.
 
     ``output``/``to_format`` are ``compress``'s ``-o``/``--to``: the export target, or
     the path of a child file. When the engine changed nothing there is nothing to
@@ -129,7 +132,9 @@ def commit_from_cli(
     if mode == "export" and output is None:
         fail("--mode export needs -o PATH (the file to write)", EXIT_REFUSED)
     try:
-        record = commit(result, loaded, mode=mode, target=output, target_format=to_format)
+        record = commit(
+            result, loaded, mode=mode, target=output, target_format=to_format, split=split
+        )
     except (CommitError, ArchiveError) as exc:
         _refuse(exc)
     except OSError as exc:

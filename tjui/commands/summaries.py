@@ -24,13 +24,18 @@ import click
 from tinyjuice.summary import SummaryProvider
 from tjui.clikit import (
     boundary_options,
+    check_policy,
     context_window_option,
     emit_json,
     fail,
     format_option,
     lenient_option,
+    live_split_or_fail,
     load_or_fail,
+    policy_option,
+    require_messages,
     session_option,
+    whole_file_option,
 )
 from tjui.config import ENV_VARS, FALLBACK_NAME, ConfigError, Overrides
 
@@ -280,6 +285,8 @@ def _rules_lines(report: Any, shown: int) -> list[str]:
 @format_option
 @session_option
 @lenient_option
+@whole_file_option
+@policy_option
 @click.option("--json", "as_json", is_flag=True, help="Print summary, kind and review as JSON.")
 def summarize_cmd(
     file: Path,
@@ -291,12 +298,16 @@ def summarize_cmd(
     fmt: str | None,
     session: str | None,
     lenient: bool,
+    whole_file: bool,
+    policy: str | None,
     as_json: bool,
     **flags: Any,
 ) -> None:
     """Write the handoff summary for FILE's middle and review it. Nothing is saved.
 
-    Without --keep-last/--at the agent-style policy picks the boundary. The provider is
+    Only the live context is summarised (after the agent's last compaction;
+    --whole-file: every message). Without --keep-last/--at the agent's policy picks
+    the boundary. The provider is
     --provider, else $TJUI_PROVIDER, else default_provider; without one the
     deterministic fallback writes the summary. Nothing to summarise (the boundary
     leaves no middle) exits with status 0; a provider failure that aborts (auth,
@@ -312,6 +323,10 @@ def summarize_cmd(
         fail("use either --keep-last or --at, not both")
     summarizer = resolve_provider(provider, **flags)
     transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+    require_messages(transcript, file)
+    check_policy(policy)
+    split, at = live_split_or_fail(transcript, whole_file, at)
+    transcript = split.live
     counter = default_counter()
     tokens = count_transcript(transcript, counter)
     options = CompactionOptions(
@@ -320,6 +335,7 @@ def summarize_cmd(
         focus_topic=focus,
         context_window=context_window,
         force=True,
+        policy=policy,
     )
     result = compress(transcript, options, summarizer, counter=counter, tokens=tokens)
     report = result.report
@@ -460,8 +476,8 @@ def review_cmd(
         pre = f", {r.pre_tokens:,} tokens before" if r.pre_tokens else ""
         click.echo(
             f"── compaction {k + 1} of {len(reviews)}: summary at message {r.index} "
-            f"({r.trigger}{pre}); reviewed against messages {r.start}–{r.index - 1} ──"
-            if r.index > r.start
+            f"({r.trigger}{pre}); reviewed against messages {r.start}–{r.span_end - 1} ──"
+            if r.span_end > r.start
             else f"── compaction {k + 1} of {len(reviews)}: summary at message {r.index} "
             f"({r.trigger}{pre}); no earlier turns in the file ──"
         )

@@ -226,7 +226,7 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
                 self.loaded = self._load_source()
             plan = plan_commit(
                 self._for_commit(self.result), self.loaded, mode=mode, target=target or None,
-                target_format=fmt,
+                target_format=fmt, split=self.session.split,
             )  # fmt: skip
         except StaleSourceError as exc:
             self.stale = True
@@ -241,7 +241,7 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         path = Path(self._source) if not isinstance(self._source, LoadedSource) else None
         assert path is not None
         loaded = load_source(path, self._fmt, session=self._hermes_session)
-        if loaded.transcript.messages != self.session.transcript.messages:
+        if loaded.transcript.messages != self.session.whole.messages:
             raise StaleSourceError(
                 f"{path} changed since it was loaded (an agent may have appended a turn);"
                 " nothing was written — press r to reload"

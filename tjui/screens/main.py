@@ -23,10 +23,12 @@ from textual.widgets import Footer, Input, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
 from tinyjuice.formats import LoadError
+from tinyjuice.live import LiveSplit, live_split
 from tinyjuice.model import Transcript
 from tinyjuice.pipeline import BoundaryPlan
 from tinyjuice.report import Profile
 from tinyjuice.store import CommitRecord, LoadedSource, SourceKind, load_source
+from tinyjuice.subagents import Subagent, list_subagents, open_subagent
 from tinyjuice.tokens import RoughCounter, TranscriptTokens, count_transcript, default_counter
 from tjui.counting import exact_tokens
 from tjui.session import InspectorSession
@@ -82,6 +84,10 @@ class LoadRequest:
     session: str | None = None
     context_window: int | None = None
     model: str | None = None
+    #: Show every message as live (``--whole-file``): no history greyed out.
+    whole_file: bool = False
+    #: Open this subagent of the session at ``path`` (its sidechain lines).
+    subagent: str | None = None
 
 
 def header_text(session: InspectorSession, path: Path) -> str:
@@ -94,17 +100,24 @@ def header_text(session: InspectorSession, path: Path) -> str:
         # The breakdown's kind, as the context bar says it: a total with flat media
         # estimates in it is an estimate even when the text was counted exactly.
         figure = f"{b.estimated_total_tokens:,} {b.counted_kind.value} ({session.tokens.counter})"
+    live = ""
+    if session.live_from:
+        live = f" (live from #{session.live_from:,}; {session.live_from:,} already compacted)"
+    subagent = t.extra.get("subagent")
+    name = f"{path.name} [subagent {subagent}]" if isinstance(subagent, str) else path.name
     return (
-        f"{path.name} · {t.format} · {t.model or 'model unknown'} · window {window}"
-        f" · {len(t.messages):,} msgs · prompt {figure}"
+        f"{name} · {t.format} · {t.model or 'model unknown'} · window {window}"
+        f" · {len(t.messages):,} msgs{live} · prompt {figure}"
     )
 
 
-def rule_label(plan: BoundaryPlan) -> str:
+def rule_label(plan: BoundaryPlan, offset: int = 0) -> str:
+    """The boundary rule's label; ``offset`` turns live indices into file indices."""
     if plan.no_op:
         return f"nothing to compress: {plan.reason}"
     return (
-        f"compress {plan.start}–{plan.end - 1} above ({plan.middle_tokens:,} tok)"
+        f"compress {plan.start + offset}–{plan.end - 1 + offset} above"
+        f" ({plan.middle_tokens:,} tok)"
         f" · keep {plan.tail_messages:,} below ({plan.tail_tokens:,} tok)"
     )
 
@@ -157,12 +170,20 @@ class MainScreen(Screen[None]):
         Binding("d", "toggle_detail", "Detail", show=False, id="main.detail"),
         Binding("y", "copy_message", "Copy", show=False, id="main.copy"),
         Binding("escape", "back_to_list", "Back to list", show=False, id="main.back"),
+        Binding("a", "subagents", "Subagents", show=False, id="main.subagents"),
+        Binding("backspace", "close_subagent", "Back to the session", show=False, id="main.up"),
     ]
 
     @dataclass
     class Loaded(TMessage):
         transcript: Transcript
         tokens: TranscriptTokens
+        split: LiveSplit
+        history_tokens: tuple[int, ...]
+
+    @dataclass
+    class HistoryCounted(TMessage):
+        tokens: tuple[int, ...]
 
     @dataclass
     class SessionReady(TMessage):
@@ -182,6 +203,7 @@ class MainScreen(Screen[None]):
         self.request = request
         self.session: InspectorSession | None = None
         self.loaded: LoadedSource | None = None
+        self.subagents: list[Subagent] = []
         self._matches: tuple[int, ...] = ()
         self._detail_timer: Timer | None = None
 
@@ -226,24 +248,44 @@ class MainScreen(Screen[None]):
         # The store remembers the exact bytes read, so a commit can refuse a stale source.
         self.loaded = load_source(req.path, req.fmt, session=req.session)
         transcript = self.loaded.transcript
+        subagents = list_subagents(transcript, read_files=False)
+        if req.subagent is not None:
+            transcript = open_subagent(transcript, req.subagent)
+            self.loaded = None  # a sidechain is no file of its own: nothing to commit
+            subagents = []
         if req.model:
             transcript = replace(transcript, model=req.model)
         if req.context_window:
             transcript = replace(transcript, context_window=req.context_window)
+        self.subagents = subagents
+        # The agent's live context is what compaction works on; the history before its
+        # last compaction is shown greyed, never resurrected.
+        split = live_split(transcript, whole_file=req.whole_file)
+        live = split.live
         # 1. Paint the list at once with estimated counts...
         rough_counter = RoughCounter()
         rough = count_transcript(transcript, rough_counter)
-        self.post_message(self.Loaded(transcript, rough))
+        history = rough.per_message[: split.start]
+        self.post_message(self.Loaded(live, rough.tail(split.start), split, history))
         # 2. ...then the boundary index, plan and breakdown...
         session = InspectorSession.build(
-            transcript, rough, rough_counter, context_window=req.context_window
+            live,
+            rough.tail(split.start),
+            rough_counter,
+            context_window=req.context_window,
+            split=split,
+            subagents=len(subagents),
         )
         self.post_message(self.SessionReady(session))
         # 3. ...and refine to exact counts without holding up input.
         counter = default_counter()
         if counter.name != "rough":
-            exact = exact_tokens(transcript, req.path, req.fmt, req.session, counter)
-            self.post_message(self.Counted(session.with_tokens(exact, counter)))
+            path_ok = req.subagent is None
+            exact = exact_tokens(
+                transcript, req.path if path_ok else Path(""), req.fmt, req.session, counter
+            )
+            self.post_message(self.Counted(session.with_tokens(exact.tail(split.start), counter)))
+            self.post_message(self.HistoryCounted(exact.per_message[: split.start]))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is not WorkerState.ERROR or event.worker.group != "load":
@@ -258,11 +300,17 @@ class MainScreen(Screen[None]):
         self.query_one("#loading").add_class("-hidden")
         lst = self.query_one(MessageList)
         lst.set_transcript(event.transcript, event.tokens.per_message, estimated=True)
+        lst.set_history(event.split.history, event.history_tokens)
         t = event.transcript
         self.query_one("#file-header", Static).update(
             f"{self.request.path.name} · {t.format} · {t.model or 'model unknown'}"
             f" · {len(t.messages):,} msgs · counting…"
         )
+
+    def on_main_screen_history_counted(self, event: HistoryCounted) -> None:
+        lst = self.query_one(MessageList)
+        if event.tokens:
+            lst.set_history(lst.history_messages, event.tokens)
 
     def on_main_screen_session_ready(self, event: SessionReady) -> None:
         self.session = event.session
@@ -292,8 +340,9 @@ class MainScreen(Screen[None]):
             return
         plan = s.plan
         self.query_one(ContextBar).update_data(s.breakdown, plan, s.trigger)
-        self.query_one(MessageList).set_zones(Zones(plan.start, plan.end), rule_label(plan))
-        status = f"boundary {plan.end}"
+        offset = s.live_from
+        self.query_one(MessageList).set_zones(Zones(plan.start, plan.end), rule_label(plan, offset))
+        status = f"boundary {plan.end + offset}"
         if plan.snap_reason:
             status += f" · {plan.snap_reason}"
         status += f" · profile {s.options.profile.value}"
@@ -404,7 +453,7 @@ class MainScreen(Screen[None]):
         index = max(0, min(index, len(s.transcript.messages) - 1))
         self.query_one(DetailPane).show(
             s.transcript.messages[index],
-            index,
+            index + s.live_from,  # its index in the file, as the list shows it
             s.tokens.per_message[index],
             estimated=s.tokens.kind.value != "exact",
         )
@@ -441,12 +490,54 @@ class MainScreen(Screen[None]):
     def action_jump(self) -> None:
         from tjui.screens.jump import JumpDialog
 
-        count = len(self.session.transcript.messages) if self.session else 0
-        self.app.push_screen(JumpDialog(count), self.go_to)
+        if self.session is None:
+            return
+        offset = self.session.live_from
+        count = len(self.session.transcript.messages) + offset
+
+        def _go(index: int | None) -> None:
+            # The dialog takes file indices (as shown); history rows cannot be selected.
+            if index is not None and index < offset:
+                self.notify(f"message {index} is already compacted history", severity="warning")
+            self.go_to(None if index is None else max(0, index - offset))
+
+        self.app.push_screen(JumpDialog(count), _go)
+
+    def action_subagents(self) -> None:
+        """List the session's subagents; the chosen one opens in a new view."""
+        from tjui.screens.subagents import SubagentDialog
+
+        agents = self.subagents
+        if not agents:
+            self.notify("this session has no subagents", severity="information")
+            return
+
+        def _open(agent: Subagent | None) -> None:
+            if agent is None:
+                return
+            if agent.path is not None:
+                request = LoadRequest(path=Path(agent.path), fmt="claude-code")
+            else:
+                request = replace(self.request, subagent=agent.id, session=None)
+            self.app.push_screen(MainScreen(request))
+
+        self.app.push_screen(SubagentDialog(agents), _open)
+
+    def action_close_subagent(self) -> None:
+        """Back to the session a subagent was opened from."""
+        below = self.app.screen_stack[-2] if len(self.app.screen_stack) > 1 else None
+        if isinstance(below, MainScreen):
+            self.app.pop_screen()
 
     def action_commit(self) -> None:
         """Commit the compaction on screen through the store (original archived first)."""
         if self.session is None:
+            return
+        if self.request.subagent is not None:
+            self.notify(
+                "a subagent's sidechain lines are part of its session file: nothing to commit",
+                severity="warning",
+            )
             return
         from tjui.screens.commit import CommitDialog, CommitOutcome
 
@@ -494,9 +585,20 @@ class MainScreen(Screen[None]):
         from tjui.screens.timeline import TimelineScreen
 
         s = self.session
+        offset = s.live_from
+        history = self.query_one(MessageList).history_tokens
+        if len(history) != offset:
+            return  # the history is still being counted
+        tokens = s.tokens.with_head(history)
+
+        def _go(index: int | None) -> None:
+            # The timeline covers the whole file, every past compaction included.
+            if index is not None and index < offset:
+                self.notify(f"message {index} is already compacted history", severity="warning")
+            self.go_to(None if index is None else max(0, index - offset))
+
         self.app.push_screen(
-            TimelineScreen(s.transcript, s.tokens, context_window=s.options.context_window),
-            self.go_to,
+            TimelineScreen(s.whole, tokens, context_window=s.options.context_window), _go
         )
 
     # ------------------------------------------------------------------ search

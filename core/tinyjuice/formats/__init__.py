@@ -120,10 +120,45 @@ def _parse(path: Path, data: bytes, options: LoadOptions) -> Source:
             if lines.bad_lines:
                 decode_utf8(path, data)
             return Source(path=path, data=data, doc=lines, kind="jsonl")
-        return Source(path=path, data=data, doc=parse_json(path, data), kind="json")
+        try:
+            doc = parse_json(path, data)
+        except LoadError:
+            found = _lenient_jsonl(path, data)
+            if found is None:
+                raise
+            if not options.lenient:
+                n, problem = found.bad_lines[0]
+                raise LoadError(
+                    path,
+                    f"invalid JSON: {problem}",
+                    line=n,
+                    expected="one JSON object per line (use --lenient to skip bad lines)",
+                ) from None
+            return Source(path=path, data=data, doc=found, kind="jsonl")
+        return Source(path=path, data=data, doc=doc, kind="json")
     except LoadError:
         decode_utf8(path, data)  # invalid UTF-8 is reported before any JSON problem
         raise
+
+
+def _lenient_jsonl(path: Path, data: bytes) -> JsonlResult | None:
+    """With ``--lenient``: JSON lines whose FIRST line is malformed (None when not JSONL).
+
+    :func:`jsonl_head` judges a blob by its first line, so a broken first line made the
+    whole file look like one (invalid) JSON document. It is JSON lines when it is no
+    JSON document and most of its lines are JSON objects; bad lines are then skipped
+    and counted like any other (without ``--lenient`` the first one is reported).
+    """
+    if data.count(b"\n") < 1:
+        return None
+    try:
+        result = parse_jsonl(path, data, lenient=True)
+    except LoadError:
+        return None
+    # A pretty-printed document with an error has a line or two that parse (``{}``) among
+    # many that do not: JSON lines are mostly good lines.
+    good = len(result.lines) >= len(result.bad_lines)
+    return result if result.bad_lines and result.lines and good else None
 
 
 #: The parsed kinds each format's reader takes (see :class:`Source`).

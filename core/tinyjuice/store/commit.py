@@ -63,6 +63,7 @@ from tinyjuice.formats._base import (
     check_regular,
     read_bytes,
 )
+from tinyjuice.live import LiveSplit, with_history
 from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, Transcript
 from tinyjuice.report import CompactionReport, CompactionResult, PersistenceRecommendation, Status
 from tinyjuice.store import hermes_db
@@ -407,11 +408,20 @@ def plan_commit(
     target: str | Path | None = None,
     target_format: str | None = None,
     commit_id: str | None = None,
+    split: LiveSplit | None = None,
 ) -> CommitPlan:
     """Work out a commit without touching anything; raises :class:`CommitError` if it
-    cannot be done (and says what would work)."""
+    cannot be done (and says what would work).
+
+    ``split`` says ``result`` compacted only the live part of ``source`` (what the agent
+    sends after its last compaction, :func:`tinyjuice.live.live_split`): committed in
+    place, the history before it is written back as it was (nothing is lost); a child
+    or an export starts from the compacted live part.
+    """
     transcript, report = _unpack(result)
     chosen, notes = _resolve_mode(mode, report, source)
+    if split is not None and split.start and chosen is CommitMode.IN_PLACE:
+        transcript = with_history(split, transcript)
     cid = commit_id or new_commit_id()
     summary = _summary_message(transcript, result)
     if target:
@@ -597,6 +607,7 @@ def commit(
     lease: SqliteLease | None = None,
     progress: Progress | None = None,
     plan: CommitPlan | None = None,
+    split: LiveSplit | None = None,
 ) -> CommitRecord:
     """Persist a compaction: archive the original first, then write; return the record.
 
@@ -605,12 +616,13 @@ def commit(
     :class:`~tinyjuice.model.Transcript`. ``source`` is what :func:`load_source` gave.
     ``mode``: ``in-place`` (replace the source; Hermes: same session), ``child`` (new
     file / session with lineage; source untouched) or ``export`` (``target`` path in
-    ``target_format``). Raises :class:`StaleSourceError`, :class:`LeaseBusy` or
-    :class:`CommitError` — in each case nothing was changed.
+    ``target_format``). ``split``: as for :func:`plan_commit`. Raises
+    :class:`StaleSourceError`, :class:`LeaseBusy` or :class:`CommitError` — in each case
+    nothing was changed.
     """
     say = progress or (lambda _stage: None)
     plan = plan or plan_commit(
-        result, source, mode=mode, target=target, target_format=target_format
+        result, source, mode=mode, target=target, target_format=target_format, split=split
     )
     store = archive or Archive()
     leases = lease or SqliteLease(store)
