@@ -57,6 +57,25 @@ class SecretKind(StrEnum):
     URL_PASSWORD = "url_password"
     ENV_SECRET = "env_secret"
     SENSITIVE_KEY = "sensitive_key"
+    AWS_SECRET_KEY = "aws_secret_key"
+    AZURE_STORAGE_KEY = "azure_storage_key"
+    STRIPE_WEBHOOK_SECRET = "stripe_webhook_secret"
+    SLACK_APP_TOKEN = "slack_app_token"
+    NPM_TOKEN = "npm_token"
+    PYPI_TOKEN = "pypi_token"
+    SENDGRID_KEY = "sendgrid_key"
+    DIGITALOCEAN_TOKEN = "digitalocean_token"
+    SHOPIFY_TOKEN = "shopify_token"
+    DISCORD_WEBHOOK = "discord_webhook"
+    TELEGRAM_BOT_TOKEN = "telegram_bot_token"
+    GOOGLE_OAUTH_SECRET = "google_oauth_secret"
+    GOOGLE_OAUTH_TOKEN = "google_oauth_token"
+    VAULT_TOKEN = "vault_token"
+    AGE_SECRET_KEY = "age_secret_key"
+    GROQ_KEY = "groq_key"
+    LIBPQ_PASSWORD = "libpq_password"
+    PASSWORD_FIELD = "password_field"
+    NETRC_PASSWORD = "netrc_password"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +113,8 @@ class _Rule:
     group: int = 0
     #: The match may not follow a word character.
     word_start: bool = True
+    #: Runs only when :data:`_SHAPES` finds one of the newer provider shapes.
+    shape: bool = False
 
 
 def _rule(
@@ -103,17 +124,24 @@ def _rule(
     *,
     group: int = 0,
     word_start: bool = True,
+    flags: int = 0,
+    shape: bool = False,
 ) -> _Rule:
-    return _Rule(kind, re.compile(pattern), needles, group, word_start)
+    return _Rule(kind, re.compile(pattern, flags), needles, group, word_start, shape)
 
 
 _RULES: tuple[_Rule, ...] = (
     _rule(
         SecretKind.PRIVATE_KEY,
         # A whole PEM block; an unterminated one (truncated output) up to its last base64 line.
-        r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY( BLOCK)?-----"
+        # "( BLOCK|)" rather than "( BLOCK)?": a back-reference to a group that did not
+        # take part never matches, and the END line would never be found.
+        r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY( BLOCK|)-----"
         r"(?:[\s\S]*?-----END \1PRIVATE KEY\2-----"
-        r"|(?:\r?\n[A-Za-z0-9+/=]{16,})*(?:\r?\n[A-Za-z0-9+/]*={1,2}(?![A-Za-z0-9+/=]))?)",
+        # The last line of a cut block may be short: a padded one, or any base64 run the
+        # cut ended (the end of the text, a quote, an escape, an ellipsis or a marker).
+        r"|(?:\r?\n[A-Za-z0-9+/=]{16,})*(?:\r?\n[A-Za-z0-9+/]*={1,2}(?![A-Za-z0-9+/=])"
+        r"|\r?\n[A-Za-z0-9+/]+(?=\Z|[\"'\\…\[]))?)",
         (),
         word_start=False,
     ),
@@ -159,11 +187,80 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _rule(
         SecretKind.URL_PASSWORD,
-        # scheme://user:password@host — only the password goes.
-        r"://[^\s:/@\[\]\"'<>]+:" + _NOT_MARKER + r"([^\s@/\[\]\"'<>]+)@",
+        # scheme://user:password@host — only the password goes. The password may hold
+        # "@" itself: it runs to the last "@" before the host.
+        r"://[^\s:/@\[\]\"'<>]+:" + _NOT_MARKER + r"([^\s/\[\]\"'<>]+)@(?![^\s@/\"'<>]*@)",
         (),
         group=1,
         word_start=False,
+    ),
+    _rule(
+        SecretKind.AWS_SECRET_KEY,
+        # ~/.aws/credentials, env files, "SecretAccessKey" in JSON: 40 base64 characters.
+        r"(?i:aws_?secret_?access_?key|secret_?access_?key)[\"']?\s*[:=]\s*[\"']?"
+        r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+        ("secret_access_key", "secretaccesskey"),
+        group=1,
+    ),
+    _rule(
+        SecretKind.AZURE_STORAGE_KEY,
+        # Connection strings: AccountKey=…; SharedAccessKey=… (base64).
+        r"(?:AccountKey|SharedAccessKey)=" + _NOT_MARKER + r"([A-Za-z0-9+/]{20,}={0,2})",
+        ("accountkey=", "sharedaccesskey="),
+        group=1,
+    ),
+    _rule(SecretKind.STRIPE_WEBHOOK_SECRET, r"whsec_[A-Za-z0-9+/]{24,}=*" + _R, (), shape=True),
+    _rule(
+        SecretKind.SLACK_APP_TOKEN,
+        r"xapp-\d-[A-Z0-9]{6,}-\d{6,}-[A-Za-z0-9]{20,}" + _R,
+        (),
+        shape=True,
+    ),
+    _rule(SecretKind.NPM_TOKEN, r"npm_[A-Za-z0-9]{36}" + _R, (), shape=True),
+    _rule(SecretKind.PYPI_TOKEN, r"pypi-AgE[A-Za-z0-9_\-]{50,}", (), shape=True),
+    _rule(
+        SecretKind.SENDGRID_KEY, r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _R, (), shape=True
+    ),
+    _rule(SecretKind.DIGITALOCEAN_TOKEN, r"do[por]_v1_[a-f0-9]{64}" + _R, (), shape=True),
+    _rule(SecretKind.SHOPIFY_TOKEN, r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _R, (), shape=True),
+    _rule(
+        SecretKind.DISCORD_WEBHOOK,
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{20,}",
+        (),
+        word_start=False,
+    ),
+    _rule(
+        SecretKind.TELEGRAM_BOT_TOKEN,
+        # "<bot id>:<secret>": the secret goes, the numeric id stays.
+        r":(?<=[0-9]{8}:)(AA[A-Za-z0-9_\-]{33})" + _R,
+        (),
+        group=1,
+        word_start=False,
+        shape=True,
+    ),
+    _rule(SecretKind.GOOGLE_OAUTH_SECRET, r"GOCSPX-[A-Za-z0-9_\-]{28}" + _R, (), shape=True),
+    _rule(SecretKind.GOOGLE_OAUTH_TOKEN, r"ya29\.[A-Za-z0-9_\-]{20,}", (), shape=True),
+    _rule(SecretKind.VAULT_TOKEN, r"hv[sbr]\.[A-Za-z0-9_\-]{24,}" + _R, (), shape=True),
+    _rule(SecretKind.AGE_SECRET_KEY, r"AGE-SECRET-KEY-1[0-9A-Z]{58}" + _R, (), shape=True),
+    _rule(SecretKind.GROQ_KEY, r"gsk_[A-Za-z0-9]{48,}" + _R, (), shape=True),
+    _rule(
+        SecretKind.PASSWORD_FIELD,
+        # A YAML/INI-style "password: value" line: the value is the only thing after the
+        # colon (prose goes on with more words), and not a placeholder or a type name.
+        r"^[ \t]*(?:- )?[\"']?(?:[A-Za-z0-9_\-]*[_\-])?(?i:password|passwd|passphrase|secret)"
+        r"[\"']?[ \t]*:[ \t]+" + _NOT_MARKER + r"(?![$<{*~%]"
+        r"|(?i:required|optional|none|null|true|false|string|str|yes|no|empty)[ \t]*\r?$)"
+        r"([^\s#'\"][^\s]*)[ \t]*\r?$",
+        ("passw", "passphrase", "secret"),
+        group=1,
+        word_start=False,
+        flags=re.M,
+    ),
+    _rule(
+        SecretKind.NETRC_PASSWORD,
+        r"machine\s+\S+\s+(?:login\s+\S+\s+)?password\s+" + _NOT_MARKER + r"(\S+)",
+        ("passw",),
+        group=1,
     ),
 )
 
@@ -302,7 +399,21 @@ _NEEDLES: tuple[str, ...] = tuple(
 # secret. Alternatives are grouped by first letter so the engine tries few per position.
 _NAME_TAIL = r"[a-z0-9_\-]*[\"']?\s*[:=]"
 #: "://" before "user:password@" or a Slack webhook path.
-_URL_SECRET = r"://(?:[^\s:/@\[\]\"'<>]+:[^\s@/\[\]\"'<>]+@|hooks\.slack\.com/services/)"
+_URL_SECRET = (
+    r"://(?:[^\s:/@\[\]\"'<>]+:[^\s@/\[\]\"'<>]+@|hooks\.slack\.com/services/"
+    r"|(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/)"
+)
+#: Newer provider shapes, lower-cased, each entered at a punctuation mark and checked
+#: backwards from there (a new first letter would slow every filter down).
+_SHAPES = "|".join(
+    (
+        "_(?:(?<=whsec_)|(?<=npm_)|(?<=gsk_)|(?<=do[por]_v1_)|(?<=shp(?:at|ca|pa|ss)_))",
+        "-(?:(?<=xapp-)|(?<=gocspx-)|(?<=pypi-)age|(?<=age-secret-key-)1)",
+        r"\.(?:(?<=sg\.)[a-z0-9_\-]{22}\.|(?<=ya29\.)|(?<=hv[sbr]\.))",
+        r":aa[a-z0-9_\-]{33}",
+    )
+)
+_SHAPES_RE = re.compile(_SHAPES)
 _CANDIDATE = re.compile(
     "|".join(
         (
@@ -311,7 +422,8 @@ _CANDIDATE = re.compile(
             r"g(?:h[pousr]_|ithub_pat_|l(?:pat|dt|rt|cbt)-)",
             r"xox|hf_|eyj|bearer\s",
             _URL_SECRET,
-            r"p(?:rivate key|ass(?:w|phrase)" + _NAME_TAIL + ")",
+            r"p(?:rivate key|ass(?:w|phrase)" + _NAME_TAIL + r"|assword\s+\S)",
+            _SHAPES,
             r"k(?:ey" + _NAME_TAIL + r"|_(?:live|test)_[a-z0-9]{16})",
             "token" + _NAME_TAIL,
             "c(?:redential|ookie)" + _NAME_TAIL,
@@ -328,11 +440,12 @@ _CANDIDATE_SCAN = re.compile(
             f"k(?:(?<=tok)en{_NAME_TAIL}|ey{_NAME_TAIL}"
             + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
             f"c(?:(?<=sec)ret{_NAME_TAIL}|redential{_NAME_TAIL}|ookie{_NAME_TAIL})",
-            f"w(?<=passw){_NAME_TAIL}",
+            f"w(?<=passw)(?:{_NAME_TAIL}|ord\\s+\\S)",
             f"h(?:(?<=passph)rase{_NAME_TAIL}|(?<=auth){_NAME_TAIL})",
             "z(?<=aiz)a",
             "_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=hf_))",
             "-(?:(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glcbt-))",
+            _SHAPES,
             r"xox|j(?<=eyj)|bearer\s",
             _URL_SECRET,
             "v(?<=priv)ate key",
@@ -342,20 +455,48 @@ _CANDIDATE_SCAN = re.compile(
 _AWS_CANDIDATE = re.compile(r"A(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}")
 
 
-def find_secrets(text: str) -> list[SecretHit]:
-    """Secrets in ``text``, sorted by position, never overlapping."""
-    if not text:
-        return []
+_CONNINFO_PASSWORD = re.compile(
+    r"(?<![\w.\-])password\s*=\s*" + _NOT_MARKER + r"(?:'((?:[^'\\\n]|\\.)+)'|([^\s'\"]+))"
+)
+_CONNINFO_KEYWORD = re.compile(
+    r"(?<![\w.\-])(?:host|hostaddr|dbname|user|port|sslmode|connect_timeout)\s*="
+)
+#: How far along its line a conninfo keyword is looked for around "password=".
+_CONNINFO_REACH = 300
+
+
+def _conninfo_hits(text: str, hits: list[_Hit]) -> None:
+    """libpq ``password=…`` in a conninfo string (``host=db user=app password=…``): any
+    value counts when another conninfo keyword stands on the same line."""
+    for m in _CONNINFO_PASSWORD.finditer(text):
+        left = max(text.rfind("\n", 0, m.start()) + 1, m.start() - _CONNINFO_REACH)
+        right = text.find("\n", m.end())
+        right = min(len(text) if right < 0 else right, m.end() + _CONNINFO_REACH)
+        if _CONNINFO_KEYWORD.search(text, left, m.start()) or _CONNINFO_KEYWORD.search(
+            text, m.end(), right
+        ):
+            g = 1 if m.group(1) is not None else 2
+            a, b = m.span(g)
+            hits.append((a, a - b, 0, SecretKind.LIBPQ_PASSWORD))
+
+
+def _lowered(text: str) -> str:
     low = text.lower()
     if len(low) != len(text):
         # A few characters lower-case to two; keep positions aligned with the original.
         low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    return low
+
+
+def _scan(text: str, low: str) -> list[_Hit]:
+    """Every hit in ``text`` read as it stands (overlapping, unsorted)."""
     if _CANDIDATE.search(low) is None:
         return []
     present = {n for n in _NEEDLES if n in low}
+    shapes = _SHAPES_RE.search(low) is not None
     hits: list[_Hit] = []
     for rule in _RULES:
-        if rule.needles and present.isdisjoint(rule.needles):
+        if (rule.needles and present.isdisjoint(rule.needles)) or (rule.shape and not shapes):
             continue
         for m in rule.pattern.finditer(text):
             if rule.word_start and m.start() > 0 and text[m.start() - 1] in _WORD_CHARS:
@@ -366,18 +507,164 @@ def find_secrets(text: str) -> list[SecretHit]:
     words = [w for w in _NAME_WORDS if w in present]
     if words:
         _name_hits(text, low, words, hits)
+    if "passw" in present:
+        _conninfo_hits(text, hits)
     _header_hits(text, low, present, hits)
-    if not hits:
-        return []
+    return hits
+
+
+# --------------------------------------------------------------- escaped text
+# Text as it is stored often holds JSON string escapes: a tool result that is itself
+# JSON ({"output": "...\n..."}), JSON nested in a string of it. A key whose lines are
+# joined by "\n" escapes, or a name behind \", cannot be read from the characters; the
+# text is read again with one level of escapes decoded (and again for nested JSON), and
+# each hit is mapped back to the characters it came from, whole escapes included.
+
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([\"\\/bfnrt]))")
+_SIMPLE_ESCAPES = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
+#: Levels of escaping read: a JSON string, JSON in it, JSON in that.
+_ESCAPE_LEVELS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class _Unescaped:
+    """One level of escapes decoded: ``text``, and where each escape was."""
+
+    text: str
+    #: Position in ``text`` of each decoded escape, ascending.
+    at: list[int]
+    #: Position in the source of that escape, and its length there.
+    src: list[int]
+    size: list[int]
+
+    def start(self, x: int) -> int:
+        """Source position of the character at ``x``."""
+        k = bisect_right(self.at, x) - 1
+        if k < 0:
+            return x
+        if self.at[k] == x:
+            return self.src[k]
+        return self.src[k] + self.size[k] + (x - self.at[k] - 1)
+
+    def end(self, x: int) -> int:
+        """Source position just past the character at ``x - 1``."""
+        if x <= 0:
+            return 0
+        k = bisect_right(self.at, x - 1) - 1
+        if k >= 0 and self.at[k] == x - 1:
+            return self.src[k] + self.size[k]
+        return self.start(x - 1) + 1
+
+
+def _unescape(text: str) -> _Unescaped | None:
+    pieces: list[str] = []
+    at: list[int] = []
+    src: list[int] = []
+    size: list[int] = []
+    pos = 0
+    out_len = 0
+    for m in _ESCAPE.finditer(text):
+        chunk = text[pos : m.start()]
+        pieces.append(chunk)
+        out_len += len(chunk)
+        code = m.group(1)
+        ch = chr(int(code, 16)) if code is not None else _SIMPLE_ESCAPES[m.group(2)]
+        pieces.append(ch)
+        at.append(out_len)
+        src.append(m.start())
+        size.append(m.end() - m.start())
+        out_len += 1
+        pos = m.end()
+    if not at:
+        return None
+    pieces.append(text[pos:])
+    return _Unescaped("".join(pieces), at, src, size)
+
+
+def _escaped_hits(text: str) -> list[_Hit]:
+    """Hits in the decoded readings of ``text``, as spans of ``text``."""
+    out: list[_Hit] = []
+    views: list[_Unescaped] = []
+    view = text
+    for _ in range(_ESCAPE_LEVELS):
+        if "\\" not in view:
+            break
+        u = _unescape(view)
+        if u is None:
+            break
+        views.append(u)
+        view = u.text
+        for start, neg_len, prio, kind in _scan(view, _lowered(view)):
+            a, b = start, start - neg_len
+            for v in reversed(views):
+                a, b = v.start(a), v.end(b)
+            out.append((a, a - b, prio, kind))
+    return out
+
+
+def _may_hide(text: str, low: str) -> bool:
+    """Whether escapes in ``text`` may hide a hit from a plain reading."""
+    return "\\" in text and ("\\u" in low or _MESSAGE_QUICK.search(low) is not None)
+
+
+def _resolve(hits: list[_Hit]) -> list[SecretHit]:
+    """Sorted, non-overlapping hits: the longest first at a start, then by priority; a
+    hit overlapping an earlier one extends it (a secret is never left half-covered)."""
     hits.sort()
     out: list[SecretHit] = []
-    last_end = -1
     for start, neg_len, _prio, kind in hits:
-        if start < last_end:
+        end = start - neg_len
+        if out and start < out[-1].end:
+            if end > out[-1].end:
+                out[-1] = SecretHit(out[-1].kind, out[-1].start, end)
             continue
-        out.append(SecretHit(kind, start, start - neg_len))
-        last_end = start - neg_len
+        out.append(SecretHit(kind, start, end))
     return out
+
+
+def find_secrets(text: str) -> list[SecretHit]:
+    """Secrets in ``text``, sorted by position, never overlapping.
+
+    Text holding JSON escapes is also read with them decoded (see :func:`_escaped_hits`).
+    """
+    if not text:
+        return []
+    low = _lowered(text)
+    hits = _scan(text, low)
+    if "\\" in text:
+        hits = _with_escapes(text, low, hits)
+    return _resolve(hits) if hits else []
+
+
+def _with_escapes(text: str, low: str, hits: list[_Hit]) -> list[_Hit]:
+    """``hits`` of a text holding backslashes, joined by the hits of its decoded readings.
+
+    A plain hit that ran over an escape (a bare value read on past ``\\n`` or up to
+    ``\\"``) yields to the decoded hits it overlaps, which end where the value does; one
+    that stands alone never ends inside an escape (half of one would break the JSON).
+    """
+    esc = _escaped_hits(text) if _may_hide(text, low) else []
+    out: list[_Hit] = []
+    for start, neg_len, prio, kind in hits:
+        end = start - neg_len
+        if "\\" in text[start:end]:
+            if any(a < end and start < a - n for a, n, _p, _k in esc):
+                continue
+            run = len(text[start:end]) - len(text[start:end].rstrip("\\"))
+            end -= run % 2
+            if end <= start:
+                continue
+        out.append((start, start - end, prio, kind))
+    return out + esc
 
 
 def redact_text(text: str) -> str:
@@ -514,14 +801,14 @@ def redact_message(msg: Message) -> Message:
 #: fields), unconditionally: "auth" is an exactly-sensitive JSON key.
 _MESSAGE_QUICK = re.compile(
     r"sk-|aiza|a(?:kia|sia|bia|cca)|gh[pousr]_|github_pat_|gl(?:pat|dt|rt|cbt)-|xox|hf_|eyj|"
-    r"://|private key|_live_|_test_|api-key|bearer|auth|" + "|".join(_NAME_WORDS)
+    r"://|private key|_live_|_test_|api-key|bearer|auth|" + _SHAPES + "|" + "|".join(_NAME_WORDS)
 )
 
 
 def _message_strings(msg: Message) -> tuple[list[str], bool]:
-    """Every string :func:`redact_message` may change, and whether one of them is JSON
-    whose decoded strings may read differently from its characters (an escape, or a
-    value serialised through ``str``)."""
+    """Every string :func:`redact_message` may change, and whether one of them may read
+    differently from its characters: a text holding an escape (:func:`find_secrets` reads
+    it decoded too), or JSON with an escape or a value serialised through ``str``."""
     parts = msg.parts
     if (
         len(parts) == 1
@@ -531,7 +818,8 @@ def _message_strings(msg: Message) -> tuple[list[str], bool]:
         and not msg.reasoning
         and not msg.extra
     ):
-        return [parts[0].text], False  # the common case: one plain text
+        text = parts[0].text  # the common case: one plain text
+        return [text], "\\" in text
     out: list[str] = []
     opaque = False
 
@@ -551,10 +839,12 @@ def _message_strings(msg: Message) -> tuple[list[str], bool]:
     for p in msg.parts:
         if isinstance(p, TextPart | ThinkingPart):
             out.append(p.text)
+            opaque = opaque or "\\" in p.text
         if p.extra:
             out.append(dump(p.extra))
     if msg.reasoning:
         out.append(msg.reasoning)
+        opaque = opaque or "\\" in msg.reasoning
     for c in msg.tool_calls:
         out.append(c.arguments)
         if "\\" in c.arguments:
@@ -618,7 +908,8 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
         if i in candidates:
             continue
         strings, _ = _message_strings(messages[i])
-        if _MESSAGE_QUICK.search("\x00".join(s.lower() for s in strings if s)):
+        joined = "\x00".join(s.lower() for s in strings if s)
+        if "\\u" in joined or _MESSAGE_QUICK.search(joined):
             candidates.add(i)
     out = list(messages)
     changed = 0
