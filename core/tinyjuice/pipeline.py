@@ -801,11 +801,14 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
     summary_msg: Message | None = None
     if opts.profile is Profile.RULES:
         cfg = RulesConfig.from_mapping(opts.rules) if opts.rules else RulesConfig()
-        res = apply_rules(msgs, start, end, cfg)
+        # Rule 5: user messages are never touched; everything else in the middle is
+        # redacted before the rules read it (so no clip can cut a key in half), and the
+        # generated text once more after.
+        res = apply_rules(msgs, start, end, cfg, redact=opts.redact)
         rules_applied = res.applied
+        redactions = res.redacted
         new_middle = list(res.messages[start : len(res.messages) - len(tail)])
         if opts.redact:
-            # Rule 5: user messages are never touched; generated text is redacted.
             fixed = []
             for m in new_middle:
                 if m.meta.generated_by and m.role is not Role.USER:
