@@ -484,9 +484,9 @@ def _with_error_lines(pruned: Sequence[Message], originals: Sequence[Message]) -
             and p.meta.generated_by == "digest"
             and (o.meta.is_error or _failed_digest(p.text))
         ):
-            # The original may not have been redacted (it was digested): redact the
-            # lines taken from it.
-            errors = [redact_text(e) for e in error_lines(tool_output_text(o.text))]
+            # The original may not have been redacted (it was digested): redact it
+            # before its lines are picked and clipped, so no clip cuts a key in half.
+            errors = [redact_text(e) for e in error_lines(redact_text(tool_output_text(o.text)))]
             if errors:
                 text = p.text + "\n" + "\n".join(errors)
                 rest = tuple(x for x in p.parts if not isinstance(x, TextPart))

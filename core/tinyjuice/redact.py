@@ -31,6 +31,7 @@ __all__ = [
     "find_secrets",
     "is_sensitive_key",
     "marker",
+    "redact_clip",
     "redact_json",
     "redact_message",
     "redact_messages",
@@ -680,6 +681,16 @@ def redact_text(text: str) -> str:
         pos = hit.end
     pieces.append(text[pos:])
     return "".join(pieces)
+
+
+def redact_clip(text: str, clip: Callable[[str], str]) -> str:
+    """``clip(text)`` that never shows part of a secret.
+
+    A clip can cut a key so that what is left no longer looks like one (an AWS secret
+    read as a path, half a PEM line); ``text`` is redacted before the clip, and what the
+    clip returns is redacted again.
+    """
+    return redact_text(clip(redact_text(text)))
 
 
 def _redact_all(value: Any) -> Any:
