@@ -10,6 +10,12 @@ commit hashes and file names survive for summary review.
 
 JSON tool arguments stay valid JSON: secrets are redacted inside string leaves and
 under sensitive keys, never by slicing the raw text.
+
+Text is read as it is stored, too: a text holding JSON string escapes (a tool result
+that is itself JSON, JSON nested in a string of it) is also read with them decoded, and
+every hit found there replaces whole escapes of the original (see
+:func:`find_secrets`). Generated text that clips a value uses :func:`redact_clip`, so a
+clip never shows the part of a key it cut.
 """
 
 from __future__ import annotations
