@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
@@ -597,17 +597,59 @@ def _unescape(text: str) -> _Unescaped | None:
     return _Unescaped("".join(pieces), at, src, size)
 
 
+#: Escapes other than ``\\\\`` and ``\\u``, decoded by plain replacement.
+_REPLACED = (
+    ('\\"', '"'),
+    ("\\/", "/"),
+    ("\\n", "\n"),
+    ("\\r", "\r"),
+    ("\\t", "\t"),
+    ("\\b", "\b"),
+    ("\\f", "\f"),
+)
+
+
+def _unescaped_text(text: str) -> str | None:
+    """``_unescape(text).text`` (None when there is no escape), without the position map.
+
+    Replacing ``\\\\`` first (left to right, as a JSON reader pairs them) leaves every
+    other backslash at the start of an escape, so plain replacements decode the rest.
+    """
+    if "\\u" in text or "\x00" in text:
+        u = _unescape(text)
+        return None if u is None else u.text
+    out = text.replace("\\\\", "\x00")
+    for esc, ch in _REPLACED:
+        out = out.replace(esc, ch)
+    if out == text:
+        return None
+    return out.replace("\x00", "\\")
+
+
+def _decoded_views(text: str) -> list[str]:
+    """``text`` with one, two, three levels of JSON escapes decoded (as many as change it)."""
+    views: list[str] = []
+    view: str | None = text
+    for _ in range(_ESCAPE_LEVELS):
+        if view is None or "\\" not in view:
+            break
+        view = _unescaped_text(view)
+        if view is not None:
+            views.append(view)
+    return views
+
+
 def _escaped_hits(text: str) -> list[_Hit]:
     """Hits in the decoded readings of ``text``, as spans of ``text``."""
+    levels = _decoded_views(text)
+    if not any(_scan(v, _lowered(v)) for v in levels):
+        return []  # the common case: nothing found, nothing to map back
     out: list[_Hit] = []
     views: list[_Unescaped] = []
     view = text
-    for _ in range(_ESCAPE_LEVELS):
-        if "\\" not in view:
-            break
+    for _ in levels:
         u = _unescape(view)
-        if u is None:
-            break
+        assert u is not None
         views.append(u)
         view = u.text
         for start, neg_len, prio, kind in _scan(view, _lowered(view)):
@@ -823,9 +865,9 @@ _MESSAGE_QUICK = re.compile(
 
 
 def _message_strings(msg: Message) -> tuple[list[str], bool]:
-    """Every string :func:`redact_message` may change, and whether one of them may read
-    differently from its characters: a text holding an escape (:func:`find_secrets` reads
-    it decoded too), or JSON with an escape or a value serialised through ``str``."""
+    """Every string :func:`redact_message` may change, and whether one of them is JSON
+    whose decoded strings may read differently from its characters (an escape, or a
+    value serialised through ``str``)."""
     parts = msg.parts
     if (
         len(parts) == 1
@@ -835,8 +877,7 @@ def _message_strings(msg: Message) -> tuple[list[str], bool]:
         and not msg.reasoning
         and not msg.extra
     ):
-        text = parts[0].text  # the common case: one plain text
-        return [text], "\\" in text
+        return [parts[0].text], False  # the common case: one plain text
     out: list[str] = []
     opaque = False
 
@@ -856,12 +897,10 @@ def _message_strings(msg: Message) -> tuple[list[str], bool]:
     for p in msg.parts:
         if isinstance(p, TextPart | ThinkingPart):
             out.append(p.text)
-            opaque = opaque or "\\" in p.text
         if p.extra:
             out.append(dump(p.extra))
     if msg.reasoning:
         out.append(msg.reasoning)
-        opaque = opaque or "\\" in msg.reasoning
     for c in msg.tool_calls:
         out.append(c.arguments)
         if "\\" in c.arguments:
@@ -879,37 +918,26 @@ def _message_strings(msg: Message) -> tuple[list[str], bool]:
 _JOIN = "\n\x00"
 
 
-def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
-    """:func:`redact_message` over many messages, and how many changed.
+def _flag_strings(entries: Iterable[tuple[int, str]]) -> set[int]:
+    """The messages (by index) holding a string where a hit may start.
 
-    Every distinct string of the messages is lower-cased and scanned once, joined, for
-    anything that can start a hit (:data:`_CANDIDATE_SCAN`, and :data:`_AWS_CANDIDATE` on
-    the original case); only messages with a candidate are redacted in full. JSON whose decoded strings may differ from its characters (escapes)
-    cannot be judged by its characters: a message holding such JSON is redacted in full
-    whenever it holds any needle at all. The result is the same as calling
-    :func:`redact_message` on each (messages that cannot hold a secret are returned as the
-    same objects), at a fraction of the per-message cost.
+    Every distinct string is lower-cased and scanned once, joined with the others, for
+    :data:`_CANDIDATE_SCAN` (and :data:`_AWS_CANDIDATE` on the original case); a match
+    flags every message holding that string.
     """
-    # Each distinct string is scanned once; a hit marks every message holding it.
     index: dict[str, int] = {}
     originals: list[str] = []
-    owner: list[int] = []
-    more_owners: dict[int, list[int]] = {}
-    opaque: list[int] = []
-    for i, m in enumerate(messages):
-        strings, is_opaque = _message_strings(m)
-        if is_opaque:
-            opaque.append(i)
-        for text in strings:
-            if not text:
-                continue
-            k = index.setdefault(text, len(originals))
-            if k == len(originals):
-                originals.append(text)
-                owner.append(i)
-            elif owner[k] != i:
-                more_owners.setdefault(k, []).append(i)
-    candidates: set[int] = set()
+    owners: list[list[int]] = []
+    for i, text in entries:
+        if not text:
+            continue
+        k = index.setdefault(text, len(originals))
+        if k == len(originals):
+            originals.append(text)
+            owners.append([i])
+        elif owners[k][-1] != i:
+            owners[k].append(i)
+    flagged: set[int] = set()
     lowered = [s.lower() for s in originals]
     for pieces, pattern in ((lowered, _CANDIDATE_SCAN), (originals, _AWS_CANDIDATE)):
         starts: list[int] = []
@@ -918,15 +946,47 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
             starts.append(pos)
             pos += len(piece) + len(_JOIN)
         for hit in pattern.finditer(_JOIN.join(pieces)):
-            k = bisect_right(starts, hit.start()) - 1
-            candidates.add(owner[k])
-            candidates.update(more_owners.get(k, ()))
+            flagged.update(owners[bisect_right(starts, hit.start()) - 1])
+    return flagged
+
+
+def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
+    """:func:`redact_message` over many messages, and how many changed.
+
+    Every distinct string of the messages is scanned once, joined, for anything that can
+    start a hit (:func:`_flag_strings`); only messages with a candidate are redacted in
+    full. A text holding escapes is read decoded too, as :func:`find_secrets` reads it
+    (its decoded readings are scanned the same way, for the messages not flagged yet).
+    JSON whose decoded strings may differ from its characters cannot be judged by its
+    characters: a message holding such JSON is redacted in full whenever it holds any
+    needle at all. The result is the same as calling :func:`redact_message` on each
+    (messages that cannot hold a secret are returned as the same objects), at a fraction
+    of the per-message cost.
+    """
+    entries: list[tuple[int, str]] = []
+    escaped: dict[int, list[str]] = {}
+    opaque: list[int] = []
+    for i, m in enumerate(messages):
+        strings, is_opaque = _message_strings(m)
+        if is_opaque:
+            opaque.append(i)
+        for text in strings:
+            entries.append((i, text))
+            if "\\" in text:
+                escaped.setdefault(i, []).append(text)
+    candidates = _flag_strings(entries)
+    candidates |= _flag_strings(
+        (i, view)
+        for i, texts in escaped.items()
+        if i not in candidates
+        for text in texts
+        for view in _decoded_views(text)
+    )
     for i in opaque:
         if i in candidates:
             continue
         strings, _ = _message_strings(messages[i])
-        joined = "\x00".join(s.lower() for s in strings if s)
-        if "\\u" in joined or _MESSAGE_QUICK.search(joined):
+        if _MESSAGE_QUICK.search("\x00".join(s.lower() for s in strings if s)):
             candidates.add(i)
     out = list(messages)
     changed = 0

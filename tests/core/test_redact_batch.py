@@ -67,3 +67,17 @@ def test_every_catalogue_secret_is_caught_in_batch_as_stored() -> None:
     for m, c in zip(batch, CATALOGUE, strict=True):
         assert c.secret not in m.text, c.kind
         assert orjson.loads(m.text)["exit_code"] == 0
+
+
+_ESCAPY = st.text(alphabet=st.sampled_from(list('\\"/nrtbfu0aA9 x\x00')), max_size=24)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ESCAPY)
+def test_fast_unescape_reads_like_the_mapped_one(text: str) -> None:
+    # The batch filter decodes with plain replacements; find_secrets with a position map.
+    # Both must read the same text, or the filter could pass over what find_secrets sees.
+    from tinyjuice.redact import _unescape, _unescaped_text
+
+    mapped = _unescape(text)
+    assert _unescaped_text(text) == (None if mapped is None else mapped.text)
