@@ -17,11 +17,13 @@ import orjson
 import pytest
 from builders import Conv
 
+from tinyjuice.digest import digest_line
 from tinyjuice.formats import dumps
-from tinyjuice.model import Message, Role, TextPart, Transcript
+from tinyjuice.model import Message, Role, TextPart, ToolCall, Transcript
 from tinyjuice.pipeline import compress
-from tinyjuice.redact import find_secrets, redact_messages, redact_text
+from tinyjuice.redact import find_secrets, redact_clip, redact_messages, redact_text
 from tinyjuice.report import CompactionOptions, Profile
+from tinyjuice.summary import fallback_summary
 from tinyjuice.tokens import RoughCounter
 
 # Fake key material, assembled from pieces.
@@ -54,6 +56,7 @@ AWS_FILE = (
     f"[default]\naws_access_key_id = {AWS_ID}\naws_secret_access_key = {AWS_SECRET}\n"
     "region = eu-west-1\n"
 )
+OPENAI = "sk-" + "proj-" + "Zz9Y" * 10
 AZURE_KEY = "dGhpcyBpcyBub3Qg" + "YSByZWFsIGtleQ/+" * 5 + "AB=="
 AZURE = (
     "DefaultEndpointsProtocol=https;AccountName=demoacct;"
@@ -179,3 +182,45 @@ def test_item4_shapes_are_redacted(text: str, secret: str, kind: str) -> None:
 def test_item4_url_password_with_at_keeps_the_host() -> None:
     out = redact_text("postgres://app:p@ss@db.internal:5432/x")
     assert out == "postgres://app:[REDACTED:url_password]@db.internal:5432/x"
+
+
+# --------------------------------------------------- clips never leave a prefix
+
+# How many characters of the key a clip of the raw text would leave: enough to see,
+# too few for the key's own rule to recognise once cut.
+_CUT_AT = [10, 14, 18, 24]
+GITHUB = "gh" + "p_" + "a1B2" * 9
+
+
+@pytest.mark.parametrize("inside", _CUT_AT)
+def test_digest_clip_redacts_before_cutting(inside: int) -> None:
+    # The command is clipped at 80 characters, `inside` characters into the token.
+    command = "x" * (80 - inside) + f" {GITHUB} ./deploy.sh"
+    line = digest_line("terminal", {"command": command}, "ok\n" * 400)
+    assert "x" * 20 in line  # the clip did happen where it should
+    assert not any(GITHUB[:k] in line for k in range(6, len(GITHUB)))
+
+
+@pytest.mark.parametrize("inside", _CUT_AT)
+def test_fallback_summary_clip_redacts_before_cutting(inside: int) -> None:
+    # Commands are clipped at 300 characters, `inside` characters into the key.
+    command = "y" * (300 - inside) + f" {OPENAI} --dry-run"
+    msgs = [
+        Message(Role.USER, (TextPart("deploy"),)),
+        Message(
+            Role.ASSISTANT,
+            (),
+            tool_calls=(ToolCall("c1", "terminal", orjson.dumps({"command": command}).decode()),),
+        ),
+        Message(Role.TOOL, (TextPart("done"),), tool_call_id="c1", tool_name="terminal"),
+    ]
+    text = fallback_summary(msgs, budget_tokens=4000, redact=True).text
+    assert "y" * 100 in text  # the command is there, clipped
+    assert not any(OPENAI[:k] in text for k in range(6, len(OPENAI)))
+
+
+def test_redact_clip_never_shows_a_cut_key() -> None:
+    text = f"prefix {OPENAI} suffix"
+    for cut in range(len("prefix ") + 1, len(text)):
+        out = redact_clip(text, lambda t, cut=cut: t[:cut])
+        assert not any(OPENAI[:k] in out for k in range(4, len(OPENAI)))
