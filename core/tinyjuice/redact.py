@@ -661,8 +661,12 @@ def _escaped_hits(text: str) -> list[_Hit]:
 
 
 def _may_hide(text: str, low: str) -> bool:
-    """Whether escapes in ``text`` may hide a hit from a plain reading."""
-    return "\\" in text and ("\\u" in low or _MESSAGE_QUICK.search(low) is not None)
+    """Whether escapes in ``text`` may hide a hit from a plain reading: a needle is
+    there, or an escape that can hide one (``\\u`` spells letters, ``\\/`` the slashes
+    of "://")."""
+    return "\\" in text and (
+        "\\u" in low or "\\/" in text or _MESSAGE_QUICK.search(low) is not None
+    )
 
 
 def _resolve(hits: list[_Hit]) -> list[SecretHit]:
