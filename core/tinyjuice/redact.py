@@ -256,7 +256,10 @@ _RULES: tuple[_Rule, ...] = (
         # colon (prose goes on with more words), and not a placeholder or a type name.
         r"^[ \t]*(?:- )?[\"']?(?:[A-Za-z0-9_\-]*[_\-])?(?i:password|passwd|passphrase|secret)"
         r"[\"']?[ \t]*:[ \t]+" + _NOT_MARKER + r"(?![$<{*~%]"
-        r"|(?i:required|optional|none|null|true|false|string|str|yes|no|empty)[ \t]*\r?$)"
+        r"|(?i:required|optional|none|null|true|false|string|str|bytes|int|bool|any|yes|no|empty)"
+        r"[ \t]*\r?$"
+        # A type annotation ("secret: SecretStr", "password: Optional[str]"), not a value.
+        r"|[A-Z][A-Za-z]*[ \t]*\r?$|[^\s]*[\[(])"
         r"([^\s#'\"][^\s]*)[ \t]*\r?$",
         ("passw", "passphrase", "secret"),
         group=1,
