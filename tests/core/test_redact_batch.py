@@ -77,7 +77,7 @@ _ESCAPY = st.text(alphabet=st.sampled_from(list('\\"/nrtbfu0aA9 x\x00')), max_si
 def test_fast_unescape_reads_like_the_mapped_one(text: str) -> None:
     # The batch filter decodes with plain replacements; find_secrets with a position map.
     # Both must read the same text, or the filter could pass over what find_secrets sees.
-    from tinyjuice.redact import _unescape, _unescaped_text
+    from tinyjuice._escapes import unescape, unescaped_text
 
-    mapped = _unescape(text)
-    assert _unescaped_text(text) == (None if mapped is None else mapped.text)
+    mapped = unescape(text)
+    assert unescaped_text(text) == (None if mapped is None else mapped.text)

@@ -114,6 +114,11 @@ def _transcript(case: Case, position: str) -> Transcript:
     return Transcript(messages=tuple(msgs), format="openai", model="gpt-4o")
 
 
+def _stored(case: Case, position: str, fmt: str) -> Transcript:
+    """The planted transcript written in ``fmt`` and read back, as it is stored."""
+    return load_bytes(dumps(_transcript(case, position), fmt), f"planted.{fmt}", format=fmt)
+
+
 def _needles(secret: str) -> list[str]:
     """The secret as it can appear in a body or file: raw, JSON-escaped once or twice,
     and each of its lines."""
@@ -178,10 +183,13 @@ def test_no_planted_secret_reaches_a_provider_or_a_written_file(
     fmt: str,
     route: str,
 ) -> None:
-    if route == "rules" and position == "user_text":
-        position = "assistant_text"  # rule 5: the rules profile never touches a user message
-    original = _transcript(case, position)
-    stored = load_bytes(dumps(original, fmt), f"planted.{fmt}", format=fmt)
+    stored = _stored(case, position, fmt)
+    if route == "rules" and any(
+        m.role is Role.USER and case.secret in m.text for m in stored.messages
+    ):
+        # Rule 5: the rules profile never touches a user message — the user's own text,
+        # written back as it was. A format may store a system message as one (Anthropic).
+        stored = _stored(case, "assistant_text", fmt)
     server.script.actions.clear()
     server.script.requests.clear()
     if route == "batch_openai":
