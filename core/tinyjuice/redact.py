@@ -467,7 +467,11 @@ _AWS_CANDIDATE = re.compile(r"A(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}")
 
 
 _CONNINFO_PASSWORD = re.compile(
-    r"(?<![\w.\-])password\s*=\s*" + _NOT_MARKER + r"(?:'((?:[^'\\\n]|\\.)+)'|([^\s'\"]+))"
+    # A conninfo value: quoted, or a bare run ended by whitespace, a quote or the end.
+    # Code is not a conninfo: "password=password)" and "password=pw," are arguments, and
+    # "{pw}", "$PGPASSWORD", "%(pw)s", "<pw>" are placeholders.
+    r"(?<![\w.\-])password\s*=\s*" + _NOT_MARKER + r"(?:'((?:[^'\\\n]|\\.)+)'"
+    r"|(?![{$%<])([^\s'\",()]+)(?=[\s'\"]|$))"
 )
 _CONNINFO_KEYWORD = re.compile(
     r"(?<![\w.\-])(?:host|hostaddr|dbname|user|port|sslmode|connect_timeout)\s*="
