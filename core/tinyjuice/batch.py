@@ -498,7 +498,7 @@ def _rules_pass(
     if tail <= head:
         return None
     cfg = RulesConfig.from_mapping(options.rules) if options.rules else RulesConfig()
-    res = apply_rules(msgs, head, tail, cfg)
+    res = apply_rules(msgs, head, tail, cfg, redact=options.redact)
     applied = sum(res.applied.values())
     if not applied:
         return None

@@ -508,9 +508,9 @@ def _with_error_lines(pruned: Sequence[Message], originals: Sequence[Message]) -
             and p.meta.generated_by == "digest"
             and (o.meta.is_error or _failed_digest(p.text))
         ):
-            # The original may not have been redacted (it was digested): redact the
-            # lines taken from it.
-            errors = [redact_text(e) for e in error_lines(tool_output_text(o.text))]
+            # The original may not have been redacted (it was digested): redact it
+            # before its lines are picked and clipped, so no clip cuts a key in half.
+            errors = [redact_text(e) for e in error_lines(redact_text(tool_output_text(o.text)))]
             if errors:
                 text = p.text + "\n" + "\n".join(errors)
                 rest = tuple(x for x in p.parts if not isinstance(x, TextPart))
@@ -829,11 +829,14 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
     summary_msg: Message | None = None
     if opts.profile is Profile.RULES:
         cfg = RulesConfig.from_mapping(opts.rules) if opts.rules else RulesConfig()
-        res = apply_rules(msgs, start, end, cfg)
+        # Rule 5: user messages are never touched; everything else in the middle is
+        # redacted before the rules read it (so no clip can cut a key in half), and the
+        # generated text once more after.
+        res = apply_rules(msgs, start, end, cfg, redact=opts.redact)
         rules_applied = res.applied
+        redactions = res.redacted
         new_middle = list(res.messages[start : len(res.messages) - len(tail)])
         if opts.redact:
-            # Rule 5: user messages are never touched; generated text is redacted.
             fixed = []
             for m in new_middle:
                 if m.meta.generated_by and m.role is not Role.USER:

@@ -15,6 +15,7 @@ from typing import Any
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.model import Message, Transcript
+from tinyjuice.redact import redact_json
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -186,8 +187,12 @@ class CompactionReport:
         return 100.0 * self.tokens_saved / self.before_tokens if self.before_tokens else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape printed by ``tjui compress --json``."""
-        raw = asdict(self)
+        """The JSON shape printed by ``tjui compress --json``, every string redacted (a
+        reason, warning or preview may quote the transcript)."""
+        shaped: dict[str, Any] = redact_json(self._shape(asdict(self)))
+        return shaped
+
+    def _shape(self, raw: dict[str, Any]) -> dict[str, Any]:
         return {
             "status": self.status.value,
             "reason": self.reason,

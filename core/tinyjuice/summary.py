@@ -35,6 +35,7 @@ import orjson
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.model import EMPTY, MediaPart, Message, MessageMeta, Role, TextPart, ToolCall
+from tinyjuice.redact import redact_clip
 from tinyjuice.rules import tool_output_text
 from tinyjuice.tokens import TokenCounter, default_counter
 
@@ -979,7 +980,19 @@ class FallbackSummary:
         return SummaryKind.FALLBACK
 
 
+#: Characters of a long item redacted before it is clipped (the clip shows far fewer).
+_CLIP_READ = 16_384
+
+
 def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    # Clipped after redacting, and redacted again: a cut never leaves part of a key.
+    return redact_clip(text[: max(_CLIP_READ, 4 * limit)], lambda r: _cut_line(r, limit))
+
+
+def _cut_line(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
@@ -988,7 +1001,8 @@ def _clip(text: str, limit: int) -> str:
     text = text.strip()
     if len(text) <= limit:
         return text
-    return f"{text[:limit]} …[{len(text) - limit:,} more chars]"
+    more = len(text) - limit
+    return redact_clip(text, lambda r: f"{r[:limit]} …[{more:,} more chars]")
 
 
 #: Device files that show up in shell commands and diffs; nothing to remember.

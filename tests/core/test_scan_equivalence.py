@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_redact import CORPUS, NEGATIVES, OPENAI_LEGACY
+from test_redact_catalogue import CATALOGUE
 
 from tinyjuice import digest as digest_mod
 from tinyjuice import redact as redact_mod
@@ -283,7 +284,13 @@ def test_collect_equals_the_message_by_message_extraction(
 
 # ----------------------------------------------------------------------- redaction
 
-_SECRET_BITS = [c[1] for c in CORPUS] + NEGATIVES + ["TOKEN", "Key", "auth", '"', "'", "= x"]
+_SECRET_BITS = (
+    [c[1] for c in CORPUS]
+    + NEGATIVES
+    + [c.text.format(c.secret) for c in CATALOGUE]
+    + [c.negative for c in CATALOGUE]
+    + ["TOKEN", "Key", "auth", '"', "'", "= x"]
+)
 _secret_text = _texts_from(_SECRET_BITS)
 
 
