@@ -17,6 +17,7 @@ from tjui.screens.error import ErrorDialog
 from tjui.screens.help import HelpScreen
 from tjui.screens.main import MainScreen
 from tjui.screens.preview import PreviewScreen
+from tjui.widgets.detail import DetailPane
 
 
 async def wait_until(pilot: Pilot, predicate: Callable[[], bool], timeout: float = 30.0) -> None:
@@ -35,6 +36,7 @@ async def loaded(pilot: Pilot) -> MainScreen:
             isinstance(s, MainScreen)
             and s.session is not None
             and s.session.tokens.counter != "rough"
+            and not s.query_one(DetailPane).filling
         )
 
     await wait_until(pilot, ready)
