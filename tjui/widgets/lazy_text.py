@@ -11,7 +11,10 @@ short one.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
 
 from pygments.lexers import get_lexer_by_name
 from rich._wrap import divide_line
@@ -62,6 +65,32 @@ def _offsets(line: str, width: int, fold: bool) -> list[int]:
     return [0, *divide_line(line, width, fold=True)]
 
 
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Rows at one width: ``ends[i]`` is the row after logical line ``i``'s last."""
+
+    width: int
+    ends: list[int]
+    #: Row starts of the lines wrapped by measuring (word wrap, wide characters);
+    #: any other line's rows are every ``width`` characters.
+    wrapped: dict[int, list[int]]
+
+    @property
+    def height(self) -> int:
+        return self.ends[-1] if self.ends else 0
+
+    def row(self, y: int, lengths: list[int]) -> tuple[int, int, int]:
+        """(logical line, start, end) of row ``y``."""
+        i = bisect_right(self.ends, y)
+        k = y - (self.ends[i - 1] if i else 0)
+        starts = self.wrapped.get(i)
+        if starts is None:
+            start = k * self.width
+            return i, start, min(lengths[i], start + self.width)
+        end = starts[k + 1] if k + 1 < len(starts) else lengths[i]
+        return i, starts[k], end
+
+
 class LazyText(Widget):
     """Lines of any number and length; rows are wrapped to the width and highlighted on demand."""
 
@@ -84,7 +113,10 @@ class LazyText(Widget):
         self._fold = fold
         self._lexer = get_lexer_by_name(lexer, stripnl=False) if lexer else None
         self._theme = Syntax.get_theme(theme)
-        self._rows: dict[int, list[tuple[int, int, int]]] = {}
+        self._lengths = [len(line) for line in self._lines]
+        self._ascii = all(line.isascii() for line in self._lines)
+        self._layouts: dict[int, _Layout] = {}
+        self._base_style: Style | None = None
         self._texts: LRUCache[int, list[tuple[int, str, Style | None]]] = LRUCache(256)
         self._styles: dict[object, Style] = {}
         #: How many logical lines were highlighted (tests check the work stays lazy).
@@ -96,34 +128,43 @@ class LazyText(Widget):
 
     # ------------------------------------------------------------------ layout
 
-    def _layout(self, width: int) -> list[tuple[int, int, int]]:
-        """The wrapped rows as (logical line, start, end); a few widths are kept, as
-        layout settles (a scrollbar appearing) by trying more than one."""
+    def _layout(self, width: int) -> _Layout:
+        """The wrapped rows at ``width``. A few widths are kept: layout settles (a
+        scrollbar appearing) by trying more than one."""
         width = max(1, width)
-        rows = self._rows.get(width)
-        if rows is not None:
-            return rows
-        rows = []
-        append = rows.append
-        for i, line in enumerate(self._lines):
-            if len(line) <= width and line.isascii():
-                append((i, 0, len(line)))
-                continue
-            starts = _offsets(line, width, self._fold)
-            ends = [*starts[1:], len(line)]
-            rows.extend((i, a, b) for a, b in zip(starts, ends, strict=True))
-        if len(self._rows) >= 4:
-            self._rows.pop(next(iter(self._rows)))
-        self._rows[width] = rows
-        return rows
+        layout = self._layouts.get(width)
+        if layout is not None:
+            return layout
+        if self._fold and self._ascii:
+            # Pure arithmetic: each line takes ceil(length / width) rows.
+            counts = [(n + width - 1) // width or 1 for n in self._lengths]
+            wrapped: dict[int, list[int]] = {}
+        else:
+            counts, wrapped = [], {}
+            for i, line in enumerate(self._lines):
+                if len(line) <= width and line.isascii():
+                    counts.append(1)
+                    continue
+                starts = _offsets(line, width, self._fold)
+                wrapped[i] = starts
+                counts.append(len(starts))
+        layout = _Layout(width, list(accumulate(counts)), wrapped)
+        if len(self._layouts) >= 4:
+            self._layouts.pop(next(iter(self._layouts)))
+        self._layouts[width] = layout
+        return layout
 
     def get_content_width(self, container: Size, viewport: Size) -> int:
         return container.width
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self._layout(width))
+        return self._layout(width).height
 
     # --------------------------------------------------------------- rendering
+
+    def notify_style_update(self) -> None:
+        self._base_style = None
+        super().notify_style_update()
 
     def _token_style(self, token_type: object) -> Style:
         style = self._styles.get(token_type)
@@ -154,11 +195,13 @@ class LazyText(Widget):
 
     def render_line(self, y: int) -> Strip:
         width = self.content_size.width
-        rows = self._layout(width)
-        base = self.rich_style
-        if not 0 <= y < len(rows):
+        layout = self._layout(width)
+        base = self._base_style
+        if base is None:
+            base = self._base_style = self.rich_style
+        if not 0 <= y < layout.height:
             return Strip.blank(width, base)
-        index, start, end = rows[y]
+        index, start, end = layout.row(y, self._lengths)
         segments = []
         for at, value, style in self._tokens(index):
             if at + len(value) <= start:
