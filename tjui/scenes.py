@@ -17,6 +17,7 @@ from tjui.screens.error import ErrorDialog
 from tjui.screens.help import HelpScreen
 from tjui.screens.main import MainScreen
 from tjui.screens.preview import PreviewScreen
+from tjui.widgets.context_bar import ContextBar
 from tjui.widgets.detail import DetailPane
 
 
@@ -37,6 +38,7 @@ async def loaded(pilot: Pilot) -> MainScreen:
             and s.session is not None
             and s.session.tokens.counter != "rough"
             and not s.query_one(DetailPane).filling
+            and (s.session.current_result is not None or not s.query_one(ContextBar).computing)
         )
 
     await wait_until(pilot, ready)

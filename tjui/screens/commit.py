@@ -24,7 +24,6 @@ from textual.widgets import Button, Input, Label, ProgressBar, RadioButton, Radi
 from textual.worker import Worker, WorkerState
 
 from tinyjuice.formats import WRITABLE_FORMATS, LoadError
-from tinyjuice.pipeline import compress
 from tinyjuice.report import CompactionResult
 from tinyjuice.store import (
     Archive,
@@ -76,7 +75,7 @@ def plan_summary(plan: CommitPlan) -> str:
         return f"{len(plan.transcript.messages):,} messages"
     saved = f" (−{report.percent_saved:.1f}%)" if report.before_tokens else ""
     return (
-        f"tokens {report.before_tokens:,} → {report.after_tokens:,}{saved}"
+        f"tokens {report.before_tokens:,} → {report.after_tokens:,} {report.tokens_kind}{saved}"
         f" · summary {report.summary_kind.value} · profile {report.profile.value}"
         f" · messages {report.boundary_start}–{(report.boundary_end or 1) - 1} compressed"
     )
@@ -214,14 +213,8 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
     ) -> None:
         try:
             if self.result is None:
-                s = self.session
-                self.result = compress(
-                    s.transcript,
-                    s.compaction_options(),
-                    tokens=s.tokens,
-                    counter=s.counter,
-                    index=s.index,
-                )
+                # The figure the main screen and the preview show, if one was computed.
+                self.result = self.session.current_result or self.session.compute()
             if self.loaded is None:
                 self.loaded = self._load_source()
             plan = plan_commit(

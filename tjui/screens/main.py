@@ -33,6 +33,12 @@ from tjui.widgets.message_list import MessageList, Zones
 NARROW = 110
 #: Seconds the cursor must rest before the detail pane renders the message.
 DETAIL_DELAY = 0.08
+#: Seconds the boundary must rest before the exact "after" figure is computed.
+PROJECT_DELAY = 0.25
+#: Largest transcript whose "after" figure is computed on every boundary move (core's
+#: compress with the fallback summary: ~0.3 s at 10k messages); above it, the preview
+#: (p) computes it.
+AUTO_PROJECT_MAX = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +64,20 @@ def header_text(session: InspectorSession, path: Path) -> str:
         f"{path.name} · {t.format} · {t.model or 'model unknown'} · window {window}"
         f" · {len(t.messages):,} msgs · prompt {figure}"
     )
+
+
+def boundary_status(s: InspectorSession) -> str:
+    """The line under the list: where the boundary is, why, and whether it does anything."""
+    plan = s.plan
+    status = f"boundary {plan.end}"
+    if plan.snap_reason:
+        status += f" · {plan.snap_reason}"
+    result = s.current_result
+    if plan.no_op:
+        status += f" · no-op: {plan.reason}"
+    elif result is not None and result.report.status.value != "compacted":
+        status += f" · no-op: {result.report.reason}"
+    return status + f" · profile {s.options.profile.value}"
 
 
 def rule_label(plan: BoundaryPlan) -> str:
@@ -130,6 +150,10 @@ class MainScreen(Screen[None]):
         session: InspectorSession
 
     @dataclass
+    class Projected(TMessage):
+        """Core computed the compaction for the boundary on screen."""
+
+    @dataclass
     class SearchDone(TMessage):
         query: str
         matches: tuple[int, ...]
@@ -141,6 +165,7 @@ class MainScreen(Screen[None]):
         self.loaded: LoadedSource | None = None
         self._matches: tuple[int, ...] = ()
         self._detail_timer: Timer | None = None
+        self._project_timer: Timer | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -243,14 +268,48 @@ class MainScreen(Screen[None]):
         if s is None:
             return
         plan = s.plan
-        self.query_one(ContextBar).update_data(s.breakdown, plan, s.trigger)
+        result = s.current_result
+        report = result.report if result is not None else None
+        pending = report is None and not plan.no_op and self._auto_project()
+        self.query_one(ContextBar).update_data(
+            s.breakdown, plan, s.trigger, after=report, computing=pending
+        )
         self.query_one(MessageList).set_zones(Zones(plan.start, plan.end), rule_label(plan))
-        status = f"boundary {plan.end}"
-        if plan.snap_reason:
-            status += f" · {plan.snap_reason}"
-        status += f" · profile {s.options.profile.value}"
         # One line, fixed height: no layout pass needed on every boundary move.
-        self.query_one("#boundary-status", Static).update(status, layout=False)
+        self.query_one("#boundary-status", Static).update(boundary_status(s), layout=False)
+        if pending:
+            self._schedule_projection()
+
+    def _auto_project(self) -> bool:
+        s = self.session
+        return s is not None and len(s.transcript.messages) <= AUTO_PROJECT_MAX
+
+    def _schedule_projection(self) -> None:
+        if self._project_timer is not None:
+            self._project_timer.stop()
+        self._project_timer = self.set_timer(PROJECT_DELAY, self._project)
+
+    @work(thread=True, exclusive=True, group="project", exit_on_error=False)
+    def _project(self) -> None:
+        s = self.session
+        if s is None or s.current_result is not None:
+            return
+        s.compute()
+        self.post_message(self.Projected())
+
+    def on_main_screen_projected(self, event: Projected) -> None:
+        self._refresh_boundary()
+
+    def on_screen_resume(self) -> None:
+        # The preview may have computed the figure (or changed the focus topic).
+        s = self.session
+        if s is None:
+            return
+        field = self.query_one("#focus-topic", Input)
+        if (s.options.focus_topic or "") != field.value.strip():
+            with self.prevent(Input.Changed):
+                field.value = s.options.focus_topic or ""
+        self._refresh_boundary()
 
     @property
     def plan(self) -> BoundaryPlan | None:
@@ -317,6 +376,7 @@ class MainScreen(Screen[None]):
     def _focus_changed(self, event: Input.Changed) -> None:
         if self.session is not None:
             self.session.set_focus(event.value.strip())
+            self._refresh_boundary()
 
     @on(Input.Submitted, "#focus-topic")
     def _focus_submitted(self, event: Input.Submitted) -> None:
@@ -412,6 +472,7 @@ class MainScreen(Screen[None]):
                 self.loaded or self.request.path,
                 fmt=self.request.fmt,
                 hermes_session=self.request.session,
+                result=self.session.current_result,
             ),
             _after,
         )

@@ -124,7 +124,7 @@ def report_header(report: CompactionReport) -> str:
     confidence = f" ({report.summary_confidence})" if report.summary_confidence else ""
     return (
         f"{report.status.value}: tokens {report.before_tokens:,} → {report.after_tokens:,}"
-        f" · {report.percent_saved:.1f}% saved · cache-cold {report.cache_cold_tokens:,}"
+        f" {report.tokens_kind} · {report.percent_saved:.1f}% saved · cache-cold {report.cache_cold_tokens:,}"
         f" · summary {report.summary_kind.value}{confidence}"
         f" · profile {report.profile.value} · messages {report.boundary_start}–"
         f"{(report.boundary_end or 1) - 1} · {len(report.digests)} digests"
@@ -332,6 +332,8 @@ class PreviewScreen(Screen[int | None]):
         review: SummaryReview | None = None
         generation: int = 0
         provider: str | None = None
+        #: The session settings it was computed for (InspectorSession.settings_key).
+        key: tuple[object, ...] = ()
 
     @dataclass
     class Failed(TMessage):
@@ -407,6 +409,9 @@ class PreviewScreen(Screen[int | None]):
         return self.query_one("#preview-focus", Input).value.strip() or None
 
     def _start(self) -> None:
+        # The focus typed here is the session's: the main screen and the commit dialog
+        # show the figures of what was previewed.
+        self.session.set_focus(self.focus_topic)
         self._generation += 1
         self._last_choice = self.provider_choice
         self.generating = True
@@ -420,6 +425,7 @@ class PreviewScreen(Screen[int | None]):
         from tinyjuice.tokens import message_tokens
 
         s = self.session
+        key = s.settings_key()
         provider = None
         if choice != FALLBACK_CHOICE:
             from tinyjuice.providers import make_provider
@@ -462,6 +468,7 @@ class PreviewScreen(Screen[int | None]):
                 review,
                 generation,
                 None if provider is None else choice,
+                key,
             )
         )
 
@@ -487,6 +494,7 @@ class PreviewScreen(Screen[int | None]):
         self._done()
         self.result = event.result
         self.review = event.review
+        self.session.remember(event.result, event.key)
         report = event.result.report
         self.query_one("#preview-header", Static).update(report_header(report))
         self._show_error(failure_line(report, event.provider) or self._config_note())

@@ -16,6 +16,7 @@ from textual.widget import Widget
 from tinyjuice.breakdown import ContextBreakdown
 from tinyjuice.pipeline import BoundaryPlan
 from tinyjuice.policies import Threshold
+from tinyjuice.report import CompactionReport
 
 #: Bucket key → component class suffix (colours come from the theme via DEFAULT_CSS).
 BUCKET_STYLE = {
@@ -120,20 +121,59 @@ class ContextBar(Widget):
         self._breakdown: ContextBreakdown | None = None
         self._plan: BoundaryPlan | None = None
         self._trigger: Threshold | None = None
+        self._after: CompactionReport | None = None
+        self._computing = False
 
     def update_data(
-        self, breakdown: ContextBreakdown, plan: BoundaryPlan, trigger: Threshold | None = None
+        self,
+        breakdown: ContextBreakdown,
+        plan: BoundaryPlan,
+        trigger: Threshold | None = None,
+        *,
+        after: CompactionReport | None = None,
+        computing: bool = False,
     ) -> None:
-        """``trigger`` is the agent's own threshold; without it the engine's is drawn."""
+        """``trigger`` is the agent's own threshold; without it the engine's is drawn.
+        ``after`` is core's report for this boundary (the figure the preview and the
+        commit show); without it no "after" figure is drawn."""
         # A new breakdown can change the legend's height; a new plan only redraws.
         relayout = breakdown is not self._breakdown
         self._breakdown = breakdown
         self._plan = plan
         self._trigger = trigger
+        self._after = after
+        self._computing = computing
         self.refresh(layout=relayout)
 
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"context-bar--{name}", partial=True)
+
+    @property
+    def computing(self) -> bool:
+        """Whether core is computing the "after" figure for the boundary on screen."""
+        return self._computing
+
+    def _after_text(self, plan: BoundaryPlan, window: int) -> Text:
+        """Where the prompt ends after compaction: core's computed figure, or why none."""
+        label = self._style("label")
+        text = Text(" → ", style=label)
+        after = self._after
+        if plan.no_op:
+            text.append(f"no-op: {plan.reason}", style=self._style("threshold"))
+        elif after is not None and after.status.value != "compacted":
+            text.append(f"no-op: {after.reason}", style=self._style("threshold"))
+        elif after is not None:
+            pct = 100 * after.after_tokens / window if window else 0
+            text.append("after ", style=label)
+            text.append(
+                f"◆ {after.after_tokens:,} {after.tokens_kind} ({pct:.1f}%)",
+                style=self._style("projected"),
+            )
+        elif self._computing:
+            text.append("after: computing…", style=label)
+        else:
+            text.append("after: p previews the exact figure", style=label)
+        return text
 
     def render(self) -> Text:
         b, plan = self._breakdown, self._plan
@@ -192,7 +232,9 @@ class ContextBar(Widget):
                 n = 1
             zones.extend((ch, self._style(name)) for _ in range(n))
         zones = zones[:width]
-        projected_at = min(width - 1, cells(plan.projected_tokens))
+        after = self._after if self._after is not None and not plan.no_op else None
+        compacted = after is not None and after.status.value == "compacted"
+        projected_at = min(width - 1, cells(after.after_tokens)) if compacted else -1
         line2 = Text()
         for i, (ch, st) in enumerate(zones):
             line2.append(
@@ -225,13 +267,7 @@ class ContextBar(Widget):
             f"╳ {plan.middle_messages:,} msgs / {plan.middle_tokens:,} tok",
             style=self._style("middle"),
         )
-        after_pct = 100 * plan.projected_tokens / window if window else 0
-        stats.append(" → after ", style=self._style("label"))
-        # The rules profile's saving is known only once its rules run (preview: p).
-        about = "≤" if plan.projection == "upper_bound" else "~"
-        stats.append(
-            f"◆ {about}{plan.projected_tokens:,} ({after_pct:.1f}%)", style=self._style("projected")
-        )
+        stats.append_text(self._after_text(plan, window))
 
         # Legend: every bucket on tall terminals; on short ones, as many of the largest
         # as fit on one line (the rest are named as a count).
