@@ -16,6 +16,7 @@ from tjui.screens.history import HistoryScreen
 from tjui.screens.main import LoadRequest, MainScreen
 from tjui.screens.preview import PreviewScreen
 from tjui.screens.timeline import TimelineScreen
+from tjui.widgets.context_bar import bar_palette
 from tjui.widgets.message_list import MessageList
 
 
@@ -32,6 +33,10 @@ class TjuiApp(App[None]):
     def __init__(self, request: LoadRequest) -> None:
         super().__init__()
         self.request = request
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        # The context bar's category colours, per theme brightness.
+        return bar_palette(dark=self.current_theme.dark)
 
     def on_mount(self) -> None:
         self.open(self.request)
