@@ -24,10 +24,12 @@ from dataclasses import dataclass, replace
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.events import Resize
 from textual.geometry import Size
 from textual.message import Message as TMessage
 from textual.screen import Screen
@@ -156,9 +158,24 @@ class PreviewView(ScrollView, can_focus=True):
         Binding("down,j", "scroll_down", "Down", show=False),
         Binding("pageup", "page_up", "Page up", show=False),
         Binding("pagedown,space", "page_down", "Page down", show=False),
-        Binding("home,g", "scroll_home", "Top", show=False),
-        Binding("end,G", "scroll_end", "Bottom", show=False),
+        Binding("home,g", "top", "Top", show=False),
+        Binding("end,G", "bottom", "Bottom", show=False),
     ]
+
+    def action_top(self) -> None:
+        self.scroll_home(animate=False, immediate=True)
+
+    def action_bottom(self) -> None:
+        # At once, not animated: a second End is never needed to land on the last row.
+        self.scroll_end(animate=False, immediate=True)
+
+    def scroll_to_summary(self) -> bool:
+        """Bring the handoff summary to the top; False when there is none."""
+        for k, block in enumerate(self._blocks):
+            if block.kind == "summary":
+                self.scroll_to(y=self._starts[k], animate=False, immediate=True)
+                return True
+        return False
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -217,6 +234,9 @@ class PreviewView(ScrollView, can_focus=True):
         return Strip(segments).crop_extend(0, width, base)
 
 
+#: Narrower than this, the scorecard is stacked under the two columns.
+STACK_BELOW = 120
+
 #: The provider choice meaning "no model": the deterministic fallback summary.
 FALLBACK_CHOICE = "fallback"
 #: Missing items listed in the scorecard (the rest are counted).
@@ -247,25 +267,42 @@ def _one_row(text: str) -> str:
     return text if len(text) <= ROW_CHARS else text[: ROW_CHARS - 1] + "…"
 
 
-def scorecard_options(review: SummaryReview) -> tuple[list[Option], dict[str, int]]:
-    """The scorecard as option-list rows, and the message index of each missing item."""
+#: Recall below these shares is shown in the warning / error colour (presentation only).
+WEAK_BELOW = 0.8
+POOR_BELOW = 0.5
+
+
+def _grade_style(share: float | None, styles: dict[str, Style] | None) -> Style | str:
+    if styles is None or share is None:
+        return ""
+    if share < POOR_BELOW:
+        return styles.get("poor", "")
+    if share < WEAK_BELOW:
+        return styles.get("weak", "")
+    return ""
+
+
+def scorecard_options(
+    review: SummaryReview, styles: dict[str, Style] | None = None
+) -> tuple[list[Option], dict[str, int]]:
+    """The scorecard as option-list rows, and the message index of each missing item.
+
+    ``styles`` ("weak", "poor") colour the rows whose recall is low and failed checks."""
     rows: list[Option] = []
     jumps: dict[str, int] = {}
     overall = review.overall
     kept = "nothing to keep" if overall is None else f"kept {overall:.0%} of {len(review.items):,}"
-    rows.append(Option(f"review: {kept}", disabled=True))
+    rows.append(Option(Text(f"review: {kept}", style=_grade_style(overall, styles)), disabled=True))
     for cat in CATEGORIES:
         total = review.total(cat)
         if total:
             found = review.found(cat)
-            rows.append(
-                Option(
-                    f"  {cat.value:<12}{found:>4}/{total:<4}{found / total:>5.0%}", disabled=True
-                )
-            )
+            row = f"  {cat.value:<12}{found:>4}/{total:<4}{found / total:>5.0%}"
+            rows.append(Option(Text(row, style=_grade_style(found / total, styles)), disabled=True))
     for c in review.checks:
         mark = {True: "✓", False: "✗", None: "·"}[c.ok]
-        rows.append(Option(f"{mark} {c.name}: {c.detail}", disabled=True))
+        style = _grade_style(0.0 if c.ok is False else None, styles)
+        rows.append(Option(Text(f"{mark} {c.name}: {c.detail}", style=style), disabled=True))
     missing = [item for cat in CATEGORIES for item in review.missing.get(cat.value, ())]
     if missing:
         rows.append(Option("missing (enter: jump to the message)", disabled=True))
@@ -315,6 +352,11 @@ class PreviewScreen(Screen[int | None]):
     PreviewScreen #preview-body { height: 1fr; }
     PreviewScreen PreviewView { width: 1fr; height: 1fr; }
     PreviewScreen #preview-scorecard { width: 48; height: 1fr; border-left: solid $panel-lighten-2; }
+    PreviewScreen.-stacked #preview-body { layout: vertical; }
+    PreviewScreen.-stacked #preview-scorecard {
+        width: 1fr; height: 9; border-left: none; border-top: solid $panel-lighten-2;
+    }
+    PreviewScreen.-stacked #preview-provider { width: 24; }
     """
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="preview.close"),
@@ -323,6 +365,7 @@ class PreviewScreen(Screen[int | None]):
         Binding("o", "choose_provider", "Provider", id="preview.provider"),
         Binding("f", "edit_focus", "Focus topic", id="preview.focus"),
         Binding("s", "scorecard", "Scorecard", id="preview.scorecard"),
+        Binding("m", "summary", "Summary", id="preview.summary"),
     ]
 
     @dataclass
@@ -354,6 +397,8 @@ class PreviewScreen(Screen[int | None]):
         self._generation = 0
         self._jumps: dict[str, int] = {}
         self._last_choice: str | None = None
+        #: The focus topic of the preview on screen (restored by a cancel).
+        self._shown_focus: str | None = session.options.focus_topic
         self._choices, self._config_error = provider_choices()
 
     def compose(self) -> ComposeResult:
@@ -387,7 +432,12 @@ class PreviewScreen(Screen[int | None]):
             yield OptionList(id="preview-scorecard", markup=False, compact=True)
         yield Footer()
 
+    def on_resize(self, event: Resize) -> None:
+        # Below STACK_BELOW columns the scorecard goes under the two columns.
+        self.set_class(event.size.width < STACK_BELOW, "-stacked")
+
     def on_mount(self) -> None:
+        self.set_class(self.app.size.width < STACK_BELOW, "-stacked")
         self.query_one(PreviewView).focus()
         self._show_error(self._config_note())
         self._start()
@@ -410,7 +460,7 @@ class PreviewScreen(Screen[int | None]):
 
     def _start(self) -> None:
         # The focus typed here is the session's: the main screen and the commit dialog
-        # show the figures of what was previewed.
+        # show the figures of what was previewed (a cancel puts the previous one back).
         self.session.set_focus(self.focus_topic)
         self._generation += 1
         self._last_choice = self.provider_choice
@@ -495,6 +545,7 @@ class PreviewScreen(Screen[int | None]):
         self.result = event.result
         self.review = event.review
         self.session.remember(event.result, event.key)
+        self._shown_focus = self.session.options.focus_topic
         report = event.result.report
         self.query_one("#preview-header", Static).update(report_header(report))
         self._show_error(failure_line(report, event.provider) or self._config_note())
@@ -514,7 +565,7 @@ class PreviewScreen(Screen[int | None]):
             self._jumps = {}
             card.add_option(Option("no summary to review", disabled=True))
         else:
-            rows, self._jumps = scorecard_options(event.review)
+            rows, self._jumps = scorecard_options(event.review, self._grade_styles())
             card.add_options(rows)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -552,6 +603,16 @@ class PreviewScreen(Screen[int | None]):
         self._generation += 1  # whatever the running worker posts is now stale
         self.workers.cancel_group(self, "preview")
         self._done()
+        # Back to what is on screen: the previous preview, its header and focus topic.
+        self.session.set_focus(self._shown_focus)
+        focus = self.query_one("#preview-focus", Input)
+        with self.prevent(Input.Changed):
+            focus.value = self._shown_focus or ""
+        header = self.query_one("#preview-header", Static)
+        if self.result is not None:
+            header.update(report_header(self.result.report))
+        else:
+            header.update("No preview: generation cancelled (r computes it).")
         self._show_error("generation cancelled — nothing was changed.")
 
     def action_choose_provider(self) -> None:
@@ -562,6 +623,20 @@ class PreviewScreen(Screen[int | None]):
 
     def action_scorecard(self) -> None:
         self.query_one("#preview-scorecard", OptionList).focus()
+
+    def action_summary(self) -> None:
+        view = self.query_one(PreviewView)
+        view.focus()
+        if not view.scroll_to_summary():
+            self.notify("No handoff summary in this preview.", severity="warning")
+
+    def _grade_styles(self) -> dict[str, Style]:
+        """Low recall in the theme's warning colour, very low and failed in its error."""
+        colours = self.app.theme_variables
+        return {
+            "weak": Style(color=colours.get("warning"), bold=True),
+            "poor": Style(color=colours.get("error"), bold=True),
+        }
 
     def action_close(self) -> None:
         self.dismiss(None)
