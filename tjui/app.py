@@ -65,7 +65,7 @@ class TjuiApp(App[None]):
     def help_sections(self) -> list[tuple[str, list[Binding]]]:
         return [
             ("Messages", list(MessageList.BINDINGS)),
-            ("Boundary, summary and preview", list(MainScreen.BINDINGS)),
+            ("Boundary, summary and preview", _own(MainScreen.BINDINGS)),
             ("Preview", list(PreviewScreen.BINDINGS)),
             ("Why it fired (timeline)", list(TimelineScreen.BINDINGS)),
             ("Commit dialog", list(CommitDialog.BINDINGS)),
@@ -81,7 +81,7 @@ class TjuiApp(App[None]):
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help: show every key", "List all key bindings", self.action_help)
         if isinstance(screen, MainScreen):
-            for binding in MainScreen.BINDINGS:
+            for binding in _own(MainScreen.BINDINGS):
                 if binding.action in ("back_to_list",):
                     continue
                 yield SystemCommand(
@@ -89,6 +89,11 @@ class TjuiApp(App[None]):
                     f"key: {binding.key}",
                     _runner(screen, binding.action),
                 )
+
+
+def _own(bindings: list[Binding]) -> list[Binding]:
+    """A screen's bindings without the app's it repeats (Help, Quit) for the footer."""
+    return [b for b in bindings if not b.action.startswith("app.")]
 
 
 def _runner(screen: Screen, action: str):  # type: ignore[no-untyped-def]

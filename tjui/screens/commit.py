@@ -20,7 +20,17 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message as TMessage
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Button, Input, Label, ProgressBar, RadioButton, RadioSet, Select, Static
+from textual.widgets import (
+    Button,
+    Footer,
+    Input,
+    Label,
+    ProgressBar,
+    RadioButton,
+    RadioSet,
+    Select,
+    Static,
+)
 from textual.worker import Worker, WorkerState
 
 from tinyjuice.formats import WRITABLE_FORMATS, LoadError
@@ -172,6 +182,8 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         #: Commit as soon as the pending plan is made (Ctrl+S while it was not ready).
         self._commit_when_planned = False
         self._typing_timer: Timer | None = None
+        #: The target the dialog filled in itself (replaced when the mode changes).
+        self._auto_target = ""
 
     # ------------------------------------------------------------------ layout
 
@@ -199,6 +211,7 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
             with Horizontal(id="commit-buttons"):
                 yield Button("Commit", variant="primary", id="commit-go", disabled=True)
                 yield Button("Close", id="commit-close")
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#commit-progress").display = False
@@ -322,6 +335,7 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
             # exactly as typed, so the field never changes under the user's cursor.
             with self.prevent(Input.Changed):
                 target.value = "" if plan.mode is CommitMode.IN_PLACE else str(plan.target_path)
+            self._auto_target = target.value
             key = self._fields_key()
         self._plan_key = key
         writes = {
@@ -433,8 +447,10 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         if self._typing_timer is not None:
             self._typing_timer.stop()
             self._typing_timer = None
-        # A fresh default target when the mode changes (an export keeps what is there).
+        # A fresh default target when the mode changes (an export keeps a typed target).
         fresh = mode is not self.mode and mode is not CommitMode.EXPORT
+        if mode is CommitMode.EXPORT and mode is not self.mode:
+            self._propose_export()
         self.mode = mode
         _, target, fmt = self._fields_key()
         if fresh:
@@ -452,6 +468,25 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         self._sync_fields()
         self._sync_buttons()
         self._prepare(mode, target or None, fmt, self._generation)
+
+    def _propose_export(self) -> None:
+        """An export needs a path and a format: propose the source's own format (when
+        it can be written) and ``<name>.export.<ext>`` beside the source, unless the
+        user typed a target."""
+        select = self.query_one("#commit-format", Select)
+        fmt = select.value if isinstance(select.value, str) else None
+        if fmt is None:
+            own = self.session.transcript.format
+            fmt = own if own in WRITABLE_FORMATS else "openai"
+            with self.prevent(Select.Changed):
+                select.value = fmt
+        target = self.query_one("#commit-target", Input)
+        if target.value.strip() in ("", self._auto_target):
+            path = self.loaded.ref.path if self.loaded is not None else Path(str(self._source))
+            ext = ".jsonl" if fmt == "sharegpt" else ".json"
+            with self.prevent(Input.Changed):
+                target.value = str(path.with_name(f"{path.stem}.export{ext}"))
+            self._auto_target = target.value
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "commit-go":

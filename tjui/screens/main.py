@@ -97,7 +97,7 @@ class MainScreen(Screen[None]):
     MainScreen #body { height: 1fr; }
     MainScreen #left { width: 3fr; }
     MainScreen MessageList { height: 1fr; }
-    MainScreen #boundary-status { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
+    MainScreen #boundary-status { height: auto; max-height: 4; padding: 0 1; background: $panel; color: $text-muted; }
     MainScreen DetailPane { width: 2fr; border-left: tall $panel-lighten-1; }
     MainScreen.-narrow DetailPane { display: none; }
     MainScreen.-narrow.-show-detail DetailPane { display: block; width: 1fr; }
@@ -112,6 +112,9 @@ class MainScreen(Screen[None]):
     """
 
     BINDINGS = [
+        # The app's Help and Quit first, so the footer keeps them at 80 columns.
+        Binding("question_mark", "app.help", "Help", id="main.help"),
+        Binding("q", "app.quit", "Quit", id="main.quit"),
         Binding("[", "boundary_step(-1)", "Boundary ↑", id="boundary.up"),
         Binding("]", "boundary_step(1)", "Boundary ↓", id="boundary.down"),
         Binding("{", "boundary_exchange(-1)", "Exchange ↑", show=False, id="boundary.exchange_up"),
@@ -166,6 +169,7 @@ class MainScreen(Screen[None]):
         self._matches: tuple[int, ...] = ()
         self._detail_timer: Timer | None = None
         self._project_timer: Timer | None = None
+        self._status_wrapped = False
 
     # ------------------------------------------------------------------ layout
 
@@ -275,10 +279,23 @@ class MainScreen(Screen[None]):
             s.breakdown, plan, s.trigger, after=report, computing=pending
         )
         self.query_one(MessageList).set_zones(Zones(plan.start, plan.end), rule_label(plan))
-        # One line, fixed height: no layout pass needed on every boundary move.
-        self.query_one("#boundary-status", Static).update(boundary_status(s), layout=False)
+        self._show_status(boundary_status(s))
+        if s.options.keep_last is None:
+            # The boundary moved some other way: the keep-last field no longer holds.
+            field = self.query_one("#keep-last", Input)
+            if field.value and not field.has_focus:
+                with self.prevent(Input.Changed):
+                    field.value = ""
         if pending:
             self._schedule_projection()
+
+    def _show_status(self, text: str) -> None:
+        """The status line wraps long reasons; a layout pass only when it grows or
+        shrinks past one line (a boundary move must stay cheap)."""
+        box = self.query_one("#boundary-status", Static)
+        wide = len(text) > max(1, box.content_size.width)
+        box.update(text, layout=wide or self._status_wrapped)
+        self._status_wrapped = wide
 
     def _auto_project(self) -> bool:
         s = self.session
@@ -327,17 +344,13 @@ class MainScreen(Screen[None]):
         if self.session is not None:
             self.session.step_legal(delta)
             self._refresh_boundary()
-            self.query_one(MessageList).scroll_to_show(
-                min(self.session.plan.end, self.session.plan.total_messages - 1)
-            )
+            self.query_one(MessageList).show_rule()
 
     def action_boundary_exchange(self, delta: int) -> None:
         if self.session is not None:
             self.session.step_exchange(delta)
             self._refresh_boundary()
-            self.query_one(MessageList).scroll_to_show(
-                min(self.session.plan.end, self.session.plan.total_messages - 1)
-            )
+            self.query_one(MessageList).show_rule()
 
     def action_compress_up_to_here(self) -> None:
         if self.session is not None:

@@ -347,6 +347,18 @@ class MessageList(ScrollView, can_focus=True):
         elif row >= top + height:
             self.scroll_to(y=row - height + 1, animate=False)
 
+    def show_rule(self) -> None:
+        """Scroll so the ✂ rule and a row either side of it are on screen."""
+        rule = self.rule_row
+        if rule is None:
+            return
+        height = self.scrollable_content_region.height or 1
+        top = int(self.scroll_y)
+        if rule - 1 < top:
+            self.scroll_to(y=max(0, rule - 1), animate=False)
+        elif rule + 1 >= top + height:
+            self.scroll_to(y=rule + 2 - height, animate=False)
+
     def center_on(self, index: int) -> None:
         height = self.scrollable_content_region.height or 1
         self.scroll_to(y=max(0, self.row_of(index) - height // 2), animate=False)
