@@ -102,22 +102,24 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
     DEFAULT_CSS = """
     CommitDialog { align: center middle; }
     CommitDialog > Vertical {
-        width: 90%; max-width: 110; height: auto; max-height: 90%; padding: 1 2;
+        width: 90%; max-width: 110; height: auto; max-height: 90%; padding: 0 2;
         border: thick $primary; background: $panel; overflow-y: auto;
     }
-    CommitDialog #commit-title { text-style: bold; color: $primary; margin-bottom: 1; }
+    CommitDialog #commit-title { text-style: bold; color: $primary; margin: 1 0; }
     CommitDialog #commit-figures { color: $text; margin-bottom: 1; }
     CommitDialog RadioSet { layout: horizontal; height: auto; border: none; background: $panel; }
+    CommitDialog RadioSet:focus { border: none; }
     CommitDialog #commit-target-row { height: auto; margin-top: 1; }
     CommitDialog #commit-target { width: 1fr; }
-    CommitDialog #commit-format { width: 22; }
+    CommitDialog #commit-format { width: 22; margin-left: 1; }
+    CommitDialog #commit-writes { margin-top: 1; }
     CommitDialog #commit-writes, CommitDialog #commit-archives { color: $text-muted; }
     CommitDialog #commit-notes { color: $warning; }
     CommitDialog #commit-progress { margin-top: 1; }
-    CommitDialog #commit-result { margin-top: 1; text-style: bold; }
+    CommitDialog #commit-result { text-style: bold; }
     CommitDialog #commit-result.-ok { color: $success; }
     CommitDialog #commit-result.-error { color: $error; }
-    CommitDialog #commit-buttons { height: auto; align-horizontal: right; margin-top: 1; }
+    CommitDialog #commit-buttons { height: auto; align-horizontal: right; margin: 1 0; }
     CommitDialog Button { margin-left: 1; }
     """
 
@@ -196,12 +198,13 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
                 yield RadioButton("child continuation", id="mode-child")
                 yield RadioButton("export", id="mode-export")
             with Horizontal(id="commit-target-row"):
-                yield Input(placeholder="target path", id="commit-target")
+                yield Input(placeholder="target path", id="commit-target", compact=True)
                 yield Select(
                     [(f, f) for f in WRITABLE_FORMATS],
                     prompt="format",
                     id="commit-format",
                     allow_blank=True,
+                    compact=True,
                 )
             yield Static("", id="commit-writes", markup=False)
             yield Static("", id="commit-archives", markup=False)
@@ -209,8 +212,10 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
             yield ProgressBar(total=len(STAGES), show_eta=False, id="commit-progress")
             yield Static("", id="commit-result", markup=False)
             with Horizontal(id="commit-buttons"):
-                yield Button("Commit", variant="primary", id="commit-go", disabled=True)
-                yield Button("Close", id="commit-close")
+                yield Button(
+                    "Commit", variant="primary", id="commit-go", disabled=True, compact=True
+                )
+                yield Button("Close", id="commit-close", compact=True)
         yield Footer()
 
     def on_mount(self) -> None:

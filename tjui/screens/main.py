@@ -230,6 +230,8 @@ class MainScreen(Screen[None]):
         if event.state is not WorkerState.ERROR or event.worker.group != "load":
             return
         error = event.worker.error
+        # The dialog dims this screen: no loading bar left running behind it.
+        self.query_one("#loading").add_class("-hidden")
         message = str(error) if isinstance(error, LoadError) else f"{type(error).__name__}: {error}"
         self.app.show_error("Could not open the transcript", message)  # type: ignore[attr-defined]
 

@@ -150,7 +150,7 @@ class PreviewView(ScrollView, can_focus=True):
     PreviewView > .preview--right-title { color: $success; text-style: bold; }
     PreviewView > .preview--digest { color: $success; }
     PreviewView > .preview--summary { color: $warning; }
-    PreviewView > .preview--muted { color: $text-muted; }
+    PreviewView > .preview--muted { color: $foreground-muted; }
     PreviewView > .preview--divider { color: $panel-lighten-2; }
     """
     BINDINGS = [
@@ -337,7 +337,7 @@ class PreviewScreen(Screen[int | None]):
     """The compaction preview. Dismissed with a message index (jump there) or None."""
 
     DEFAULT_CSS = """
-    PreviewScreen #preview-header { height: auto; padding: 0 1; background: $primary-background; text-style: bold; }
+    PreviewScreen #preview-header { height: auto; padding: 0 1; background: $primary-background; color: $text; text-style: bold; }
     PreviewScreen #preview-controls { height: 1; padding: 0 1; background: $panel; }
     PreviewScreen #preview-controls Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
     PreviewScreen #preview-provider { width: 34; margin: 0 2 0 0; }
@@ -354,18 +354,18 @@ class PreviewScreen(Screen[int | None]):
     PreviewScreen #preview-scorecard { width: 48; height: 1fr; border-left: solid $panel-lighten-2; }
     PreviewScreen.-stacked #preview-body { layout: vertical; }
     PreviewScreen.-stacked #preview-scorecard {
-        width: 1fr; height: 9; border-left: none; border-top: solid $panel-lighten-2;
+        width: 1fr; height: 7; border-left: none; border-top: solid $panel-lighten-2;
     }
     PreviewScreen.-stacked #preview-provider { width: 24; }
     """
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="preview.close"),
+        Binding("m", "summary", "Summary", id="preview.summary"),
+        Binding("s", "scorecard", "Scorecard", id="preview.scorecard"),
         Binding("r", "recompute", "Regenerate", id="preview.recompute"),
         Binding("x", "cancel", "Cancel", id="preview.cancel"),
         Binding("o", "choose_provider", "Provider", id="preview.provider"),
         Binding("f", "edit_focus", "Focus topic", id="preview.focus"),
-        Binding("s", "scorecard", "Scorecard", id="preview.scorecard"),
-        Binding("m", "summary", "Summary", id="preview.summary"),
     ]
 
     @dataclass

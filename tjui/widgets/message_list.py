@@ -93,14 +93,14 @@ class MessageList(ScrollView, can_focus=True):
         overflow-x: hidden;
     }
     MessageList > .message-list--cursor { background: $accent 40%; text-style: bold; }
-    MessageList > .message-list--index { color: $text-muted; }
-    MessageList > .message-list--tokens { color: $text-muted; }
+    MessageList > .message-list--index { color: $foreground-muted; }
+    MessageList > .message-list--tokens { color: $foreground-muted; }
     MessageList > .message-list--system { color: $warning; }
     MessageList > .message-list--user { color: $success; text-style: bold; }
     MessageList > .message-list--assistant { color: $primary; }
     MessageList > .message-list--tool { color: $secondary-lighten-2; }
     MessageList > .message-list--summary { color: $warning; text-style: italic; }
-    MessageList > .message-list--injected { color: $text-muted; text-style: italic; }
+    MessageList > .message-list--injected { color: $foreground-muted; text-style: italic; }
     MessageList > .message-list--head { background: $primary 8%; }
     MessageList > .message-list--middle { background: $error 7%; }
     MessageList > .message-list--tail { background: $success 8%; }
