@@ -18,6 +18,7 @@ from textual.widgets import Footer, Input, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
 from tinyjuice.formats import LoadError
+from tinyjuice.formats.catalog import SessionEntry, file_sessions, position_of
 from tinyjuice.model import Transcript
 from tinyjuice.pipeline import BoundaryPlan
 from tinyjuice.report import Profile
@@ -50,7 +51,8 @@ class LoadRequest:
     model: str | None = None
 
 
-def header_text(session: InspectorSession, path: Path) -> str:
+def header_text(session: InspectorSession, path: Path, which: str = "") -> str:
+    """The file line; ``which`` names the session on screen (``session ID (2 of 3)``)."""
     t = session.transcript
     b = session.breakdown
     window = f"{session.plan.context_window:,} ({session.plan.context_window_source})"
@@ -61,8 +63,8 @@ def header_text(session: InspectorSession, path: Path) -> str:
         # estimates in it is an estimate even when the text was counted exactly.
         figure = f"{b.estimated_total_tokens:,} {b.counted_kind.value} ({session.tokens.counter})"
     return (
-        f"{path.name} · {t.format} · {t.model or 'model unknown'} · window {window}"
-        f" · {len(t.messages):,} msgs · prompt {figure}"
+        f"{path.name}{f' · {which}' if which else ''} · {t.format} · {t.model or 'model unknown'}"
+        f" · window {window} · {len(t.messages):,} msgs · prompt {figure}"
     )
 
 
@@ -135,6 +137,7 @@ class MainScreen(Screen[None]):
         Binding("N", "search_next(-1)", "Prev match", show=False, id="list.search_prev"),
         Binding(":", "jump", "Jump", show=False, id="list.jump"),
         Binding("d", "toggle_detail", "Detail", show=False, id="main.detail"),
+        Binding("s", "sessions", "Sessions", show=False, id="main.sessions"),
         Binding("y", "copy_message", "Copy", show=False, id="main.copy"),
         Binding("escape", "back_to_list", "Back to list", show=False, id="main.back"),
     ]
@@ -151,6 +154,10 @@ class MainScreen(Screen[None]):
     @dataclass
     class Counted(TMessage):
         session: InspectorSession
+
+    @dataclass
+    class SessionsListed(TMessage):
+        entries: list[SessionEntry]
 
     @dataclass
     class Projected(TMessage):
@@ -170,6 +177,9 @@ class MainScreen(Screen[None]):
         self._detail_timer: Timer | None = None
         self._project_timer: Timer | None = None
         self._status_wrapped = False
+        #: The sessions of a multi-session file (empty: one session) and which is shown.
+        self.sessions_in_file: list[SessionEntry] = []
+        self.session_position: int | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -249,6 +259,8 @@ class MainScreen(Screen[None]):
 
     def on_main_screen_session_ready(self, event: SessionReady) -> None:
         self.session = event.session
+        if event.session.transcript.format in ("sharegpt", "hermes"):
+            self._list_sessions(event.session.transcript.format)
         self._refresh_all()
         self._show_detail(self.query_one(MessageList).cursor)
 
@@ -266,8 +278,44 @@ class MainScreen(Screen[None]):
         s = self.session
         if s is None:
             return
-        self.query_one("#file-header", Static).update(header_text(s, self.request.path))
+        self.query_one("#file-header", Static).update(
+            header_text(s, self.request.path, self._which())
+        )
         self._refresh_boundary()
+
+    def _which(self) -> str:
+        """The session on screen: its id and "2 of 3" in a multi-session file; the id
+        alone for a Hermes state.db of one session."""
+        s = self.session
+        sid = s.transcript.session_id if s is not None else None
+        entries, at = self.sessions_in_file, self.session_position
+        if entries and at is not None:
+            return f"session {entries[at].label} ({at + 1} of {len(entries)}, s switches)"
+        is_db = self.loaded is not None and self.loaded.ref.is_db
+        return f"session {sid}" if sid and is_db else ""
+
+    @work(thread=True, exclusive=True, group="sessions", exit_on_error=False)
+    def _list_sessions(self, fmt: str) -> None:
+        self.post_message(self.SessionsListed(file_sessions(self.request.path, fmt)))
+
+    def on_main_screen_sessions_listed(self, event: SessionsListed) -> None:
+        self.sessions_in_file = event.entries
+        sid = self.session.transcript.session_id if self.session is not None else None
+        self.session_position = position_of(event.entries, self.request.session, sid)
+        self._refresh_all()
+
+    def action_sessions(self) -> None:
+        """Switch to another session of a multi-session file (ShareGPT, state.db)."""
+        if not self.sessions_in_file:
+            self.notify("This file holds one session.", severity="information")
+            return
+        from tjui.screens.sessions import SessionPicker
+
+        def _after(key: str | None) -> None:
+            if key is not None:
+                self.app.call_later(self.app.reopen, replace(self.request, session=key))  # type: ignore[attr-defined]
+
+        self.app.push_screen(SessionPicker(self.sessions_in_file, self.session_position), _after)
 
     def _refresh_boundary(self) -> None:
         s = self.session
