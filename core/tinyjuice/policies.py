@@ -673,6 +673,16 @@ def _reset_indices(transcript: Transcript) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def _count_kind(kind: CountKind, media: list[int], lo: int, hi: int) -> CountKind:
+    """The kind of a plain count of messages ``[lo, hi)`` made with a counter of
+    ``kind``; ``media`` lists the messages holding images, which are counted with a flat
+    estimate — a count that includes one is an estimate (as the context bar says)."""
+    if kind is not CountKind.EXACT:
+        return kind
+    k = bisect_left(media, lo)
+    return CountKind.ESTIMATED if k < len(media) and media[k] < hi else CountKind.EXACT
+
+
 def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSeries:
     """One point per assistant turn (and per measured usage), in message order. O(n)."""
     msgs = transcript.messages
@@ -708,16 +718,10 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
     base = static  # static − prefix[start of the live context]
     seg_start = 0
     next_reset = resets[0] if resets else n + 1
-    # Images are counted with a flat estimate: a count that includes one is an estimate
-    # (the context bar and the header label it so too).
     media = [i for i, m in enumerate(msgs) if m.media]
 
     def count_kind(lo: int, hi: int) -> CountKind:
-        """The kind of a plain count of messages ``[lo, hi)``."""
-        if point_kind is not CountKind.EXACT:
-            return point_kind
-        k = bisect_left(media, lo)
-        return CountKind.ESTIMATED if k < len(media) and media[k] < hi else CountKind.EXACT
+        return _count_kind(point_kind, media, lo, hi)
 
     for i in indices:
         while i >= next_reset:
