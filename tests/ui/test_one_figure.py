@@ -118,3 +118,23 @@ async def test_header_and_timeline_label_the_same_prompt_alike() -> None:
         now = timeline.result.current
         assert now.tokens == b.total_tokens
         assert now.kind is b.total_kind
+
+
+async def test_a_measured_header_figure_is_the_timelines_last_reading() -> None:
+    async with make_app(SESSIONS / "claude-code.jsonl").run_test(size=(160, 48)) as pilot:
+        screen = await wait_loaded(pilot)
+        assert screen.session is not None
+        measured = screen.session.breakdown.measured_prompt_tokens
+        assert measured is not None
+        assert f"prompt {measured:,} measured" in str(
+            screen.query_one("#file-header", Static).render()
+        )
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, TimelineScreen))
+        timeline = pilot.app.screen
+        assert isinstance(timeline, TimelineScreen)
+        now = timeline.result.current
+        detail = str(timeline.query_one("#timeline-detail", Static).render())
+        # A different number (the next request) is named as such, beside the reading.
+        assert now.tokens != measured
+        assert f"next request (last reading {measured:,} + messages since)" in detail
