@@ -35,6 +35,8 @@ async def test_app_answers_a_key_while_the_detail_pane_fills(
         return message_blocks(message)
 
     monkeypatch.setattr(tjui.widgets.detail, "message_blocks", held)
+    # Every body goes through the worker (by default only those over SYNC_CHARS do).
+    monkeypatch.setattr(tjui.widgets.detail, "SYNC_CHARS", 0)
     async with make_app(demo_session()).run_test(size=(160, 48)) as pilot:
         screen = await wait_loaded(pilot)
         lst = screen.query_one(MessageList)

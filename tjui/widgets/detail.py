@@ -14,6 +14,10 @@ from textual.widgets import Collapsible, Static
 from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, ToolCall
 from tjui.widgets.lazy_text import LazyText, text_lines
 
+#: Messages up to this many characters are prepared on the UI thread (pretty JSON and
+#: line splitting take ~1.5 ms per 270 KB); larger ones in a worker, so input never waits.
+SYNC_CHARS = 400_000
+
 #: Most lines of one text shown (they render lazily; copy with y gets everything).
 MAX_LINES = 20_000
 
@@ -69,6 +73,12 @@ def _call_block(call: ToolCall) -> Block:
     return Block(lines, lexer="json" if ok else None, fold=True, title=title)
 
 
+def _size(message: Message) -> int:
+    """Characters the pane has to prepare for ``message``."""
+    size = sum(len(p.text) for p in message.parts if isinstance(p, TextPart | ThinkingPart))
+    return size + len(message.reasoning or "") + sum(len(c.arguments) for c in message.tool_calls)
+
+
 def message_blocks(message: Message) -> list[Block]:
     """Everything the pane shows below the heading (pure: runs in a worker thread)."""
     blocks: list[Block] = []
@@ -122,9 +132,10 @@ def message_heading(message: Message, index: int, tokens: int | None, estimated:
 class DetailPane(VerticalScroll):
     """Shows one message: text, tool calls as pretty JSON, output, reasoning, media.
 
-    The heading appears at once; the body is prepared in a worker thread (pretty JSON,
-    line splitting) and drawn by ``LazyText`` widgets, which highlight only the rows on
-    screen — selecting a 70k-token output never holds up input.
+    The body is drawn by ``LazyText`` widgets, which highlight only the rows on screen —
+    selecting a 70k-token output costs a few milliseconds. Bodies over ``SYNC_CHARS`` are
+    prepared (pretty JSON, line splitting) in a worker thread while the heading shows, so
+    input never waits on them either.
     """
 
     DEFAULT_CSS = """
@@ -151,13 +162,21 @@ class DetailPane(VerticalScroll):
             self.filling = False
             self.mount(Static("No message selected.", classes="detail--heading"))
             return
-        self.filling = True
-        self.mount(
-            Static(message_heading(message, index, tokens, estimated), classes="detail--heading"),
-            Static("…", classes="detail--filling"),
+        heading = Static(
+            message_heading(message, index, tokens, estimated), classes="detail--heading"
         )
         self.scroll_home(animate=False)
+        if _size(message) <= SYNC_CHARS:
+            # Small enough to prepare at once (a few ms): one mount, one layout.
+            self.filling = False
+            self.mount(heading, *(_widget(b, self._theme()) for b in message_blocks(message)))
+            return
+        self.filling = True
+        self.mount(heading, Static("…", classes="detail--filling"))
         self._prepare(self._generation, message)
+
+    def _theme(self) -> str:
+        return "monokai" if self.app.current_theme.dark else "default"
 
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
     def _prepare(self, generation: int, message: Message) -> None:
@@ -167,7 +186,7 @@ class DetailPane(VerticalScroll):
     def _fill(self, generation: int, blocks: list[Block]) -> None:
         if generation != self._generation:
             return  # another message was selected meanwhile
-        theme = "monokai" if self.app.current_theme.dark else "default"
+        theme = self._theme()
         self.query(".detail--filling").remove()
         self.mount_all([_widget(block, theme) for block in blocks])
         self.filling = False
