@@ -96,3 +96,16 @@ def test_fold_offsets_count_wide_characters_as_two_cells() -> None:
     assert _offsets("abcdefg", 3, fold=True) == [0, 3, 6]
     assert _offsets("漢字漢字", 4, fold=True) == [0, 2]
     assert _offsets("word wrap here", 9, fold=False) == [0, 10]
+
+
+def test_a_long_multiline_json_field_is_shown_as_real_lines() -> None:
+    from tinyjuice.formats import load
+
+    message = load(demo_session()).messages[HUGE]
+    blocks = message_blocks(message)
+    head, body = blocks[0], blocks[1]
+    assert head.lexer == "json"
+    assert any("lines, below›" in line and '"output"' in line for line in head.lines)
+    assert body.title is not None and str(body.title) == "output"
+    output = message.text
+    assert len(body.lines) == len(text_lines(json.loads(output)["output"])) > 1000

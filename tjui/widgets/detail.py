@@ -18,6 +18,9 @@ from tjui.widgets.lazy_text import LazyText, text_lines
 #: line splitting take ~1.5 ms per 270 KB); larger ones in a worker, so input never waits.
 SYNC_CHARS = 400_000
 
+#: A JSON string field at least this long, with line breaks, is shown as real lines.
+UNFOLD_CHARS = 200
+
 #: Most lines of one text shown (they render lazily; copy with y gets everything).
 MAX_LINES = 20_000
 
@@ -50,17 +53,49 @@ def _pretty_json(raw: str) -> tuple[str, bool]:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode(), True
 
 
-def _text_blocks(text: str, *, tool_output: bool) -> list[Block]:
-    lexer = None
-    if tool_output and _looks_like_json(text):
-        text, ok = _pretty_json(text)
-        lexer = "json" if ok else None
+def _lines_blocks(
+    text: str, *, lexer: str | None, fold: bool, title: Text | None = None
+) -> list[Block]:
+    """``text`` as one block of display lines (at most MAX_LINES, the rest counted)."""
     lines = text_lines(text)
-    blocks = [Block(tuple(lines[:MAX_LINES]), lexer=lexer, fold=tool_output)]
+    blocks = [Block(tuple(lines[:MAX_LINES]), lexer=lexer, fold=fold, title=title)]
     if len(lines) > MAX_LINES:
         more = len(lines) - MAX_LINES
         blocks.append(Block(note=f"… {more:,} more lines (press y to copy the whole message)"))
     return blocks
+
+
+def _json_blocks(raw: str) -> list[Block] | None:
+    """A JSON tool result, pretty; a long multi-line string field (a command's
+    ``output``) follows as its own block of real lines instead of one escaped line."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    long: dict[str, str] = {}
+    if isinstance(value, dict):
+        long = {
+            k: v
+            for k, v in value.items()
+            if isinstance(v, str) and len(v) >= UNFOLD_CHARS and "\n" in v
+        }
+        value = {
+            k: f"‹{len(long[k].splitlines()):,} lines, below›" if k in long else v
+            for k, v in value.items()
+        }
+    pretty = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    blocks = _lines_blocks(pretty, lexer="json", fold=True)
+    for key, text in long.items():
+        blocks += _lines_blocks(text, lexer=None, fold=True, title=Text(key, style="bold"))
+    return blocks
+
+
+def _text_blocks(text: str, *, tool_output: bool) -> list[Block]:
+    if tool_output and _looks_like_json(text):
+        blocks = _json_blocks(text)
+        if blocks is not None:
+            return blocks
+    return _lines_blocks(text, lexer=None, fold=tool_output)
 
 
 def _call_block(call: ToolCall) -> Block:
