@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from tinyjuice.formats import LoadError
 from tinyjuice.formats.catalog import SessionEntry, file_sessions, position_of
@@ -39,7 +40,7 @@ PROJECT_DELAY = 0.25
 #: Largest transcript whose "after" figure is computed on every boundary move (core's
 #: compress with the fallback summary: ~0.3 s at 10k messages); above it, the preview
 #: (p) computes it.
-AUTO_PROJECT_MAX = 20_000
+AUTO_PROJECT_MAX = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +178,7 @@ class MainScreen(Screen[None]):
         self._detail_timer: Timer | None = None
         self._project_timer: Timer | None = None
         self._status_wrapped = False
+        self._project_lock = threading.Lock()
         #: The sessions of a multi-session file (empty: one session) and which is shown.
         self.sessions_in_file: list[SessionEntry] = []
         self.session_position: int | None = None
@@ -358,10 +360,13 @@ class MainScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="project", exit_on_error=False)
     def _project(self) -> None:
-        s = self.session
-        if s is None or s.current_result is not None:
-            return
-        s.compute()
+        # One compress at a time: a superseded request (cancelled by the next, as the
+        # group is exclusive) gives up once the running one is done.
+        with self._project_lock:
+            s = self.session
+            if get_current_worker().is_cancelled or s is None or s.current_result is not None:
+                return
+            s.compute()
         self.post_message(self.Projected())
 
     def on_main_screen_projected(self, event: Projected) -> None:
