@@ -17,6 +17,7 @@ from tjui.screens.history import HistoryScreen
 from tjui.screens.main import LoadRequest, MainScreen
 from tjui.screens.preview import PreviewScreen
 from tjui.screens.timeline import TimelineScreen
+from tjui.widgets.context_bar import bar_palette
 from tjui.widgets.message_list import MessageList
 
 
@@ -33,6 +34,10 @@ class TjuiApp(App[None]):
     def __init__(self, request: LoadRequest) -> None:
         super().__init__()
         self.request = request
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        # The context bar's category colours, per theme brightness.
+        return bar_palette(dark=self.current_theme.dark)
 
     def on_mount(self) -> None:
         self.open(self.request)
@@ -61,7 +66,7 @@ class TjuiApp(App[None]):
     def help_sections(self) -> list[tuple[str, list[Binding]]]:
         return [
             ("Messages", _bindings(MessageList.BINDINGS)),
-            ("Boundary, summary and preview", _bindings(MainScreen.BINDINGS)),
+            ("Boundary, summary and preview", _own(_bindings(MainScreen.BINDINGS))),
             ("Preview", _bindings(PreviewScreen.BINDINGS)),
             ("Why it fired (timeline)", _bindings(TimelineScreen.BINDINGS)),
             ("Commit dialog", _bindings(CommitDialog.BINDINGS)),
@@ -82,7 +87,7 @@ class TjuiApp(App[None]):
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help: show every key", "List all key bindings", self.action_help)
         if isinstance(screen, MainScreen):
-            for binding in _bindings(MainScreen.BINDINGS):
+            for binding in _own(_bindings(MainScreen.BINDINGS)):
                 if binding.action in ("back_to_list",):
                     continue
                 yield SystemCommand(
@@ -95,6 +100,11 @@ class TjuiApp(App[None]):
 def _bindings(bindings: Iterable[BindingType]) -> list[Binding]:
     """``BINDINGS`` as Binding objects (a tuple entry is made one; keys stay as written)."""
     return [b if isinstance(b, Binding) else Binding(*b) for b in bindings]
+
+
+def _own(bindings: list[Binding]) -> list[Binding]:
+    """A screen's bindings without the app's it repeats (Help, Quit) for the footer."""
+    return [b for b in bindings if not b.action.startswith("app.")]
 
 
 def _runner(screen: Screen[Any], action: str) -> Callable[[], Awaitable[None]]:

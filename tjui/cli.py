@@ -11,7 +11,7 @@ import difflib
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -74,9 +74,19 @@ class _DefaultToOpen(click.Group):
         )
 
 
-def _interactive() -> bool:
-    """Whether the inspector can run: stdin and stdout are both terminals."""
-    return sys.stdin.isatty() and sys.stdout.isatty()
+def _is_tty(name: str) -> bool:
+    stream: TextIO = getattr(sys, name)
+    return stream.isatty()
+
+
+def _not_terminals() -> list[str]:
+    """The standard streams that are not terminals (the inspector needs all three:
+    with stderr redirected, Textual would draw the whole UI into that file)."""
+    return [name for name in ("stdin", "stdout", "stderr") if not _is_tty(name)]
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
 
 
 @click.group(cls=_DefaultToOpen, context_settings={"help_option_names": ["-h", "--help"]})
@@ -129,15 +139,20 @@ def open_cmd(
     whole_file: bool,
 ) -> None:
     """Open the inspector on FILE (the bundled demo session by default)."""
-    if not _interactive():
-        streams = [n for n, s in (("stdin", sys.stdin), ("stdout", sys.stdout)) if not s.isatty()]
+    streams = _not_terminals()
+    if streams:
         commands = [f"tjui {c} FILE" for c in HEADLESS_COMMANDS]
-        fail(
-            f"the inspector needs a terminal ({' and '.join(streams) or 'stdin/stdout'}"
+        message = (
+            f"the inspector needs a terminal ({_and(streams)}"
             f" {'is' if len(streams) == 1 else 'are'} not a TTY); without one, use "
             + ", ".join(commands[:-1])
             + f" or {commands[-1]} (see tjui --help)"
         )
+        if streams == ["stderr"]:
+            # `tjui 2>err.log`: the message goes to the file as every error does, and to
+            # the terminal the user is looking at.
+            click.echo(f"tjui: error: {message}")
+        fail(message)
     from tjui.app import run_app
     from tjui.paths import demo_session
 

@@ -13,9 +13,9 @@ from tinyjuice.boundary import BoundaryIndex
 from tinyjuice.breakdown import ContextBreakdown, compute_breakdown
 from tinyjuice.live import LiveSplit
 from tinyjuice.model import Transcript
-from tinyjuice.pipeline import BoundaryPlan, plan_boundary
+from tinyjuice.pipeline import BoundaryPlan, compress, plan_boundary
 from tinyjuice.policies import Threshold, agent_threshold, resolve_window
-from tinyjuice.report import CompactionOptions, Profile
+from tinyjuice.report import CompactionOptions, CompactionResult, Profile
 from tinyjuice.tokens import TokenCounter, TranscriptTokens
 
 
@@ -44,6 +44,42 @@ class InspectorSession:
     def whole(self) -> Transcript:
         """The transcript as loaded, history before the last compaction included."""
         return self.split.whole if self.split is not None else self.transcript
+
+    #: The compaction last computed (main screen, preview or commit dialog) and the
+    #: settings it was computed for: every screen shows its figures while they hold.
+    computed: CompactionResult | None = None
+    computed_for: tuple[object, ...] | None = None
+
+    # ------------------------------------------------------- computed result
+
+    def settings_key(self) -> tuple[object, ...]:
+        """What a compaction result depends on: boundary, profile, focus, counter."""
+        o = self.options
+        return (self.plan.end, o.profile, o.focus_topic, self.counter.name, self.tokens.kind)
+
+    def remember(self, result: CompactionResult, key: tuple[object, ...]) -> None:
+        """Keep ``result`` (computed for ``key``) as the figure every screen shows."""
+        self.computed, self.computed_for = result, key
+
+    @property
+    def current_result(self) -> CompactionResult | None:
+        """The computed compaction for the settings on screen now, if there is one."""
+        return self.computed if self.computed_for == self.settings_key() else None
+
+    def compute(self, options: CompactionOptions | None = None) -> CompactionResult:
+        """Run core's ``compress`` for the boundary on screen (fallback summary) and
+        remember it. Safe in a worker thread: it reads the session, never mutates it
+        but for the final ``remember``."""
+        key = self.settings_key()
+        result = compress(
+            self.transcript,
+            options or self.compaction_options(),
+            tokens=self.tokens,
+            counter=self.counter,
+            index=self.index,
+        )
+        self.remember(result, key)
+        return result
 
     @classmethod
     def build(

@@ -146,6 +146,18 @@ class ContextBreakdown:
     measured_at_message: int | None = None
     #: How many subagents the session has (when the caller says; see list_subagents).
     subagents: int = 0
+    #: What counting finds in the prompt the measurement covers (static + messages up
+    #: to the measured one); None without a measurement.
+    counted_at_measurement: int | None = None
+
+    @property
+    def unrecorded_tokens(self) -> int:
+        """The measured prompt minus what the transcript records up to that reading: the
+        agent's own system prompt and tool schemas (and tokenizer differences) that the
+        file never wrote down. 0 without a measurement; never negative."""
+        if self.measured_prompt_tokens is None or self.counted_at_measurement is None:
+            return 0
+        return max(0, self.measured_prompt_tokens - self.counted_at_measurement)
 
     @property
     def total_tokens(self) -> int:
@@ -203,6 +215,7 @@ class ContextBreakdown:
             "estimated_total_tokens": self.estimated_total_tokens,
             "measured_prompt_tokens": self.measured_prompt_tokens,
             "measured_at_message": self.measured_at_message,
+            "unrecorded_tokens": self.unrecorded_tokens,
             "context_max_tokens": self.context_max_tokens,
             "total_tokens": self.total_tokens,
             "total_kind": self.total_kind.value,
@@ -474,6 +487,11 @@ def compute_breakdown(
     window = context_max_tokens or transcript.context_window
     if window is None and last is not None:
         window = last.context_window
+    counted_at = None
+    if measured_prompt_tokens is not None:
+        n = len(transcript.messages)
+        upto = n if measured_at is None else min(n, max(0, measured_at + 1))
+        counted_at = tokens.system_prompt + tokens.tools + tokens.prefix[upto]
     return ContextBreakdown(
         categories=categories,
         estimated_total_tokens=sum(sink.values()),
@@ -482,4 +500,5 @@ def compute_breakdown(
         counter=tokens.counter,
         measured_at_message=measured_at,
         subagents=subagents,
+        counted_at_measurement=counted_at,
     )

@@ -91,6 +91,7 @@ from tinyjuice.tokens import (
     TokenCounter,
     TranscriptTokens,
     count_transcript,
+    counted_kind,
     default_counter,
     message_tokens,
 )
@@ -369,7 +370,7 @@ def _prompt_tokens(transcript: Transcript, tokens: TranscriptTokens) -> PromptTo
         at = last.message_index
         if at is None or at >= len(transcript.messages) - 3:
             return PromptTokens(last.prompt_tokens, CountKind.MEASURED)
-    return PromptTokens(tokens.total, tokens.kind)
+    return PromptTokens(tokens.total, counted_kind(transcript.messages, tokens.kind))
 
 
 def _report(run: _Run, status: Status, reason: str, **kw: Any) -> CompactionReport:
@@ -384,7 +385,7 @@ def _report(run: _Run, status: Status, reason: str, **kw: Any) -> CompactionRepo
         "after_tokens": run.tokens.total,
         "prompt_tokens": run.prompt.value,
         "prompt_tokens_kind": run.prompt.kind.value,
-        "tokens_kind": run.tokens.kind.value,
+        "tokens_kind": counted_kind(t.messages, run.tokens.kind).value,
         "counter": run.tokens.counter,
         "context_window": plan.context_window,
         "context_window_source": plan.context_window_source,

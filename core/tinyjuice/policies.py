@@ -56,7 +56,7 @@ there is nothing to reset.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
@@ -737,6 +737,16 @@ def _reset_indices(transcript: Transcript) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+def _count_kind(kind: CountKind, media: list[int], lo: int, hi: int) -> CountKind:
+    """The kind of a plain count of messages ``[lo, hi)`` made with a counter of
+    ``kind``; ``media`` lists the messages holding images, which are counted with a flat
+    estimate — a count that includes one is an estimate (as the context bar says)."""
+    if kind is not CountKind.EXACT:
+        return kind
+    k = bisect_left(media, lo)
+    return CountKind.ESTIMATED if k < len(media) and media[k] < hi else CountKind.EXACT
+
+
 def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSeries:
     """One point per assistant turn (and per measured usage), in message order. O(n)."""
     msgs = transcript.messages
@@ -770,10 +780,17 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
     offset = 0
     seg = 0
     base = static  # static − prefix[start of the live context]
+    seg_start = 0
     next_reset = resets[0] if resets else n + 1
+    media = [i for i, m in enumerate(msgs) if m.media]
+
+    def count_kind(lo: int, hi: int) -> CountKind:
+        return _count_kind(point_kind, media, lo, hi)
+
     for i in indices:
         while i >= next_reset:
             base = static - prefix[next_reset]
+            seg_start = next_reset
             seg += 1
             next_reset = resets[seg] if seg < len(resets) else n + 1
         raw = base + prefix[i]
@@ -783,7 +800,7 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
             offset = value - raw
             point_kind = CountKind.ESTIMATED
         else:
-            append(UsagePoint(i, max(0, raw + offset), point_kind, raw, seg))
+            append(UsagePoint(i, max(0, raw + offset), count_kind(seg_start, i), raw, seg))
     live = resets[-1] if resets else 0
     last = points[-1] if points else None
     if last is not None and last.message_index >= live:
@@ -792,10 +809,11 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
         if last.measured:
             next_kind = CountKind.MEASURED if not since else CountKind.ESTIMATED
         else:
-            next_kind = last.kind  # a count plus counted messages: the same kind
+            # A count plus counted messages: the same kind, unless they hold an image.
+            next_kind = count_kind(live, n) if last.kind is CountKind.EXACT else last.kind
     else:
         next_tokens = max(0, static + prefix[n] - prefix[min(live, n)] + offset)
-        next_kind = point_kind
+        next_kind = count_kind(live, n)
     return UsageSeries(
         points=tuple(points),
         static_tokens=static,

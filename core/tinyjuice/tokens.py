@@ -214,6 +214,14 @@ def _load_encoding(preferred: str | None) -> tuple[_Encoding, str] | None:
     return None
 
 
+def counted_kind(messages: Sequence[Message], kind: CountKind) -> CountKind:
+    """The kind of a count of ``messages`` made with a counter of ``kind``: images are
+    counted with a flat estimate, so a count that includes one is an estimate."""
+    if kind is CountKind.EXACT and any(m.media for m in messages):
+        return CountKind.ESTIMATED
+    return kind
+
+
 def default_counter(*, exact: bool = True, encoding: str | None = None) -> TokenCounter:
     """The best counter available offline: tiktoken when it loads, else the rough one.
 

@@ -155,16 +155,28 @@ def _now_kind(out: str) -> str:
 
 @pytest.mark.skipif(default_counter().kind is not CountKind.EXACT, reason="no tokenizer loads here")
 def test_counted_figures_are_exact_with_a_tokenizer() -> None:
-    # demo.json records no provider usage: every figure is a tokenizer count.
-    got = run_json(str(SESSIONS / "demo.json"))
+    # A Hermes gateway log with no provider usage and no images: every figure is a
+    # tokenizer count.
+    got = run_json(str(SESSIONS / "hermes-gateway.jsonl"))
     assert got["current"]["kind"] == "exact"
     assert {p["kind"] for p in got["series"]["points"]} == {"exact"}
     assert {e["post_source"] for e in got["events"]} <= {"exact", "recorded", "unknown"}
-    code, out, _ = run(str(SESSIONS / "demo.json"))
+    code, out, _ = run(str(SESSIONS / "hermes-gateway.jsonl"))
     assert code == 0
     assert _now_kind(out) == "exact"
     assert f"(0 measured, {got['points']:,} exact;" in out
     assert "estimated" not in out
+
+
+def test_counts_holding_an_image_are_estimated_as_in_the_inspector() -> None:
+    # demo.json has two images, counted with a flat estimate: from the first one on,
+    # counts are estimates — the label the inspector's header and bar give the total.
+    got = run_json(str(SESSIONS / "demo.json"))
+    assert got["current"]["kind"] == "estimated"
+    kinds = {p["kind"] for p in got["series"]["points"]}
+    assert kinds == {"exact", "estimated"}
+    code, out, _ = run(str(SESSIONS / "demo.json"))
+    assert code == 0 and _now_kind(out) == "estimated"
 
 
 def test_counted_figures_are_estimated_with_the_rough_counter(

@@ -20,9 +20,10 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from tinyjuice.formats import LoadError
+from tinyjuice.formats.catalog import SessionEntry, file_sessions, position_of
 from tinyjuice.live import LiveSplit, live_split
 from tinyjuice.model import Transcript
 from tinyjuice.pipeline import BoundaryPlan
@@ -47,6 +48,12 @@ T = TypeVar("T")
 NARROW = 110
 #: Seconds the cursor must rest before the detail pane renders the message.
 DETAIL_DELAY = 0.08
+#: Seconds the boundary must rest before the exact "after" figure is computed.
+PROJECT_DELAY = 0.25
+#: Largest transcript whose "after" figure is computed on every boundary move (core's
+#: compress with the fallback summary: ~0.3 s at 10k messages); above it, the preview
+#: (p) computes it.
+AUTO_PROJECT_MAX = 10_000
 
 
 async def in_daemon_thread(fn: Callable[[], T]) -> T:
@@ -90,7 +97,8 @@ class LoadRequest:
     subagent: str | None = None
 
 
-def header_text(session: InspectorSession, path: Path) -> str:
+def header_text(session: InspectorSession, path: Path, which: str = "") -> str:
+    """The file line; ``which`` names the session on screen (``session ID (2 of 3)``)."""
     t = session.transcript
     b = session.breakdown
     window = f"{session.plan.context_window:,} ({session.plan.context_window_source})"
@@ -106,9 +114,23 @@ def header_text(session: InspectorSession, path: Path) -> str:
     subagent = t.extra.get("subagent")
     name = f"{path.name} [subagent {subagent}]" if isinstance(subagent, str) else path.name
     return (
-        f"{name} · {t.format} · {t.model or 'model unknown'} · window {window}"
-        f" · {len(t.messages):,} msgs{live} · prompt {figure}"
+        f"{name}{f' · {which}' if which else ''} · {t.format} · {t.model or 'model unknown'}"
+        f" · window {window} · {len(t.messages):,} msgs{live} · prompt {figure}"
     )
+
+
+def boundary_status(s: InspectorSession) -> str:
+    """The line under the list: where the boundary is, why, and whether it does anything."""
+    plan = s.plan
+    status = f"boundary {plan.end + s.live_from}"
+    if plan.snap_reason:
+        status += f" · {plan.snap_reason}"
+    result = s.current_result
+    if plan.no_op:
+        status += f" · no-op: {plan.reason}"
+    elif result is not None and result.report.status.value != "compacted":
+        status += f" · no-op: {result.report.reason}"
+    return status + f" · profile {s.options.profile.value}"
 
 
 def rule_label(plan: BoundaryPlan, offset: int = 0) -> str:
@@ -133,7 +155,7 @@ class MainScreen(Screen[None]):
     MainScreen #body { height: 1fr; }
     MainScreen #left { width: 3fr; }
     MainScreen MessageList { height: 1fr; }
-    MainScreen #boundary-status { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
+    MainScreen #boundary-status { height: auto; max-height: 4; padding: 0 1; background: $panel; color: $text-muted; }
     MainScreen DetailPane { width: 2fr; border-left: tall $panel-lighten-1; }
     MainScreen.-narrow DetailPane { display: none; }
     MainScreen.-narrow.-show-detail DetailPane { display: block; width: 1fr; }
@@ -148,6 +170,9 @@ class MainScreen(Screen[None]):
     """
 
     BINDINGS = [
+        # The app's Help and Quit first, so the footer keeps them at 80 columns.
+        Binding("question_mark", "app.help", "Help", id="main.help"),
+        Binding("q", "app.quit", "Quit", id="main.quit"),
         Binding("[", "boundary_step(-1)", "Boundary ↑", id="boundary.up"),
         Binding("]", "boundary_step(1)", "Boundary ↓", id="boundary.down"),
         Binding("{", "boundary_exchange(-1)", "Exchange ↑", show=False, id="boundary.exchange_up"),
@@ -168,6 +193,7 @@ class MainScreen(Screen[None]):
         Binding("N", "search_next(-1)", "Prev match", show=False, id="list.search_prev"),
         Binding(":", "jump", "Jump", show=False, id="list.jump"),
         Binding("d", "toggle_detail", "Detail", show=False, id="main.detail"),
+        Binding("s", "sessions", "Sessions", show=False, id="main.sessions"),
         Binding("y", "copy_message", "Copy", show=False, id="main.copy"),
         Binding("escape", "back_to_list", "Back to list", show=False, id="main.back"),
         Binding("a", "subagents", "Subagents", show=False, id="main.subagents"),
@@ -194,6 +220,14 @@ class MainScreen(Screen[None]):
         session: InspectorSession
 
     @dataclass
+    class SessionsListed(TMessage):
+        entries: list[SessionEntry]
+
+    @dataclass
+    class Projected(TMessage):
+        """Core computed the compaction for the boundary on screen."""
+
+    @dataclass
     class SearchDone(TMessage):
         query: str
         matches: tuple[int, ...]
@@ -206,6 +240,12 @@ class MainScreen(Screen[None]):
         self.subagents: list[Subagent] = []
         self._matches: tuple[int, ...] = ()
         self._detail_timer: Timer | None = None
+        self._project_timer: Timer | None = None
+        self._status_wrapped = False
+        self._project_lock = threading.Lock()
+        #: The sessions of a multi-session file (empty: one session) and which is shown.
+        self.sessions_in_file: list[SessionEntry] = []
+        self.session_position: int | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -291,6 +331,8 @@ class MainScreen(Screen[None]):
         if event.state is not WorkerState.ERROR or event.worker.group != "load":
             return
         error = event.worker.error
+        # The dialog dims this screen: no loading bar left running behind it.
+        self.query_one("#loading").add_class("-hidden")
         message = str(error) if isinstance(error, LoadError) else f"{type(error).__name__}: {error}"
         self.app.show_error("Could not open the transcript", message)
 
@@ -314,6 +356,8 @@ class MainScreen(Screen[None]):
 
     def on_main_screen_session_ready(self, event: SessionReady) -> None:
         self.session = event.session
+        if event.session.transcript.format in ("sharegpt", "hermes"):
+            self._list_sessions(event.session.transcript.format)
         self._refresh_all()
         self._show_detail(self.query_one(MessageList).cursor)
 
@@ -331,23 +375,110 @@ class MainScreen(Screen[None]):
         s = self.session
         if s is None:
             return
-        self.query_one("#file-header", Static).update(header_text(s, self.request.path))
+        self.query_one("#file-header", Static).update(
+            header_text(s, self.request.path, self._which())
+        )
         self._refresh_boundary()
+
+    def _which(self) -> str:
+        """The session on screen: its id and "2 of 3" in a multi-session file; the id
+        alone for a Hermes state.db of one session."""
+        s = self.session
+        sid = s.transcript.session_id if s is not None else None
+        entries, at = self.sessions_in_file, self.session_position
+        if entries and at is not None:
+            return f"session {entries[at].label} ({at + 1} of {len(entries)}, s switches)"
+        is_db = self.loaded is not None and self.loaded.ref.is_db
+        return f"session {sid}" if sid and is_db else ""
+
+    @work(thread=True, exclusive=True, group="sessions", exit_on_error=False)
+    def _list_sessions(self, fmt: str) -> None:
+        self.post_message(self.SessionsListed(file_sessions(self.request.path, fmt)))
+
+    def on_main_screen_sessions_listed(self, event: SessionsListed) -> None:
+        self.sessions_in_file = event.entries
+        sid = self.session.transcript.session_id if self.session is not None else None
+        self.session_position = position_of(event.entries, self.request.session, sid)
+        self._refresh_all()
+
+    def action_sessions(self) -> None:
+        """Switch to another session of a multi-session file (ShareGPT, state.db)."""
+        if not self.sessions_in_file:
+            self.notify("This file holds one session.", severity="information")
+            return
+        from tjui.screens.sessions import SessionPicker
+
+        def _after(key: str | None) -> None:
+            if key is not None:
+                self.app.call_later(self.app.reopen, replace(self.request, session=key))
+
+        self.app.push_screen(SessionPicker(self.sessions_in_file, self.session_position), _after)
 
     def _refresh_boundary(self) -> None:
         s = self.session
         if s is None:
             return
         plan = s.plan
-        self.query_one(ContextBar).update_data(s.breakdown, plan, s.trigger)
-        offset = s.live_from
-        self.query_one(MessageList).set_zones(Zones(plan.start, plan.end), rule_label(plan, offset))
-        status = f"boundary {plan.end + offset}"
-        if plan.snap_reason:
-            status += f" · {plan.snap_reason}"
-        status += f" · profile {s.options.profile.value}"
-        # One line, fixed height: no layout pass needed on every boundary move.
-        self.query_one("#boundary-status", Static).update(status, layout=False)
+        result = s.current_result
+        report = result.report if result is not None else None
+        pending = report is None and not plan.no_op and self._auto_project()
+        self.query_one(ContextBar).update_data(
+            s.breakdown, plan, s.trigger, after=report, computing=pending
+        )
+        self.query_one(MessageList).set_zones(
+            Zones(plan.start, plan.end), rule_label(plan, s.live_from)
+        )
+        self._show_status(boundary_status(s))
+        if s.options.keep_last is None:
+            # The boundary moved some other way: the keep-last field no longer holds.
+            field = self.query_one("#keep-last", Input)
+            if field.value and not field.has_focus:
+                with self.prevent(Input.Changed):
+                    field.value = ""
+        if pending:
+            self._schedule_projection()
+
+    def _show_status(self, text: str) -> None:
+        """The status line wraps long reasons; a layout pass only when it grows or
+        shrinks past one line (a boundary move must stay cheap)."""
+        box = self.query_one("#boundary-status", Static)
+        wide = len(text) > max(1, box.content_size.width)
+        box.update(text, layout=wide or self._status_wrapped)
+        self._status_wrapped = wide
+
+    def _auto_project(self) -> bool:
+        s = self.session
+        return s is not None and len(s.transcript.messages) <= AUTO_PROJECT_MAX
+
+    def _schedule_projection(self) -> None:
+        if self._project_timer is not None:
+            self._project_timer.stop()
+        self._project_timer = self.set_timer(PROJECT_DELAY, self._project)
+
+    @work(thread=True, exclusive=True, group="project", exit_on_error=False)
+    def _project(self) -> None:
+        # One compress at a time: a superseded request (cancelled by the next, as the
+        # group is exclusive) gives up once the running one is done.
+        with self._project_lock:
+            s = self.session
+            if get_current_worker().is_cancelled or s is None or s.current_result is not None:
+                return
+            s.compute()
+        self.post_message(self.Projected())
+
+    def on_main_screen_projected(self, event: Projected) -> None:
+        self._refresh_boundary()
+
+    def on_screen_resume(self) -> None:
+        # The preview may have computed the figure (or changed the focus topic).
+        s = self.session
+        if s is None:
+            return
+        field = self.query_one("#focus-topic", Input)
+        if (s.options.focus_topic or "") != field.value.strip():
+            with self.prevent(Input.Changed):
+                field.value = s.options.focus_topic or ""
+        self._refresh_boundary()
 
     @property
     def plan(self) -> BoundaryPlan | None:
@@ -365,17 +496,13 @@ class MainScreen(Screen[None]):
         if self.session is not None:
             self.session.step_legal(delta)
             self._refresh_boundary()
-            self.query_one(MessageList).scroll_to_show(
-                min(self.session.plan.end, self.session.plan.total_messages - 1)
-            )
+            self.query_one(MessageList).show_rule()
 
     def action_boundary_exchange(self, delta: int) -> None:
         if self.session is not None:
             self.session.step_exchange(delta)
             self._refresh_boundary()
-            self.query_one(MessageList).scroll_to_show(
-                min(self.session.plan.end, self.session.plan.total_messages - 1)
-            )
+            self.query_one(MessageList).show_rule()
 
     def action_compress_up_to_here(self) -> None:
         if self.session is not None:
@@ -414,6 +541,7 @@ class MainScreen(Screen[None]):
     def _focus_changed(self, event: Input.Changed) -> None:
         if self.session is not None:
             self.session.set_focus(event.value.strip())
+            self._refresh_boundary()
 
     @on(Input.Submitted, "#focus-topic")
     def _focus_submitted(self, event: Input.Submitted) -> None:
@@ -551,6 +679,7 @@ class MainScreen(Screen[None]):
                 self.loaded or self.request.path,
                 fmt=self.request.fmt,
                 hermes_session=self.request.session,
+                result=self.session.current_result,
             ),
             _after,
         )

@@ -99,14 +99,14 @@ class MessageList(ScrollView, can_focus=True):
         overflow-x: hidden;
     }
     MessageList > .message-list--cursor { background: $accent 40%; text-style: bold; }
-    MessageList > .message-list--index { color: $text-muted; }
-    MessageList > .message-list--tokens { color: $text-muted; }
+    MessageList > .message-list--index { color: $foreground-muted; }
+    MessageList > .message-list--tokens { color: $foreground-muted; }
     MessageList > .message-list--system { color: $warning; }
     MessageList > .message-list--user { color: $success; text-style: bold; }
     MessageList > .message-list--assistant { color: $primary; }
     MessageList > .message-list--tool { color: $secondary-lighten-2; }
     MessageList > .message-list--summary { color: $warning; text-style: italic; }
-    MessageList > .message-list--injected { color: $text-muted; text-style: italic; }
+    MessageList > .message-list--injected { color: $foreground-muted; text-style: italic; }
     MessageList > .message-list--head { background: $primary 8%; }
     MessageList > .message-list--middle { background: $error 7%; }
     MessageList > .message-list--tail { background: $success 8%; }
@@ -401,6 +401,18 @@ class MessageList(ScrollView, can_focus=True):
             self.scroll_to(y=row, animate=False)
         elif row >= top + height:
             self.scroll_to(y=row - height + 1, animate=False)
+
+    def show_rule(self) -> None:
+        """Scroll so the ✂ rule and a row either side of it are on screen."""
+        rule = self.rule_row
+        if rule is None:
+            return
+        height = self.scrollable_content_region.height or 1
+        top = int(self.scroll_y)
+        if rule - 1 < top:
+            self.scroll_to(y=max(0, rule - 1), animate=False)
+        elif rule + 1 >= top + height:
+            self.scroll_to(y=rule + 2 - height, animate=False)
 
     def center_on(self, index: int) -> None:
         height = self.scrollable_content_region.height or 1
