@@ -275,8 +275,8 @@ def compress_cmd(
     is kept as it was; `tjui undo` restores it).
     """
     from tinyjuice.formats import ConversionLoss
+    from tinyjuice.options import CompactionOptions, Profile
     from tinyjuice.pipeline import compress, plan_boundary
-    from tinyjuice.report import CompactionOptions, Profile
 
     if keep_last is not None and at is not None:
         fail("use either --keep-last or --at, not both")

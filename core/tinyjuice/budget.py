@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from tinyjuice.options import LOW_SAVINGS_RATIO, CompactionState
 from tinyjuice.tokens import CountKind
 
 __all__ = [
@@ -40,7 +41,6 @@ __all__ = [
     "LOW_SAVINGS_RATIO",
     "SMALL_WINDOW_RATIO",
     "Budget",
-    "CompactionState",
     "Decision",
     "DecisionCode",
     "PromptTokens",
@@ -63,8 +63,6 @@ RAISE_RATIO_BELOW = 512_000
 RAISED_RATIO = 0.75
 #: Threshold ratio used when the floor reaches the effective window.
 SMALL_WINDOW_RATIO = 0.85
-#: A compaction saving less than this fraction of the prompt is "low savings".
-LOW_SAVINGS_RATIO = 0.10
 #: Strikes (or fallback summaries in a row) that block automatic compaction.
 STRIKE_LIMIT = 2
 #: How many savings ratios :class:`CompactionState` remembers.
@@ -230,33 +228,6 @@ class SummaryKind(StrEnum):
     LLM = "llm"
     FALLBACK = "fallback"
     NONE = "none"  # digests only, or an empty middle
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionState:
-    """Caller-owned state carried between compactions of one session."""
-
-    compaction_count: int = 0
-    strikes: int = 0
-    fallback_streak: int = 0
-    #: Fraction of the prompt each recent compaction saved, oldest first.
-    recent_savings: tuple[float, ...] = ()
-    cooldown_until: float | None = None
-    cooldown_reason: str | None = None
-    auto_blocked: bool = False
-    previous_summary: str | None = None
-    lineage_id: str | None = None
-    #: A compaction happened and the next reading decides whether it earned a strike.
-    awaiting_reading: bool = field(default=False)
-
-    @property
-    def low_savings_backoff(self) -> bool:
-        """The last two compactions each saved less than 10%."""
-        last = self.recent_savings[-2:]
-        return len(last) == 2 and all(s < LOW_SAVINGS_RATIO for s in last)
-
-    def in_cooldown(self, now: float) -> bool:
-        return self.cooldown_until is not None and now < self.cooldown_until
 
 
 class DecisionCode(StrEnum):

@@ -36,7 +36,6 @@ from typing import Any
 
 from tinyjuice.budget import (
     LOW_SAVINGS_RATIO,
-    CompactionState,
     DecisionCode,
     PromptTokens,
     SummaryKind,
@@ -45,7 +44,8 @@ from tinyjuice.budget import (
     should_compress,
 )
 from tinyjuice.model import CompactionEvent, Transcript, Trigger
-from tinyjuice.models import ModelLimits
+from tinyjuice.model_limits import ModelLimits
+from tinyjuice.options import CompactionState
 from tinyjuice.policies import (
     Rule,
     Threshold,

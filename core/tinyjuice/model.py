@@ -28,7 +28,7 @@ holds every earlier turn, but the agent's next call sends only what follows the 
   compaction, the inspector and ``inspect``'s headline figures work on.
 
 So a new reader only has to fill ``compactions`` correctly (a reader that finds
-compactions only as summary messages can use ``formats._common.summary_events``, with
+compactions only as summary messages can use ``formats._messages.summary_events``, with
 ``resets=True`` when its file is an append-only log).
 """
 

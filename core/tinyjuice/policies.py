@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_ch
 
 from tinyjuice.budget import Budget, ThresholdRule, compute_budget
 from tinyjuice.model import Role, Transcript
-from tinyjuice.models import ModelLimits, lookup_model
+from tinyjuice.model_limits import ModelLimits, lookup_model
 from tinyjuice.tokens import CountKind, TranscriptTokens
 
 if TYPE_CHECKING:

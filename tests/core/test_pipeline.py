@@ -292,17 +292,13 @@ from builders import (
 )
 
 from tinyjuice.boundary import BoundaryIndex, is_legal_boundary
-from tinyjuice.budget import CompactionState, record_reading
+from tinyjuice.budget import record_reading
 from tinyjuice.formats import dumps
 from tinyjuice.lease import InMemoryLease
 from tinyjuice.model import Message, Role, TextPart, Usage
+from tinyjuice.options import CompactionOptions, CompactionState, Profile
 from tinyjuice.pipeline import compress, plan_boundary
-from tinyjuice.report import (
-    CompactionOptions,
-    PersistenceRecommendation,
-    Profile,
-    Status,
-)
+from tinyjuice.report import PersistenceRecommendation, Status
 from tinyjuice.summary import (
     END_MARKER,
     HANDOFF_PREFIX,

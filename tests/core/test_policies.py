@@ -30,7 +30,7 @@ from tinyjuice.model import (
     Trigger,
     Usage,
 )
-from tinyjuice.models import ModelLimits
+from tinyjuice.model_limits import ModelLimits
 from tinyjuice.policies import (
     POLICY_NAMES,
     ClaudeCodePolicy,

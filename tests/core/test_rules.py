@@ -14,8 +14,9 @@ import pytest
 from builders import Conv, anthropic_roles, orphan_calls, orphan_results, terminal_output
 
 from tinyjuice.model import Message, Role, TextPart, ThinkingPart, ToolCall
+from tinyjuice.options import CompactionOptions, Profile
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions, Profile, Status
+from tinyjuice.report import Status
 from tinyjuice.rules import (
     RulesConfig,
     apply_rules,

@@ -20,8 +20,9 @@ import pytest
 from tinyjuice.atomic import temp_path_for
 from tinyjuice.formats import load
 from tinyjuice.lease import CompactionLease
+from tinyjuice.options import CompactionOptions
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions, PersistenceRecommendation, Status
+from tinyjuice.report import PersistenceRecommendation, Status
 from tinyjuice.store import (
     Archive,
     ArchiveError,
@@ -40,7 +41,7 @@ from tinyjuice.store import (
     undo,
 )
 from tinyjuice.store.archive import MIGRATIONS, SCHEMA_VERSION, CommitRecord
-from tinyjuice.store.lease import make_holder
+from tinyjuice.store.archive_lease import make_holder
 from tinyjuice.tokens import RoughCounter
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -314,8 +314,9 @@ def summarize_cmd(
     network) exits with status 1 and changes nothing.
     """
     from tinyjuice.budget import summary_token_budget
+    from tinyjuice.options import CompactionOptions
     from tinyjuice.pipeline import compress
-    from tinyjuice.report import CompactionOptions, Status
+    from tinyjuice.report import Status
     from tinyjuice.review import review_summary
     from tinyjuice.tokens import count_transcript, default_counter, message_tokens
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from tinyjuice.formats._base import LoadError, LoadOptions, Source
-from tinyjuice.formats._common import finish
+from tinyjuice.formats._io import LoadError, LoadOptions, Source
+from tinyjuice.formats._messages import finish
 from tinyjuice.formats._records import reset_event, text_message, tool_call_of, tool_result
 from tinyjuice.model import CompactionEvent, Message, Role, TextPart, Transcript, Trigger, Usage
 

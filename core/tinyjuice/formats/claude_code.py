@@ -51,7 +51,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import (
+from tinyjuice.formats._io import (
     JsonLine,
     JsonlResult,
     LoadError,
@@ -60,7 +60,7 @@ from tinyjuice.formats._base import (
     bad_line_warnings,
     json_type,
 )
-from tinyjuice.formats._common import (
+from tinyjuice.formats._messages import (
     base64_size,
     finish,
     media_from_url,

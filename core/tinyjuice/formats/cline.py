@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from tinyjuice.formats import anthropic
-from tinyjuice.formats._base import LoadError, LoadOptions, Source, json_type
+from tinyjuice.formats._io import LoadError, LoadOptions, Source, json_type
 from tinyjuice.formats._records import count, reset_event
 from tinyjuice.model import (
     EMPTY,

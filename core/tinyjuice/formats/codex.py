@@ -67,7 +67,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import (
+from tinyjuice.formats._io import (
     JsonLine,
     JsonlResult,
     LoadError,
@@ -77,7 +77,7 @@ from tinyjuice.formats._base import (
     clip,
     json_type,
 )
-from tinyjuice.formats._common import (
+from tinyjuice.formats._messages import (
     finish,
     media_from_url,
     meta_for_text,

@@ -31,8 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tinyjuice.formats._base import LoadError, LoadOptions, Source, bad_line_warnings, json_type
-from tinyjuice.formats._common import finish, media_from_url
+from tinyjuice.formats._io import LoadError, LoadOptions, Source, bad_line_warnings, json_type
+from tinyjuice.formats._messages import finish, media_from_url
 from tinyjuice.formats._records import (
     count,
     json_text,

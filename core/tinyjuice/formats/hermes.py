@@ -33,8 +33,9 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats import _hermes_db as _db
-from tinyjuice.formats._base import (
+from tinyjuice.formats import _hermes_state as _db
+from tinyjuice.formats._hermes_state import SessionInfo, list_sessions
+from tinyjuice.formats._io import (
     LoadError,
     LoadOptions,
     Source,
@@ -43,8 +44,7 @@ from tinyjuice.formats._base import (
     clip_text,
     expect,
 )
-from tinyjuice.formats._common import finish, summary_events
-from tinyjuice.formats._hermes_db import SessionInfo, list_sessions
+from tinyjuice.formats._messages import finish, summary_events
 from tinyjuice.formats.openai import (
     OPENAI_SHAPED,
     fast_message,

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tinyjuice.formats._base import SaveError, clip
-from tinyjuice.formats._common import is_summary_text
+from tinyjuice.formats._io import SaveError, clip
+from tinyjuice.formats._messages import is_summary_text
 from tinyjuice.model import MediaPart, Role, ThinkingPart, Transcript, Trigger
 
 __all__ = ["ConversionLoss", "conversion_losses"]

@@ -33,9 +33,9 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import SQLITE_MAGIC, LoadError, LoadOptions, Source, check_regular
-from tinyjuice.formats._common import finish, media_from_url
-from tinyjuice.formats._hermes_db import SessionInfo, open_readonly
+from tinyjuice.formats._hermes_state import SessionInfo, open_readonly
+from tinyjuice.formats._io import SQLITE_MAGIC, LoadError, LoadOptions, Source, check_regular
+from tinyjuice.formats._messages import finish, media_from_url
 from tinyjuice.formats._records import (
     count,
     json_text,

@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import (
+from tinyjuice.formats._io import (
     LoadError,
     LoadOptions,
     Source,
@@ -44,7 +44,7 @@ from tinyjuice.formats._base import (
     parse_json,
     read_bytes,
 )
-from tinyjuice.formats._common import (
+from tinyjuice.formats._messages import (
     finish,
     new_message,
     new_meta,

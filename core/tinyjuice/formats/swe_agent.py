@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import LoadError, LoadOptions, Source, expect, json_type
-from tinyjuice.formats._common import finish, meta_for_text, new_message, new_meta, rest
+from tinyjuice.formats._io import LoadError, LoadOptions, Source, expect, json_type
+from tinyjuice.formats._messages import finish, meta_for_text, new_message, new_meta, rest
 from tinyjuice.formats.openai import fast_message, known_keys, message_from_dict
 from tinyjuice.model import (
     EMPTY,

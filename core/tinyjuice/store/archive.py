@@ -15,7 +15,7 @@ What it holds:
   of the target before and after, the boundary, profile and summary kind, the
   compaction report as JSON, timestamps, the undo plan, and a state
   (:class:`CommitState`).
-- ``leases`` (schema v2): the rows behind :class:`tinyjuice.store.lease.SqliteLease`.
+- ``leases`` (schema v2): the rows behind :class:`tinyjuice.store.archive_lease.SqliteLease`.
 
 The schema is versioned with ``PRAGMA user_version`` and migrated forward on open, one
 step at a time, each step in its own transaction. An archive written by a newer

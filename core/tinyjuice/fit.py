@@ -29,7 +29,7 @@ rules of seed 001 (:mod:`tinyjuice.rules`) to the whole compressible middle and 
 the summary step only when that is not enough.
 
 Line-level helpers (:func:`process_line`, :func:`process_file`) load one trajectory from
-bytes, compress it and render it back in its own format; :mod:`tinyjuice.batch_io` streams
+bytes, compress it and render it back in its own format; :mod:`tinyjuice.dataset` streams
 datasets through them, in parallel. Nothing here prints, logs or touches the network.
 """
 
@@ -48,8 +48,8 @@ import orjson
 from tinyjuice.boundary import BoundaryIndex, latest_real_user_index, rejoin
 from tinyjuice.budget import SummaryKind
 from tinyjuice.model import Message, Role, TextPart, Transcript
+from tinyjuice.options import Profile
 from tinyjuice.redact import redact_message
-from tinyjuice.report import Profile
 from tinyjuice.summary import (
     SummaryError,
     SummaryProvider,
@@ -795,7 +795,7 @@ def process_file(
     are reported as ``bad_input`` and left for the caller to copy through.
     """
     from tinyjuice.formats import JSONL_SUFFIXES, WRITABLE_FORMATS, LoadError, dumps, load_bytes
-    from tinyjuice.formats._base import SQLITE_MAGIC, read_bytes
+    from tinyjuice.formats._io import SQLITE_MAGIC, read_bytes
 
     started = time.perf_counter()
     counter = counter or default_counter()

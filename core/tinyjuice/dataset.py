@@ -1,4 +1,4 @@
-"""Streaming and parallel running of :mod:`tinyjuice.batch` over files and directories.
+"""Streaming and parallel running of :mod:`tinyjuice.fit` over files and directories.
 
 Inputs
     A *dataset* is a JSONL file whose lines are trajectories in a format tinyjuice can
@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypeVar
 
 from tinyjuice.atomic import file_mode
-from tinyjuice.batch import (
+from tinyjuice.fit import (
     BatchAggregator,
     BatchOptions,
     BatchSummary,
@@ -50,7 +50,7 @@ from tinyjuice.batch import (
     process_file,
     process_line,
 )
-from tinyjuice.formats._base import LoadError, check_regular
+from tinyjuice.formats._io import LoadError, check_regular
 from tinyjuice.summary import FailureClass, SummaryProvider
 from tinyjuice.tokens import TokenCounter, default_counter
 

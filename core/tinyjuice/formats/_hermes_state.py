@@ -26,8 +26,8 @@ from urllib.parse import quote
 
 import orjson
 
-from tinyjuice.formats._base import SQLITE_MAGIC, LoadError, check_regular
-from tinyjuice.formats._common import injected_kind, is_summary_text
+from tinyjuice.formats._io import SQLITE_MAGIC, LoadError, check_regular
+from tinyjuice.formats._messages import injected_kind, is_summary_text
 from tinyjuice.model import Message, Transcript
 
 __all__ = [
