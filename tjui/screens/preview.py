@@ -22,6 +22,7 @@ from __future__ import annotations
 import textwrap
 from bisect import bisect_right
 from dataclasses import dataclass, replace
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -38,7 +39,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Footer, Input, Label, LoadingIndicator, OptionList, Select, Static
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, get_current_worker
 
 from tinyjuice.model import Message
 from tinyjuice.pipeline import compress
@@ -46,6 +47,7 @@ from tinyjuice.report import CompactionReport, CompactionResult
 from tinyjuice.review import CATEGORIES, SummaryReview
 from tjui.session import InspectorSession
 from tjui.widgets.message_list import preview_text
+from tjui.workers import ForwardWorkerErrors, failure_text
 
 #: Lines of each original message shown in the preview (the detail pane has it all).
 CELL_LINES = 6
@@ -365,31 +367,9 @@ def failure_line(report: CompactionReport, provider: str | None) -> str | None:
     )
 
 
-class PreviewScreen(Screen[int | None]):
+class PreviewScreen(ForwardWorkerErrors, Screen[int | None]):
     """The compaction preview. Dismissed with a message index (jump there) or None."""
 
-    DEFAULT_CSS = """
-    PreviewScreen #preview-header { height: auto; padding: 0 1; background: $primary-background; color: $text; text-style: bold; }
-    PreviewScreen #preview-controls { height: 1; padding: 0 1; background: $panel; }
-    PreviewScreen #preview-controls Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
-    PreviewScreen #preview-provider { width: 34; margin: 0 2 0 0; }
-    PreviewScreen #preview-focus { width: 1fr; }
-    PreviewScreen #preview-columns { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
-    PreviewScreen #preview-error { height: auto; padding: 0 1; color: $error; text-style: bold; }
-    PreviewScreen #preview-error.-empty { display: none; }
-    PreviewScreen #preview-warnings { height: auto; padding: 0 1; color: $warning; }
-    PreviewScreen #preview-warnings.-empty { display: none; }
-    PreviewScreen LoadingIndicator { height: 3; }
-    PreviewScreen LoadingIndicator.-hidden { display: none; }
-    PreviewScreen #preview-body { height: 1fr; }
-    PreviewScreen PreviewView { width: 1fr; height: 1fr; }
-    PreviewScreen #preview-scorecard { width: 48; height: 1fr; border-left: solid $panel-lighten-2; }
-    PreviewScreen.-stacked #preview-body { layout: vertical; }
-    PreviewScreen.-stacked #preview-scorecard {
-        width: 1fr; height: 7; border-left: none; border-top: solid $panel-lighten-2;
-    }
-    PreviewScreen.-stacked #preview-provider { width: 24; }
-    """
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="preview.close"),
         Binding("m", "summary", "Summary", id="preview.summary"),
@@ -601,13 +581,15 @@ class PreviewScreen(Screen[int | None]):
             rows, self._jumps = scorecard_options(event.review, self._grade_styles())
             card.add_options(rows)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state is WorkerState.ERROR and event.worker.group == "preview":
-            self._done()
-            self.query_one("#preview-header", Static).update(
-                f"Preview failed: {type(event.worker.error).__name__}: {event.worker.error}"
-                " — nothing was changed."
-            )
+    def show_failure(self, worker: Worker[Any]) -> bool:
+        """A failed preview is said in the header; the previous one stays."""
+        if worker.group != "preview":
+            return False
+        self._done()
+        self.query_one("#preview-header", Static).update(
+            f"Preview failed: {failure_text(worker.error)} — nothing was changed."
+        )
+        return True
 
     # ------------------------------------------------------------------ controls
 
