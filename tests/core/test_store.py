@@ -16,6 +16,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from builders import write_openai_session
 
 from tinyjuice.atomic import temp_path_for
 from tinyjuice.formats import load
@@ -53,37 +54,7 @@ def sha(path: Path) -> str:
 
 
 def openai_session(path: Path, exchanges: int = 12) -> Path:
-    messages: list[dict] = [{"role": "system", "content": "You are a coding agent."}]
-    for i in range(exchanges):
-        messages.append({"role": "user", "content": f"Step {i}: fix src/app/module_{i}.py"})
-        messages.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_{i}",
-                        "type": "function",
-                        "function": {
-                            "name": "terminal",
-                            "arguments": json.dumps({"command": f"pytest tests/test_{i}.py"}),
-                        },
-                    }
-                ],
-            }
-        )
-        out = "\n".join(f"tests/test_{i}.py::case_{k} PASSED" for k in range(40))
-        messages.append(
-            {
-                "role": "tool",
-                "tool_call_id": f"call_{i}",
-                "content": json.dumps({"output": out, "exit_code": 0}),
-            }
-        )
-        messages.append({"role": "assistant", "content": f"Step {i} passes now."})
-    messages.append({"role": "user", "content": "Now make the retry logic idempotent."})
-    path.write_text(json.dumps({"model": "gpt-4o", "messages": messages}, indent=1))
-    return path
+    return write_openai_session(path, exchanges, model="gpt-4o", indent=1)
 
 
 def compacted(source, **options):  # type: ignore[no-untyped-def]
