@@ -217,7 +217,7 @@ def inspect_cmd(
     type=click.Choice(["hermes", "rules"]),
     default="hermes",
     show_default=True,
-    help="hermes: digests + handoff summary; rules: seed 001's rules.",
+    help="hermes: digests + handoff summary; rules: six zero-inference rules.",
 )
 @click.option("--focus", default=None, metavar="TEXT", help="Focus topic for the summary.")
 @context_window_option

@@ -1,30 +1,6 @@
 """When compaction fires: effective window, threshold, anti-thrash state, token budgets.
 
-The threshold follows Hermes (see ``POLICIES.md``)::
-
-    effective window = context window − output reservation
-    threshold        = max(int(effective × ratio), floor)          # ratio 0.50, floor 64,000
-    ratio            = max(ratio, 0.75) when the effective window is under 512K (a flag)
-    small window     = when floor >= effective window:
-                       threshold = min(int(effective × 0.85), effective − 1)
-
-Whether to fire is decided by :func:`should_compress` from a prompt size, the
-:class:`Budget` and the caller-owned :class:`CompactionState` (cooldowns, strikes and
-savings history). Nothing here reads a clock: ``now`` is always passed in.
-
-Anti-thrash, both rules apply:
-
-* Hermes strikes: a compaction that was a no-op, or after which the prompt is still at
-  or over the threshold, counts one strike. Two strikes, or two fallback summaries in a
-  row, block automatic compaction until a reading below the threshold arrives
-  (:func:`record_reading`).
-* Seed 003: when each of the last two compactions saved under 10% of the prompt,
-  automatic compaction backs off, again until a reading below the threshold.
-
-``force=True`` (a manual ``/compress``) bypasses the threshold, every cooldown and both
-anti-thrash rules. That is safe because a forced run still goes through the summary
-failure policy: an auth or network failure aborts with the messages unchanged, so the
-worst a forced retry can do is fail again. The decision still names what it bypassed.
+Details: docs/policies.md (`tinyjuice.budget`).
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ class CompactionOptions:
     prefer_child_continuation: bool = False
     # reporting
     include_preview: bool = False
-    # rules profile (seed 001) settings, used when profile == RULES
+    # rules profile settings (tinyjuice.rules.RulesConfig keys), used when profile == RULES
     rules: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -1,4 +1,4 @@
-"""Seed 001's rule-based profile: the six rules, its configuration, and what is never dropped.
+"""The rule-based profile: the six rules, its configuration, and what is never dropped.
 
 Each rule gets a concrete example, through :func:`apply_rules` (the middle only) and through
 ``compress(profile=rules)`` (the whole pipeline).
@@ -28,7 +28,7 @@ from tinyjuice.tokens import RoughCounter
 
 ROUGH = RoughCounter()
 
-#: The YAML block of seed 001, as the mapping a YAML loader returns.
+#: The profile's documented YAML configuration block, as the mapping a YAML loader returns.
 SEED_CONFIG = {
     "compaction": {
         "enabled": True,

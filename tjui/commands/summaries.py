@@ -1,15 +1,6 @@
 """``tjui config``, ``tjui summarize`` and ``tjui review``: providers and summary quality.
 
-- ``tjui config`` prints the effective provider configuration, secrets masked, with
-  where each value came from (flag, environment, file, default).
-- ``tjui summarize FILE`` compresses with the selected provider (or the deterministic
-  fallback) exactly as ``tjui compress`` would, then prints the handoff summary and its
-  review against the middle it replaces. Nothing is written.
-- ``tjui review FILE`` reviews the summaries an agent already wrote into a transcript:
-  one scorecard per past compaction.
-
-:func:`provider_option`, :func:`provider_flags` and :func:`resolve_provider` let other
-commands (``tjui compress``) take ``--provider`` the same way.
+Details: docs/app.md (`tjui.commands.summaries`).
 """
 
 from __future__ import annotations

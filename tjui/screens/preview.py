@@ -1,20 +1,6 @@
 """Side-by-side preview: the original middle beside what compaction turns it into.
 
-Left: each message of the middle as it is. Right: what replaces it — its digest (or
-the rules profile's rewrite), nothing when it only feeds the summary — and, at the
-end, the handoff summary in full. One Line-API view, so both sides scroll together
-and stay aligned. The header shows core's report figures as they are.
-
-Above the view: the summary source (the deterministic fallback or a provider from
-config.toml) and the focus topic (pre-filled from the session). Choosing a provider,
-submitting the focus topic or pressing ``r`` (re)generates in a worker thread with a
-spinner; ``x`` cancels (the result of a cancelled run is dropped). Beside the view: the
-scorecard of :func:`tinyjuice.review.review_summary` — recall per category, the checks,
-every missing item, the rules the summary lost and the probes it cannot answer;
-selecting a missing item, a lost rule or an unanswered probe dismisses the screen with
-the message index of its evidence (``PreviewScreen`` is a ``Screen[int | None]``: push it with a
-callback to jump there). A provider failure is shown with its failure class and
-"nothing was changed" — the preview never changes the transcript.
+Details: docs/app.md (`tjui.screens.preview`).
 """
 
 from __future__ import annotations

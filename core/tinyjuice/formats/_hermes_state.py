@@ -1,16 +1,6 @@
 """Hermes ``state.db`` (SQLite): schema, read-only access, session listing, and a writer.
 
-The reader side opens the database read-only and never changes it: a WAL database with
-no ``-wal`` file beside it is opened ``immutable`` so not even ``-shm``/``-wal`` side
-files appear; otherwise it is opened ``mode=ro``, so a live session's recent writes in
-the ``-wal`` file are seen.
-Bytes with no file behind them (``load_bytes``) are read from an in-memory copy.
-
-:func:`create_schema` and :func:`write_session` build Hermes-shaped databases for
-tests and sample transcripts; :func:`write_session` on an existing session compacts it
-in place the way Hermes does (old rows ``active=0, compacted=1``, new rows active).
-:func:`write_session_rows` does the same inside the caller's transaction (the commit
-store uses it to compact a live session in one transaction).
+Details: docs/formats.md (`tinyjuice.formats._hermes_state`).
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """Commit a compaction durably — archive first, then write — and undo it.
 
-The flow of :func:`commit`:
-
-1. :func:`load_source` read the source once and kept the sha256 of exactly those bytes
-   (for a Hermes ``state.db``: of the session's snapshot).
-2. :func:`plan_commit` resolves the mode (from the engine's
-   :class:`~tinyjuice.report.PersistenceRecommendation` unless one is given), the target
-   and the bytes to write, and checks they read back. Nothing is touched yet.
-3. The source's lease is taken (a second tjui gets "compaction already in flight"); for
-   a Hermes session also Hermes' own ``compression_locks`` row.
-4. Stale check: the source must still hash to what was loaded, or nothing is written.
-5. The original bytes and a ``pending`` commit row go into the archive, durably.
-6. The target is written atomically (or, for ``state.db``, in one transaction); the
-   source is checked once more just before the rename, and what the rename replaced
-   is checked after it (an agent's write landing in between puts the agent's file back
-   and refuses the commit: no lost update).
-7. The row becomes ``done``.
-
-A crash anywhere leaves the source wholly old or wholly new; :func:`recover` (run by
-every commit, undo and history) settles ``pending`` rows left by a dead process by
-looking at what the target holds. :func:`undo` restores the original byte-identically
-(sha256 verified) and refuses when the target changed after the commit, unless forced
-— a forced undo archives the current state first.
+Details: docs/store.md (`tinyjuice.store.commit`).
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """Committing to a Hermes ``state.db`` in place, the way Hermes itself does it.
 
-- **In place**: in one transaction, the session's active rows become ``active=0,
-  compacted=1`` and the compacted list is inserted as new active rows; the session id
-  stays.
-- **Child**: in one transaction, the session is ended (``end_reason='compression'``) and
-  a child session with ``parent_session_id`` gets the compacted list.
-- **Undo** re-activates the archived rows (their exact previous flags), removes the
-  inserted ones (or the child session) and puts the session row back as it was.
-
-Hermes' ``compression_locks`` table (one row per session: holder, acquired_at,
-expires_at; TTL 300 s) is honoured, so tjui and a running Hermes never compact the same
-session at once; a database without the table is used without it.
-
-A session's state is fingerprinted by :func:`session_snapshot`: canonical JSON of its
-``sessions`` row and every one of its ``messages`` rows (active or not), in id order.
-That is what the archive stores as the "original bytes" of a database source, what the
-stale check compares, and what undo verifies it restored.
+Details: docs/store.md (`tinyjuice.store.hermes_commit`).
 """
 
 from __future__ import annotations
