@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 from builders import write_openai_session
-from click.testing import CliRunner
+from cli_helpers import run
 
 from tinyjuice.formats import load
-from tjui.cli import main
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture
