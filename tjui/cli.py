@@ -158,16 +158,30 @@ def inspect_cmd(
 
     from tinyjuice.report import DEFAULT_CONTEXT_WINDOW
     from tinyjuice.stats import compute_stats
+    from tinyjuice.tokens import default_counter
+    from tjui.cached import CachedSource
 
-    transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
-    stats = compute_stats(transcript, context_window=context_window)
+    source = CachedSource(file, fmt, session=session, lenient=lenient)
+    params = {"path": str(file), "context_window": context_window}
+    if as_json and (cached := source.result("inspect", params)) is not None:
+        emit_json(cached)
+        return
+    counter = default_counter()
+    stats = compute_stats(
+        source.transcript,
+        counter,
+        tokens=source.tokens(counter),
+        context_window=context_window,
+    )
     if stats.context_window is None:
         # The window compress and explain judge against when nothing names one.
         stats = replace(
             stats, context_window=DEFAULT_CONTEXT_WINDOW, context_window_source="default"
         )
     if as_json:
-        emit_json(stats.to_dict())
+        data = stats.to_dict()
+        source.remember("inspect", params, data)
+        emit_json(data)
         return
     from tjui.render import print_inspect
 
@@ -242,12 +256,28 @@ def compress_cmd(
         fail("--mode needs --commit")
     if do_commit and dry_run:
         fail("--commit cannot be combined with --dry-run")
-    loaded = None
+    from tinyjuice.tokens import default_counter
+    from tjui.cached import CachedSource
+
+    loaded = source = None
+    plan_params = {
+        "path": str(file),
+        "keep_last": keep_last,
+        "at": at,
+        "profile": profile,
+        "context_window": context_window,
+        "force": force,
+        "focus": focus,
+    }
     if do_commit:
         loaded = load_for_commit(file, fmt, session=session, lenient=lenient)
         transcript = loaded.transcript
     else:
-        transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+        source = CachedSource(file, fmt, session=session, lenient=lenient)
+        if dry_run and (cached := source.result("plan", plan_params)) is not None:
+            _emit_plan(cached, as_json)
+            return
+        transcript = source.transcript
     out_format = to_format or transcript.format
     if output is not None and not dry_run and not do_commit:
         if output.resolve() == file.resolve():
@@ -265,19 +295,17 @@ def compress_cmd(
         context_window=context_window,
         force=force,
     )
+    counter = default_counter()
+    tokens = source.tokens(counter) if source is not None else None
     if dry_run:
-        plan = plan_boundary(transcript, options)
-        data = plan_to_dict(plan)
-        if as_json:
-            emit_json(data)
-        else:
-            from tjui.render import print_plan
-
-            print_plan(data)
+        data = plan_to_dict(plan_boundary(transcript, options, tokens, counter=counter))
+        if source is not None:
+            source.remember("plan", plan_params, data)
+        _emit_plan(data, as_json)
         return
     # A model is used only when asked for: plain `tjui compress` stays deterministic.
     summarizer = resolve_provider(provider) if provider is not None else None
-    result = compress(transcript, options, summarizer)
+    result = compress(transcript, options, summarizer, counter=counter, tokens=tokens)
     report = result.report.to_dict()
     written: str | None = None
     losses: list[ConversionLoss] = []
@@ -312,6 +340,15 @@ def compress_cmd(
         )
     if result.report.status.value == "aborted":
         sys.exit(1)
+
+
+def _emit_plan(data: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(data)
+    else:
+        from tjui.render import print_plan
+
+        print_plan(data)
 
 
 def plan_to_dict(plan: Any) -> dict[str, Any]:
@@ -448,6 +485,7 @@ def _asdict(value: Any) -> dict[str, Any]:
 def _register_commands() -> None:
     """Commands that live in their own modules (tjui/commands/)."""
     from tjui.commands.batch import batch
+    from tjui.commands.cache import cache_group
     from tjui.commands.explain import explain_cmd
     from tjui.commands.store import history_cmd, recover_cmd, undo_cmd
     from tjui.commands.summaries import config_cmd, review_cmd, summarize_cmd
@@ -456,6 +494,7 @@ def _register_commands() -> None:
         main.add_command(command)
     main.add_command(explain_cmd)
     main.add_command(batch)
+    main.add_command(cache_group)
     main.add_command(history_cmd)
     main.add_command(undo_cmd)
     main.add_command(recover_cmd)

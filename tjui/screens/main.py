@@ -24,7 +24,7 @@ from tinyjuice.pipeline import BoundaryPlan
 from tinyjuice.report import Profile
 from tinyjuice.store import CommitRecord, LoadedSource, SourceKind, load_source
 from tinyjuice.tokens import RoughCounter, TranscriptTokens, count_transcript, default_counter
-from tjui.counting import exact_tokens
+from tjui.counting import exact_tokens, source_identity, stored_tokens
 from tjui.session import InspectorSession
 from tjui.widgets.context_bar import ContextBar
 from tjui.widgets.detail import DetailPane
@@ -129,6 +129,7 @@ class MainScreen(Screen[None]):
     class Loaded(TMessage):
         transcript: Transcript
         tokens: TranscriptTokens
+        estimated: bool = True
 
     @dataclass
     class SessionReady(TMessage):
@@ -191,6 +192,16 @@ class MainScreen(Screen[None]):
             transcript = replace(transcript, model=req.model)
         if req.context_window:
             transcript = replace(transcript, context_window=req.context_window)
+        # 0. A file counted before (the same bytes) paints with its exact counts at once.
+        identity = source_identity(self.loaded)
+        stored = stored_tokens(transcript, identity, req.fmt, req.session, default_counter)
+        if stored is not None:
+            self.post_message(self.Loaded(transcript, stored, estimated=False))
+            session = InspectorSession.build(
+                transcript, stored, default_counter(), context_window=req.context_window
+            )
+            self.post_message(self.SessionReady(session))
+            return
         # 1. Paint the list at once with estimated counts...
         rough_counter = RoughCounter()
         rough = count_transcript(transcript, rough_counter)
@@ -203,7 +214,7 @@ class MainScreen(Screen[None]):
         # 3. ...and refine to exact counts without holding up input.
         counter = default_counter()
         if counter.name != "rough":
-            exact = exact_tokens(transcript, req.path, req.fmt, req.session, counter)
+            exact = exact_tokens(transcript, req.path, req.fmt, req.session, counter, identity)
             self.post_message(self.Counted(session.with_tokens(exact, counter)))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -218,7 +229,7 @@ class MainScreen(Screen[None]):
     def on_main_screen_loaded(self, event: Loaded) -> None:
         self.query_one("#loading").add_class("-hidden")
         lst = self.query_one(MessageList)
-        lst.set_transcript(event.transcript, event.tokens.per_message, estimated=True)
+        lst.set_transcript(event.transcript, event.tokens.per_message, estimated=event.estimated)
         t = event.transcript
         self.query_one("#file-header", Static).update(
             f"{self.request.path.name} · {t.format} · {t.model or 'model unknown'}"
