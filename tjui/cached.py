@@ -80,3 +80,10 @@ class CachedSource:
         if self.cache is None:
             return count_transcript(transcript, counter)
         return self.cache.tokens(transcript, self._identity, counter, variant=self.variant).tokens
+
+    def stored_tokens(self, counter: TokenCounter) -> TranscriptTokens | None:
+        """Counts the cache holds for exactly these bytes (None: nothing is counted)."""
+        if self.cache is None:
+            return None
+        transcript = self.transcript
+        return self.cache.stored_tokens(transcript, self._identity, counter, variant=self.variant)

@@ -204,6 +204,11 @@ def inspect_cmd(
 @click.option(
     "--dry-run", is_flag=True, help="Only show where the boundary falls and the zone sizes."
 )
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="Count every message exactly (--dry-run estimates the middle otherwise).",
+)
 @output_option(
     "Write the compacted transcript to this file (never over FILE); missing directories"
     " are created. With --commit: the export or child target."
@@ -230,6 +235,7 @@ def compress_cmd(
     context_window: int | None,
     force: bool,
     dry_run: bool,
+    exact: bool,
     output: Path | None,
     to_format: str | None,
     fmt: str | None,
@@ -247,7 +253,7 @@ def compress_cmd(
     (in place: the original is archived first; `tjui undo` restores it).
     """
     from tinyjuice.formats import ConversionLoss
-    from tinyjuice.pipeline import compress, plan_boundary
+    from tinyjuice.pipeline import compress
     from tinyjuice.report import CompactionOptions, Profile
 
     if keep_last is not None and at is not None:
@@ -268,6 +274,7 @@ def compress_cmd(
         "context_window": context_window,
         "force": force,
         "focus": focus,
+        "exact": exact,
     }
     if do_commit:
         loaded = load_for_commit(file, fmt, session=session, lenient=lenient)
@@ -296,13 +303,13 @@ def compress_cmd(
         force=force,
     )
     counter = default_counter()
-    tokens = source.tokens(counter) if source is not None else None
     if dry_run:
-        data = plan_to_dict(plan_boundary(transcript, options, tokens, counter=counter))
+        data = _dry_run(transcript, options, counter, source, exact=exact)
         if source is not None:
             source.remember("plan", plan_params, data)
         _emit_plan(data, as_json)
         return
+    tokens = source.tokens(counter) if source is not None else None
     # A model is used only when asked for: plain `tjui compress` stays deterministic.
     summarizer = resolve_provider(provider) if provider is not None else None
     result = compress(transcript, options, summarizer, counter=counter, tokens=tokens)
@@ -340,6 +347,33 @@ def compress_cmd(
         )
     if result.report.status.value == "aborted":
         sys.exit(1)
+
+
+def _dry_run(
+    transcript: Any, options: Any, counter: Any, source: Any, *, exact: bool
+) -> dict[str, Any]:
+    """The plan as a dict, counting exactly only what decides it unless ``exact`` (or the
+    cache holds exact counts for the file); ``counts`` says which figures are which."""
+    from tinyjuice.decisive import plan_counting_what_decides
+    from tinyjuice.pipeline import plan_boundary
+    from tinyjuice.tokens import CountKind
+
+    stored = source.stored_tokens(counter) if source is not None else None
+    if stored is None and not exact and counter.kind is CountKind.EXACT:
+        decisive = plan_counting_what_decides(transcript, options, counter)
+        return {**plan_to_dict(decisive.plan), "counts": decisive.kinds(counter)}
+    if stored is not None:
+        tokens = stored
+    elif source is not None:
+        tokens = source.tokens(counter)
+    else:
+        tokens = None
+    plan = plan_boundary(transcript, options, tokens, counter=counter)
+    kind = counter.kind.value
+    return {
+        **plan_to_dict(plan),
+        "counts": {"head": kind, "middle": kind, "tail": kind, "total": kind},
+    }
 
 
 def _emit_plan(data: dict[str, Any], as_json: bool) -> None:
