@@ -7,8 +7,9 @@ sums), so moving the boundary costs a few microseconds, not a re-count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from tinyjuice.analysis import TranscriptAnalysis
 from tinyjuice.boundary import BoundaryIndex
 from tinyjuice.breakdown import ContextBreakdown, compute_breakdown
 from tinyjuice.model import Transcript
@@ -29,6 +30,8 @@ class InspectorSession:
     breakdown: ContextBreakdown
     #: The trigger of the agent that wrote the transcript (its policy, on this window).
     trigger: Threshold | None = None
+    #: Per-message work (redaction) the preview's compress() runs reuse.
+    analysis: TranscriptAnalysis = field(default_factory=TranscriptAnalysis)
 
     @classmethod
     def build(
@@ -108,6 +111,7 @@ class InspectorSession:
             plan,
             breakdown,
             self.trigger,
+            self.analysis,
         )
 
 
