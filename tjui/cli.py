@@ -7,7 +7,6 @@ clear line on stderr with exit status 2, never a traceback.
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from pathlib import Path
@@ -44,22 +43,78 @@ def _looks_like_command(word: str) -> bool:
     return not any(c in word for c in {"/", ".", os.sep, os.altsep or "/"})
 
 
+#: Commands whose modules are imported only when they run (start-up time): module,
+#: attribute, and the first paragraph of their help for `tjui --help` (a test checks it
+#: is theirs).
+_LAZY: dict[str, tuple[str, str, str]] = {
+    "batch": (
+        "tjui.commands.batch",
+        "batch",
+        "Compress trajectories to a token target: JSONL datasets (ShareGPT, OpenAI"
+        " messages, … one trajectory per line) and directories of transcript files.",
+    ),
+    "cache": (
+        "tjui.commands.cache",
+        "cache_group",
+        "The analysis cache: exact token counts and results kept between runs.",
+    ),
+    "explain": (
+        "tjui.commands.explain",
+        "explain_cmd",
+        "Why compaction fired: each past compaction, the threshold and its rule, and now.",
+    ),
+}
+
+
 class _DefaultToOpen(click.Group):
     """A group where ``tjui FILE`` (or bare ``tjui``) means ``tjui open [FILE]``.
 
     A first argument that is neither a command nor an existing path but looks like a
     command name (``tjui inspectt``) is reported as a mistyped command, not opened.
+    The commands of :data:`_LAZY` are imported when first looked up.
     """
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _LAZY:
+            import importlib
+
+            module, attr, _ = _LAZY[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Click's command list, with the lazy commands' help taken from :data:`_LAZY`."""
+        names = [n for n in self.list_commands(ctx) if n in _LAZY or not self.commands[n].hidden]
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows: list[tuple[str, str]] = []
+        for name in names:
+            cmd = self.commands.get(name)
+            if cmd is None:
+                # A stand-in with the same help shortens it exactly as the command would.
+                stand_in = click.Command(name, help=_LAZY[name][2])
+                rows.append((name, stand_in.get_short_help_str(limit)))
+            else:
+                rows.append((name, cmd.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.commands and args[0] not in _GROUP_FLAGS):
+        known = args and (args[0] in self.commands or args[0] in _LAZY)
+        if not args or (not known and args[0] not in _GROUP_FLAGS):
             if args and _looks_like_command(args[0]) and not Path(args[0]).exists():
                 self._no_such_command(args[0])
             args = ["open", *args]
         return super().parse_args(ctx, args)
 
     def _no_such_command(self, word: str) -> None:
-        names = sorted(name for name, cmd in self.commands.items() if not cmd.hidden)
+        import difflib
+
+        names = sorted({*_LAZY, *(name for name, cmd in self.commands.items() if not cmd.hidden)})
         close = difflib.get_close_matches(word, names, n=1)
         if close:
             fail(f"No such command '{word}'. Did you mean '{close[0]}'?")
@@ -518,17 +573,12 @@ def _asdict(value: Any) -> dict[str, Any]:
 
 def _register_commands() -> None:
     """Commands that live in their own modules (tjui/commands/)."""
-    from tjui.commands.batch import batch
-    from tjui.commands.cache import cache_group
-    from tjui.commands.explain import explain_cmd
     from tjui.commands.store import history_cmd, recover_cmd, undo_cmd
     from tjui.commands.summaries import config_cmd, review_cmd, summarize_cmd
 
+    # batch, cache and explain are imported when used (see _LAZY).
     for command in (summarize_cmd, review_cmd, config_cmd):
         main.add_command(command)
-    main.add_command(explain_cmd)
-    main.add_command(batch)
-    main.add_command(cache_group)
     main.add_command(history_cmd)
     main.add_command(undo_cmd)
     main.add_command(recover_cmd)
