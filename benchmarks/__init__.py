@@ -62,6 +62,7 @@ SECTIONS: dict[str, str] = {
     "batch": "benchmarks.batch",
     "savings": "benchmarks.savings",
     "speed": "benchmarks.speed",
+    "hermes": "benchmarks.hermes",
 }
 
 #: Top-level keys of results.json that are not sections.
