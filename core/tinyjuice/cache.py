@@ -284,8 +284,11 @@ class TokenLookup:
 class AnalysisCache:
     """The cache file in ``directory``; every failure to use it is a miss, never an error."""
 
-    def __init__(self, directory: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self, directory: Path, *, max_bytes: int = DEFAULT_MAX_BYTES, busy_ms: int = _BUSY_MS
+    ) -> None:
         self.directory = Path(directory)
+        self.busy_ms = busy_ms
         self.path = self.directory / DB_NAME
         self.max_bytes = max_bytes
         self.version = version_tag()
@@ -301,6 +304,8 @@ class AnalysisCache:
             try:
                 self._db = self._open()
                 return self._db
+            except sqlite3.OperationalError:
+                break  # locked too long, read-only, no space: not damage; do without
             except sqlite3.DatabaseError:
                 # Not a database, or damaged: delete it and start again (once).
                 self.close()
@@ -313,13 +318,12 @@ class AnalysisCache:
 
     def _open(self) -> sqlite3.Connection:
         self.directory.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=_BUSY_MS / 1000, isolation_level=None)
+        db = sqlite3.connect(self.path, timeout=self.busy_ms / 1000, isolation_level=None)
         try:
-            db.execute(f"PRAGMA busy_timeout={_BUSY_MS}")
+            db.execute(f"PRAGMA busy_timeout={int(self.busy_ms)}")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_TABLES)
-            db.execute("PRAGMA quick_check(1)").fetchone()
         except BaseException:
             db.close()
             raise
@@ -391,6 +395,8 @@ class AnalysisCache:
             return None
         try:
             row: tuple[Any, ...] | None = db.execute(sql, (key,)).fetchone()
+        except sqlite3.OperationalError:
+            return None  # e.g. locked: a miss, the file is fine
         except sqlite3.DatabaseError:
             # Damaged under us: rebuild on the next use.
             self.close()

@@ -113,6 +113,26 @@ def test_corrupted_database_is_ignored_and_rebuilt(cache: AnalysisCache, file: P
     assert status == "hit"
 
 
+def test_a_locked_cache_is_not_mistaken_for_a_damaged_one(cache: AnalysisCache, file: Path) -> None:
+    _count(cache, file)
+    cache.close()
+    inode = cache.path.stat().st_ino
+    other = sqlite3.connect(cache.path, isolation_level=None)
+    other.execute("PRAGMA locking_mode=EXCLUSIVE")
+    other.execute("BEGIN EXCLUSIVE")
+    other.execute("UPDATE tokens SET used = used")
+    try:
+        got, status, _, fresh = _count(AnalysisCache(cache.directory, busy_ms=50), file)
+        assert (status, got) == ("miss", fresh)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    # The same file, entry and all: "locked" is not "damaged" (nothing was deleted).
+    assert cache.path.stat().st_ino == inode
+    _, status, _, _ = _count(AnalysisCache(cache.directory), file)
+    assert status == "hit"
+
+
 def test_a_damaged_entry_is_never_a_wrong_figure(cache: AnalysisCache, file: Path) -> None:
     first, *_ = _count(cache, file)
     cache.close()
