@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,16 +78,23 @@ def _tjui(*args: str) -> list[str]:
     return [sys.executable, "-m", "tjui.cli", *args]
 
 
+Argv = list[str] | Callable[[int], list[str]]
+
+
 def _interleaved(
-    variants: dict[str, tuple[list[str], Path | None, bool]], repeats: int
+    variants: dict[str, tuple[Argv, Path | None, bool]], repeats: int
 ) -> dict[str, float]:
-    """Best time of each variant; ``(argv, cache dir, cold)`` — cold empties it first."""
+    """Best time of each variant; ``(argv, cache dir, cold)`` — cold empties it first.
+
+    ``argv`` may be a function of the repeat number (other options on every repeat).
+    """
     best = dict.fromkeys(variants, float("inf"))
-    for _ in range(repeats):
+    for i in range(repeats):
         for name, (argv, cache, cold) in variants.items():
             if cache is not None and cold:
                 shutil.rmtree(cache, ignore_errors=True)
-            best[name] = min(best[name], _time(argv, _env(cache)))
+            args = argv(i) if callable(argv) else argv
+            best[name] = min(best[name], _time(args, _env(cache)))
     return {k: round(v, 3) for k, v in best.items()}
 
 
@@ -103,8 +111,9 @@ def _whole_process(path: Path, work: Path, repeats: int) -> dict[str, Any]:
             "all_exact_no_cache": (_tjui("compress", f, "--dry-run", "--exact"), None, False),
             "cold": (_tjui("compress", f, "--dry-run"), cold, True),
             "warm": (_tjui("compress", f, "--dry-run"), warm, False),
+            # Options not run before on every repeat: no stored plan, stored counts.
             "warm_other_options": (
-                _tjui("compress", f, "--dry-run", "--keep-last", "7"),
+                lambda i: _tjui("compress", f, "--dry-run", "--keep-last", str(7 + i)),
                 warm,
                 False,
             ),
