@@ -540,12 +540,7 @@ class AnalysisCache:
         )
         nbytes = len(per) + len(digests) + len(counts) + 200
         row = (
-            key,
-            self.version,
-            identity.path,
-            identity.size,
-            identity.mtime_ns,
-            sha,
+            *self._row_start(key, identity),
             per,
             tokens.system_prompt,
             tokens.tools,
@@ -556,6 +551,10 @@ class AnalysisCache:
             time.time(),
         )
         self._write("INSERT OR REPLACE INTO tokens VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", [row])
+
+    def _row_start(self, key: str, identity: SourceIdentity) -> tuple[Any, ...]:
+        """The columns every entry starts with: key, version and the file's identity."""
+        return (key, self.version, identity.path, identity.size, identity.mtime_ns, identity.sha256)
 
     # ------------------------------------------------------------------ results
 
@@ -593,12 +592,7 @@ class AnalysisCache:
         blob = json.dumps(value, ensure_ascii=False).encode()
         sha = identity.sha256
         row = (
-            key,
-            self.version,
-            identity.path,
-            identity.size,
-            identity.mtime_ns,
-            sha,
+            *self._row_start(key, identity),
             blob,
             _checksum(identity.size, sha, blob),
             len(blob) + 200,
