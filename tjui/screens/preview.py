@@ -527,6 +527,7 @@ class PreviewScreen(Screen[int | None]):
             tokens=s.tokens,
             counter=s.counter,
             index=s.index,
+            analysis=s.analysis,
         )
         review = None
         if result.summary_message is not None:
