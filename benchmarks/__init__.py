@@ -62,6 +62,8 @@ SECTIONS: dict[str, str] = {
     "batch": "benchmarks.batch",
     "savings": "benchmarks.savings",
     "review": "benchmarks.review",
+    "speed": "benchmarks.speed",
+    "hermes": "benchmarks.hermes",
 }
 
 #: Top-level keys of results.json that are not sections.

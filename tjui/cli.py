@@ -7,7 +7,6 @@ clear line on stderr with exit status 2, never a traceback.
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from pathlib import Path
@@ -49,22 +48,78 @@ def _looks_like_command(word: str) -> bool:
     return not any(c in word for c in {"/", ".", os.sep, os.altsep or "/"})
 
 
+#: Commands whose modules are imported only when they run (start-up time): module,
+#: attribute, and the first paragraph of their help for `tjui --help` (a test checks it
+#: is theirs).
+_LAZY: dict[str, tuple[str, str, str]] = {
+    "batch": (
+        "tjui.commands.batch",
+        "batch",
+        "Compress trajectories to a token target: JSONL datasets (ShareGPT, OpenAI"
+        " messages, … one trajectory per line) and directories of transcript files.",
+    ),
+    "cache": (
+        "tjui.commands.cache",
+        "cache_group",
+        "The analysis cache: exact token counts and results kept between runs.",
+    ),
+    "explain": (
+        "tjui.commands.explain",
+        "explain_cmd",
+        "Why compaction fired: each past compaction, the threshold and its rule, and now.",
+    ),
+}
+
+
 class _DefaultToOpen(click.Group):
     """A group where ``tjui FILE`` (or bare ``tjui``) means ``tjui open [FILE]``.
 
     A first argument that is neither a command nor an existing path but looks like a
     command name (``tjui inspectt``) is reported as a mistyped command, not opened.
+    The commands of :data:`_LAZY` are imported when first looked up.
     """
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _LAZY:
+            import importlib
+
+            module, attr, _ = _LAZY[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Click's command list, with the lazy commands' help taken from :data:`_LAZY`."""
+        names = [n for n in self.list_commands(ctx) if n in _LAZY or not self.commands[n].hidden]
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows: list[tuple[str, str]] = []
+        for name in names:
+            cmd = self.commands.get(name)
+            if cmd is None:
+                # A stand-in with the same help shortens it exactly as the command would.
+                stand_in = click.Command(name, help=_LAZY[name][2])
+                rows.append((name, stand_in.get_short_help_str(limit)))
+            else:
+                rows.append((name, cmd.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.commands and args[0] not in _GROUP_FLAGS):
+        known = args and (args[0] in self.commands or args[0] in _LAZY)
+        if not args or (not known and args[0] not in _GROUP_FLAGS):
             if args and _looks_like_command(args[0]) and not Path(args[0]).exists():
                 self._no_such_command(args[0])
             args = ["open", *args]
         return super().parse_args(ctx, args)
 
     def _no_such_command(self, word: str) -> None:
-        names = sorted(name for name, cmd in self.commands.items() if not cmd.hidden)
+        import difflib
+
+        names = sorted({*_LAZY, *(name for name, cmd in self.commands.items() if not cmd.hidden)})
         close = difflib.get_close_matches(word, names, n=1)
         if close:
             fail(f"No such command '{word}'. Did you mean '{close[0]}'?")
@@ -191,18 +246,38 @@ def inspect_cmd(
 
     from tinyjuice.report import DEFAULT_CONTEXT_WINDOW
     from tinyjuice.stats import compute_stats
-    from tinyjuice.subagents import list_subagents
+    from tinyjuice.subagents import folder_fingerprint, list_subagents
+    from tinyjuice.tokens import default_counter
+    from tjui.cached import CachedSource
 
-    transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
-    stats = compute_stats(transcript, context_window=context_window, whole_file=whole_file)
-    stats = replace(stats, subagents=[s.to_dict() for s in list_subagents(transcript)])
+    source = CachedSource(file, fmt, session=session, lenient=lenient)
+    params = {
+        "path": str(file),
+        "context_window": context_window,
+        "whole_file": whole_file,
+        "subagents": folder_fingerprint(file),
+    }
+    if as_json and (cached := source.result("inspect", params)) is not None:
+        emit_json(cached)
+        return
+    counter = default_counter()
+    stats = compute_stats(
+        source.transcript,
+        counter,
+        tokens=source.tokens(counter),
+        context_window=context_window,
+        whole_file=whole_file,
+    )
+    stats = replace(stats, subagents=[s.to_dict() for s in list_subagents(source.transcript)])
     if stats.context_window is None:
         # The window compress and explain judge against when nothing names one.
         stats = replace(
             stats, context_window=DEFAULT_CONTEXT_WINDOW, context_window_source="default"
         )
     if as_json:
-        emit_json(stats.to_dict())
+        data = stats.to_dict()
+        source.remember("inspect", params, data)
+        emit_json(data)
         return
     from tjui.render import print_inspect
 
@@ -224,6 +299,11 @@ def inspect_cmd(
 @click.option("--force", is_flag=True, help="Compress even below the threshold or in cooldown.")
 @click.option(
     "--dry-run", is_flag=True, help="Only show where the boundary falls and the zone sizes."
+)
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="Count every message exactly (--dry-run estimates the middle otherwise).",
 )
 @output_option(
     "Write the compacted transcript to this file (never over FILE); missing directories"
@@ -253,6 +333,7 @@ def compress_cmd(
     context_window: int | None,
     force: bool,
     dry_run: bool,
+    exact: bool,
     output: Path | None,
     to_format: str | None,
     fmt: str | None,
@@ -276,7 +357,7 @@ def compress_cmd(
     """
     from tinyjuice.formats import ConversionLoss
     from tinyjuice.options import CompactionOptions, Profile
-    from tinyjuice.pipeline import compress, plan_boundary
+    from tinyjuice.pipeline import compress
 
     if keep_last is not None and at is not None:
         fail("use either --keep-last or --at, not both")
@@ -285,7 +366,30 @@ def compress_cmd(
     if do_commit and dry_run:
         fail("--commit cannot be combined with --dry-run")
     check_policy(policy)
-    loaded, split, at = _load_live(file, fmt, session, lenient, do_commit, whole_file, at)
+    from tinyjuice.tokens import default_counter
+    from tjui.cached import CachedSource
+
+    source = None
+    plan_params = {
+        "path": str(file),
+        "keep_last": keep_last,
+        "at": at,
+        "profile": profile,
+        "policy": policy,
+        "context_window": context_window,
+        "force": force,
+        "focus": focus,
+        "exact": exact,
+        "whole_file": whole_file,
+    }
+    if not do_commit:
+        source = CachedSource(file, fmt, session=session, lenient=lenient)
+        if dry_run and (cached := source.result("plan", plan_params)) is not None:
+            _emit_plan(cached, as_json)
+            return
+    loaded, split, at = _load_live(
+        file, fmt, session, lenient, do_commit, whole_file, at, source=source
+    )
     transcript = split.live
     out_format = to_format or transcript.format
     if output is not None and not dry_run and not do_commit:
@@ -305,20 +409,18 @@ def compress_cmd(
         force=force,
         policy=policy,
     )
+    counter = default_counter()
     if dry_run:
-        plan = plan_boundary(transcript, options)
-        data = plan_to_dict(plan)
+        data = _dry_run(transcript, options, counter, source, split, exact=exact)
         data["live"] = _live_dict(split)
-        if as_json:
-            emit_json(data)
-        else:
-            from tjui.render import print_plan
-
-            print_plan(data)
+        if source is not None:
+            source.remember("plan", plan_params, data)
+        _emit_plan(data, as_json)
         return
+    tokens = _live_tokens(source.tokens(counter), split) if source is not None else None
     # A model is used only when asked for: plain `tjui compress` stays deterministic.
     summarizer = resolve_provider(provider) if provider is not None else None
-    result = compress(transcript, options, summarizer)
+    result = compress(transcript, options, summarizer, counter=counter, tokens=tokens)
     report = result.report.to_dict()
     report["live"] = _live_dict(split)
     written: str | None = None
@@ -369,6 +471,8 @@ def _load_live(
     for_commit: bool,
     whole_file: bool,
     at: int | None,
+    *,
+    source: Any = None,
 ) -> tuple[Any, Any, int | None]:
     """(the source loaded for a commit or None, the live split, ``--at`` made relative
     to the live context); exits on a file that cannot be read or holds no messages."""
@@ -376,6 +480,8 @@ def _load_live(
     if for_commit:
         loaded = load_for_commit(file, fmt, session=session, lenient=lenient)
         transcript = loaded.transcript
+    elif source is not None:
+        transcript = source.transcript
     else:
         transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
     require_messages(transcript, file)
@@ -386,6 +492,47 @@ def _load_live(
 def _live_dict(split: Any) -> dict[str, Any]:
     """Where the compacted part starts in the file (boundary indices count from there)."""
     return {"from_index": split.start, "history_messages": split.start}
+
+
+def _dry_run(
+    transcript: Any, options: Any, counter: Any, source: Any, split: Any, *, exact: bool
+) -> dict[str, Any]:
+    """The plan as a dict, counting exactly only what decides it unless ``exact`` (or the
+    cache holds exact counts for the file); ``counts`` says which figures are which."""
+    from tinyjuice.decisive import plan_counting_what_decides
+    from tinyjuice.pipeline import plan_boundary
+    from tinyjuice.tokens import CountKind
+
+    stored = _live_tokens(source.stored_tokens(counter), split) if source is not None else None
+    if stored is None and not exact and counter.kind is CountKind.EXACT:
+        decisive = plan_counting_what_decides(transcript, options, counter)
+        return {**plan_to_dict(decisive.plan), "counts": decisive.kinds(counter)}
+    if stored is not None:
+        tokens = stored
+    elif source is not None:
+        tokens = _live_tokens(source.tokens(counter), split)
+    else:
+        tokens = None
+    plan = plan_boundary(transcript, options, tokens, counter=counter)
+    kind = counter.kind.value
+    return {
+        **plan_to_dict(plan),
+        "counts": {"head": kind, "middle": kind, "tail": kind, "total": kind},
+    }
+
+
+def _emit_plan(data: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(data)
+    else:
+        from tjui.render import print_plan
+
+        print_plan(data)
+
+
+def _live_tokens(tokens: Any, split: Any) -> Any:
+    """The file's counts cut to the live part (what ``split.live`` holds)."""
+    return tokens.tail(split.start) if tokens is not None else None
 
 
 def plan_to_dict(plan: Any) -> dict[str, Any]:
@@ -526,15 +673,12 @@ def _asdict(value: Any) -> dict[str, Any]:
 
 def _register_commands() -> None:
     """Commands that live in their own modules (tjui/commands/)."""
-    from tjui.commands.batch import batch
-    from tjui.commands.explain import explain_cmd
     from tjui.commands.store import history_cmd, recover_cmd, undo_cmd
     from tjui.commands.summaries import config_cmd, review_cmd, summarize_cmd
 
+    # batch, cache and explain are imported when used (see _LAZY).
     for command in (summarize_cmd, review_cmd, config_cmd):
         main.add_command(command)
-    main.add_command(explain_cmd)
-    main.add_command(batch)
     main.add_command(history_cmd)
     main.add_command(undo_cmd)
     main.add_command(recover_cmd)

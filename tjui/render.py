@@ -232,6 +232,12 @@ def print_plan(plan: dict[str, Any], out: Console | None = None) -> None:
             f" {plan['projected_tokens']:,} (the rules profile's saving shows once its rules"
             " run: compress without --dry-run, or preview with p in the inspector)"
         )
+    elif plan.get("counts", {}).get("total") == "estimated":
+        out.print(
+            f"prompt now ~{plan['total']['tokens']:,} tokens (the middle estimated; head and"
+            f" tail exact; --exact counts it all) → projected ~{plan['projected_tokens']:,}"
+            f" (summary target {plan['summary_budget']:,})"
+        )
     else:
         out.print(
             f"prompt now {plan['total']['tokens']:,} tokens → projected"

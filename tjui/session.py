@@ -7,8 +7,9 @@ sums), so moving the boundary costs a few microseconds, not a re-count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from tinyjuice.analysis import TranscriptAnalysis
 from tinyjuice.boundary import BoundaryIndex
 from tinyjuice.breakdown import ContextBreakdown, compute_breakdown
 from tinyjuice.live import LiveSplit
@@ -78,9 +79,13 @@ class InspectorSession:
             tokens=self.tokens,
             counter=self.counter,
             index=self.index,
+            analysis=self.analysis,
         )
         self.remember(result, key)
         return result
+
+    #: Per-message work (redaction) the preview's compress() runs reuse.
+    analysis: TranscriptAnalysis = field(default_factory=TranscriptAnalysis)
 
     @classmethod
     def build(
@@ -171,6 +176,7 @@ class InspectorSession:
             self.trigger,
             self.split,
             self.subagents,
+            analysis=self.analysis,
         )
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tinyjuice._gc import gc_paused
 from tinyjuice.boundary import (
@@ -93,6 +93,9 @@ from tinyjuice.tokens import (
     default_counter,
     message_tokens,
 )
+
+if TYPE_CHECKING:
+    from tinyjuice.analysis import TranscriptAnalysis
 
 __all__ = ["BoundaryPlan", "compress", "plan_boundary"]
 
@@ -359,6 +362,8 @@ class _Run:
     warnings: list[str] = field(default_factory=list)
     #: The boundary index compress() built itself (None when the caller passed one).
     own_index: BoundaryIndex | None = None
+    #: Redaction, remembered across runs when the caller passed a TranscriptAnalysis.
+    redact_many: Callable[[Sequence[Message]], tuple[list[Message], int]] = redact_messages
 
 
 def _prompt_tokens(transcript: Transcript, tokens: TranscriptTokens) -> PromptTokens:
@@ -430,7 +435,9 @@ def _strike_if_automatic(run: _Run) -> None:
 
 
 def _redact_before_digest(
-    messages: Sequence[Message], opts: CompactionOptions
+    messages: Sequence[Message],
+    opts: CompactionOptions,
+    redact_many: Callable[[Sequence[Message]], tuple[list[Message], int]] = redact_messages,
 ) -> tuple[list[Message], int, set[int]]:
     """Redact what a digest can carry verbatim, before digesting.
 
@@ -450,7 +457,7 @@ def _redact_before_digest(
             and tool_kind(m.tool_name or names.get(m.tool_call_id or "")) is not ToolKind.SEARCH
         ):
             now.append(i)  # the rest is digested next, and redacted afterwards if it survives
-    redacted, changed = redact_messages([messages[i] for i in now])
+    redacted, changed = redact_many([messages[i] for i in now])
     out = list(messages)
     for i, r in zip(now, redacted, strict=True):
         out[i] = r
@@ -732,8 +739,12 @@ def compress(
     lease: CompactionLease | None = None,
     now: float | None = None,
     index: BoundaryIndex | None = None,
+    analysis: TranscriptAnalysis | None = None,
 ) -> CompactionResult:
     """Compact ``transcript``; returns the new transcript, a report and the new state.
+
+    ``analysis`` (one :class:`~tinyjuice.analysis.TranscriptAnalysis` per transcript,
+    passed to every call on it) remembers per-message work between calls.
 
     The input is never modified. Auth and network summary failures, a held lease, a
     no-op boundary, a result that would not be smaller and an unmet threshold all
@@ -766,6 +777,8 @@ def compress(
         )
         run = _Run(transcript, opts, tokens, counter, plan, _prompt_tokens(transcript, tokens), st)
         run.own_index = own_index
+        if analysis is not None:
+            run.redact_many = analysis.redact_messages
 
         if (
             opts.profile is Profile.RULES
@@ -857,7 +870,7 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
     else:
         redacted_ids: set[int] = set()
         if opts.redact:
-            middle, redactions, redacted_ids = _redact_before_digest(middle, opts)
+            middle, redactions, redacted_ids = _redact_before_digest(middle, opts, run.redact_many)
         # Digest over the whole list (only the middle is kept): indices are the
         # transcript's own, and a duplicate points at the newest copy even in the tail.
         dres = digest_tool_results(
@@ -874,7 +887,7 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
             # Everything that leaves the pipeline is redacted: digest lines, and any
             # large output that was not digested after all.
             todo = [i for i, m in enumerate(pruned) if id(m) not in redacted_ids]
-            cleaned, n = redact_messages([pruned[i] for i in todo])
+            cleaned, n = run.redact_many([pruned[i] for i in todo])
             redactions += n
             for i, r in zip(todo, cleaned, strict=True):
                 pruned[i] = r

@@ -57,6 +57,18 @@ def subagent_dir(transcript: Transcript) -> Path | None:
     return p.parent / p.stem / "subagents"
 
 
+def folder_fingerprint(session_file: Path) -> list[tuple[str, int, int]]:
+    """(name, size, mtime_ns) of each file in the ``subagents/`` folder a Claude Code
+    session file at ``session_file`` would have — what a cached result about its
+    subagents depends on, read without parsing the session."""
+    folder = session_file.parent / session_file.stem / "subagents"
+    try:
+        stats = [(f.name, f.stat()) for f in sorted(folder.glob("*.jsonl"))]
+    except OSError:
+        return []
+    return [(name, st.st_size, st.st_mtime_ns) for name, st in stats]
+
+
 def _file_id(path: Path) -> str:
     stem = path.stem
     return stem[len("agent-") :] if stem.startswith("agent-") else stem

@@ -32,7 +32,7 @@ KEY_VAR = "TJ_UI_TEST_KEY"
 KEY = "sk-" + "proj-" + "Ui7" * 14
 
 
-async def wait_for(pilot: Any, predicate: Any, timeout: float = 15.0) -> None:
+async def wait_for(pilot: Any, predicate: Any, timeout: float = 60.0) -> None:
     waited = 0.0
     while not predicate():
         await pilot.pause(0.05)

@@ -30,7 +30,7 @@ from tinyjuice.pipeline import BoundaryPlan
 from tinyjuice.store import CommitRecord, LoadedSource, SourceKind, load_source
 from tinyjuice.subagents import Subagent, list_subagents, open_subagent
 from tinyjuice.tokens import RoughCounter, TranscriptTokens, count_transcript, default_counter
-from tjui.counting import exact_tokens
+from tjui.counting import exact_tokens, source_identity, stored_tokens
 from tjui.session import InspectorSession
 from tjui.widgets.context_bar import ContextBar
 from tjui.widgets.detail import DetailPane
@@ -185,6 +185,7 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         tokens: TranscriptTokens
         split: LiveSplit
         history_tokens: tuple[int, ...]
+        estimated: bool = True
 
     @dataclass
     class HistoryCounted(TMessage):
@@ -281,6 +282,23 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         # last compaction is shown greyed, never resurrected.
         split = live_split(transcript, whole_file=req.whole_file)
         live = split.live
+        # 0. A file counted before (the same bytes) paints with its exact counts at once.
+        identity = source_identity(self.loaded) if self.loaded is not None else None
+        stored = stored_tokens(transcript, identity, req.fmt, req.session, default_counter)
+        if stored is not None:
+            live_tokens = stored.tail(split.start)
+            history = stored.per_message[: split.start]
+            self.post_message(self.Loaded(live, live_tokens, split, history, estimated=False))
+            session = InspectorSession.build(
+                live,
+                live_tokens,
+                default_counter(),
+                context_window=req.context_window,
+                split=split,
+                subagents=len(subagents),
+            )
+            self.post_message(self.SessionReady(session))
+            return
         # 1. Paint the list at once with estimated counts...
         rough_counter = RoughCounter()
         rough = count_transcript(transcript, rough_counter)
@@ -299,10 +317,9 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         # 3. ...and refine to exact counts without holding up input.
         counter = default_counter()
         if counter.name != "rough":
-            path_ok = req.subagent is None
-            exact = exact_tokens(
-                transcript, req.path if path_ok else Path(""), req.fmt, req.session, counter
-            )
+            # A subagent is no file of its own: identity is None, nothing is cached.
+            path = req.path if req.subagent is None else Path("")
+            exact = exact_tokens(transcript, path, req.fmt, req.session, counter, identity)
             self.post_message(self.Counted(session.with_tokens(exact.tail(split.start), counter)))
             self.post_message(self.HistoryCounted(exact.per_message[: split.start]))
 
@@ -318,7 +335,7 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
     def on_main_screen_loaded(self, event: Loaded) -> None:
         self.query_one("#loading").add_class("-hidden")
         lst = self.query_one(MessageList)
-        lst.set_transcript(event.transcript, event.tokens.per_message, estimated=True)
+        lst.set_transcript(event.transcript, event.tokens.per_message, estimated=event.estimated)
         lst.set_history(event.split.history, event.history_tokens)
         t = event.transcript
         self.query_one("#file-header", Static).update(

@@ -493,6 +493,7 @@ class PreviewScreen(ForwardWorkerErrors, Screen[int | None]):
             tokens=s.tokens,
             counter=s.counter,
             index=s.index,
+            analysis=s.analysis,
         )
         review = None
         if result.summary_message is not None:
