@@ -1,6 +1,6 @@
 """Batch benchmarks: ``tjui batch`` throughput on a 10,000-trajectory ShareGPT dataset.
 
-Measured with the function ``tjui batch`` runs (:func:`tinyjuice.batch_io.run_batch`),
+Measured with the function ``tjui batch`` runs (:func:`tinyjuice.dataset.run_batch`),
 writing the output file as the command does, without the progress bar:
 
 - **1 vs 2 workers** at a 3,000-token target (about a third of the trajectories need
@@ -91,8 +91,8 @@ def floor_pass(path: Path) -> tuple[int, int]:
 
 
 def batch_pass(path: Path, out: Path, target: int, workers: int) -> Any:
-    from tinyjuice.batch import BatchOptions
-    from tinyjuice.batch_io import plan_jobs, run_batch
+    from tinyjuice.dataset import plan_jobs, run_batch
+    from tinyjuice.fit import BatchOptions
 
     jobs = plan_jobs([path], out)
     return run_batch(jobs, BatchOptions(target_tokens=target), workers=workers)

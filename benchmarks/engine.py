@@ -38,8 +38,8 @@ def _best(fn: Any, repeats: int) -> float:
 def run(ctx: RunContext) -> dict[str, Any]:
     from tinyjuice.boundary import BoundaryIndex
     from tinyjuice.formats import load
+    from tinyjuice.options import CompactionOptions
     from tinyjuice.pipeline import compress, plan_boundary
-    from tinyjuice.report import CompactionOptions
     from tinyjuice.tokens import count_transcript, default_counter
 
     # The sizes are 10k and 100k; smaller runs (smoke tests) use what they are given.

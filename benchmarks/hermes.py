@@ -51,7 +51,7 @@ _OURS = """
 import json, sys, time
 from tinyjuice.formats import load
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions
+from tinyjuice.options import CompactionOptions
 from tinyjuice.tokens import TiktokenCounter, default_counter
 t = load(sys.argv[1])
 shared = default_counter()

@@ -77,9 +77,9 @@ def _fixtures(scale: float, directory: Path) -> tuple[list[dict[str, Any]], dict
     (written to ``directory``)."""
     from benchmarks.savings import CONTEXT_WINDOW, NOW, build_fixtures, write_fixtures
     from tinyjuice.formats import load
+    from tinyjuice.options import CompactionOptions
     from tinyjuice.pipeline import compress
     from tinyjuice.probes import answer_from_summary, make_probes
-    from tinyjuice.report import CompactionOptions
     from tinyjuice.tokens import default_counter
 
     counter = default_counter()

@@ -16,11 +16,11 @@ Fixtures (OpenAI chat JSON, generated deterministically into ``benchmarks/fixtur
 Each fixture is compressed three ways: the ``hermes`` and ``rules`` profiles of
 :func:`tinyjuice.pipeline.compress` (deterministic fallback summary unless the fixture
 brings its stub provider), and the offline ``batch`` strategy
-(:func:`tinyjuice.batch.compress_trajectory`, target: half the tokens). Every row records
+(:func:`tinyjuice.fit.compress_trajectory`, target: half the tokens). Every row records
 tokens before → after, % saved, the invariants (no orphan tool call or result, tail
 byte-identical, latest user ask verbatim, tool arguments valid JSON, nothing dropped on
 auth/network failures), the retention of facts (paths, commands, URLs, error lines) of
-the compressed span anywhere in the output (:func:`tinyjuice.batch.fact_retention`), and
+the compressed span anywhere in the output (:func:`tinyjuice.fit.fact_retention`), and
 :mod:`tinyjuice.review`'s scorecard of the inserted summary against that span. No
 timings: the same numbers on every run.
 """
@@ -452,9 +452,9 @@ def _row(
 
 
 def _pipeline_row(fixture: Fixture, transcript: Any, profile: str, counter: Any) -> dict[str, Any]:
-    from tinyjuice.batch import fact_retention
+    from tinyjuice.fit import fact_retention
+    from tinyjuice.options import CompactionOptions, Profile
     from tinyjuice.pipeline import compress
-    from tinyjuice.report import CompactionOptions, Profile
 
     options = CompactionOptions(
         profile=Profile(profile),
@@ -490,8 +490,8 @@ def _pipeline_row(fixture: Fixture, transcript: Any, profile: str, counter: Any)
 
 
 def _batch_row(fixture: Fixture, transcript: Any, counter: Any) -> dict[str, Any]:
-    from tinyjuice.batch import BatchOptions, compress_trajectory, fact_retention
     from tinyjuice.boundary import BoundaryIndex
+    from tinyjuice.fit import BatchOptions, compress_trajectory, fact_retention
     from tinyjuice.tokens import count_transcript
 
     tokens = count_transcript(transcript, counter)
@@ -532,8 +532,8 @@ def _batch_row(fixture: Fixture, transcript: Any, counter: Any) -> dict[str, Any
 
 def _thrash_row(fixture: Fixture, transcript: Any, profile: str, counter: Any) -> dict[str, Any]:
     """Automatic compression called again and again on its own output, state threaded."""
+    from tinyjuice.options import CompactionOptions, Profile
     from tinyjuice.pipeline import compress
-    from tinyjuice.report import CompactionOptions, Profile
     from tinyjuice.tokens import count_transcript
 
     # A window the session fills more than half of: automatic compaction fires each time.

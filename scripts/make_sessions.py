@@ -42,6 +42,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from tinyjuice.formats._hermes_state import STATE_SCHEMA
+
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = ROOT / "sessions"
 SEED = "tjui-sessions-v1"
@@ -6328,70 +6330,6 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
 
 
 # ======================================================================== Hermes state.db
-
-STATE_SCHEMA = """
-CREATE TABLE sessions (
-    id TEXT PRIMARY KEY,
-    source TEXT NOT NULL DEFAULT 'cli',
-    user_id TEXT,
-    model TEXT,
-    model_config TEXT,
-    system_prompt TEXT,
-    parent_session_id TEXT,
-    started_at REAL NOT NULL,
-    ended_at REAL,
-    end_reason TEXT,
-    message_count INTEGER DEFAULT 0,
-    tool_call_count INTEGER DEFAULT 0,
-    input_tokens INTEGER DEFAULT 0,
-    output_tokens INTEGER DEFAULT 0,
-    cache_read_tokens INTEGER DEFAULT 0,
-    cache_write_tokens INTEGER DEFAULT 0,
-    reasoning_tokens INTEGER DEFAULT 0,
-    cwd TEXT,
-    git_branch TEXT,
-    billing_provider TEXT,
-    billing_base_url TEXT,
-    estimated_cost_usd REAL,
-    title TEXT,
-    api_call_count INTEGER DEFAULT 0,
-    compression_failure_cooldown_until REAL,
-    compression_failure_error TEXT,
-    compression_fallback_streak INTEGER NOT NULL DEFAULT 0,
-    compression_ineffective_count INTEGER NOT NULL DEFAULT 0,
-    archived INTEGER NOT NULL DEFAULT 0,
-    FOREIGN KEY (parent_session_id) REFERENCES sessions(id)
-);
-CREATE TABLE messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL REFERENCES sessions(id),
-    role TEXT NOT NULL,
-    content TEXT,
-    tool_call_id TEXT,
-    tool_calls TEXT,
-    tool_name TEXT,
-    timestamp REAL NOT NULL,
-    token_count INTEGER,
-    finish_reason TEXT,
-    reasoning TEXT,
-    reasoning_content TEXT,
-    reasoning_details TEXT,
-    observed INTEGER DEFAULT 0,
-    active INTEGER NOT NULL DEFAULT 1,
-    compacted INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE compression_locks (
-    session_id TEXT PRIMARY KEY,
-    holder TEXT NOT NULL,
-    acquired_at REAL NOT NULL,
-    expires_at REAL NOT NULL
-);
-CREATE INDEX idx_sessions_parent ON sessions(parent_session_id);
-CREATE INDEX idx_sessions_started ON sessions(started_at DESC);
-CREATE INDEX idx_messages_session ON messages(session_id, timestamp);
-CREATE INDEX idx_messages_active ON messages(session_id, active, id);
-CREATE INDEX idx_compression_locks_expires ON compression_locks(expires_at);
-"""
 
 
 def _state_sessions(rng: random.Random) -> tuple[HermesLog, HermesLog, HermesLog, HermesLog]:

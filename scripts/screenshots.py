@@ -13,9 +13,13 @@ from pathlib import Path
 
 from tjui.app import make_app
 from tjui.paths import demo_session
-from tjui.scenes import SCENES, Scene
 
-OUT = Path(__file__).resolve().parent.parent / "screenshots"
+ROOT = Path(__file__).resolve().parent.parent
+# The scenes are test code (tests/ui/scenes.py), not part of the app.
+sys.path.insert(0, str(ROOT / "tests" / "ui"))
+from scenes import SCENES, Scene  # noqa: E402
+
+OUT = ROOT / "screenshots"
 
 
 async def shoot(scene: Scene) -> Path:

@@ -9,7 +9,9 @@ from typing import Any, TypedDict, Unpack
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.worker import Worker
 
+from tinyjuice.formats import LoadError
 from tjui.screens.commit import CommitDialog
 from tjui.screens.error import ErrorDialog
 from tjui.screens.help import HelpScreen
@@ -19,13 +21,17 @@ from tjui.screens.preview import PreviewScreen
 from tjui.screens.timeline import TimelineScreen
 from tjui.widgets.context_bar import bar_palette
 from tjui.widgets.message_list import MessageList
+from tjui.workers import ShowsFailures, failure_text
+
+#: The app's stylesheet: every screen's layout (apps hosting a screen in tests use it too).
+STYLESHEET = Path(__file__).with_name("tjui.tcss")
 
 
 class TjuiApp(App[None]):
     """Startup, themes and screen pushing; each workflow lives in its own screen."""
 
     TITLE = "tjui"
-    CSS_PATH = "tjui.tcss"
+    CSS_PATH = STYLESHEET
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
@@ -57,6 +63,17 @@ class TjuiApp(App[None]):
             self.call_later(self.reopen, LoadRequest(path=path))
 
         self.push_screen(ErrorDialog(title, message), _after)
+
+    def worker_failed(self, worker: Worker[Any]) -> None:
+        """Every failed worker ends here (see :mod:`tjui.workers`): shown where it
+        happened when its screen can, else in the error dialog."""
+        node = worker.node
+        if isinstance(node, ShowsFailures) and node.show_failure(worker):
+            return
+        if worker.group == "load":
+            self.show_error("Could not open the transcript", failure_text(worker.error, LoadError))
+        else:
+            self.show_error(f"Background task failed ({worker.group})", failure_text(worker.error))
 
     def reopen(self, request: LoadRequest) -> None:
         self.request = request

@@ -292,7 +292,7 @@ def inspect_cmd(
     type=click.Choice(["hermes", "rules"]),
     default="hermes",
     show_default=True,
-    help="hermes: digests + handoff summary; rules: seed 001's rules.",
+    help="hermes: digests + handoff summary; rules: six zero-inference rules.",
 )
 @click.option("--focus", default=None, metavar="TEXT", help="Focus topic for the summary.")
 @context_window_option
@@ -356,8 +356,8 @@ def compress_cmd(
     is kept as it was; `tjui undo` restores it).
     """
     from tinyjuice.formats import ConversionLoss
+    from tinyjuice.options import CompactionOptions, Profile
     from tinyjuice.pipeline import compress
-    from tinyjuice.report import CompactionOptions, Profile
 
     if keep_last is not None and at is not None:
         fail("use either --keep-last or --at, not both")

@@ -1,41 +1,6 @@
 """tjui's configuration: summary providers from config.toml, the environment and flags.
 
-Where: ``config.toml`` in the platform's user config directory for the app "tjui"
-(``~/.config/tjui/config.toml`` on Linux), or the file named by ``TJUI_CONFIG``.
-tjui only ever reads it.
-
-The file's keys (exactly these)::
-
-    default_provider = "local"          # optional
-    [providers.local]
-    kind = "openai"                     # "openai" (any OpenAI-compatible server) or "anthropic"
-    base_url = "http://127.0.0.1:8080/v1"
-    model = "qwen3-32b"
-    api_key_env = "LOCAL_LLM_KEY"       # the name of the variable holding the key, never the key
-    timeout = 60                        # seconds
-    fallback_model = "qwen3-8b"         # optional: retried once when the model is not found
-
-Environment variables (they override the file; command-line flags override them):
-
-==========================  ==================  =====================================
-variable                    flag                meaning
-==========================  ==================  =====================================
-``TJUI_CONFIG``                                 path of the config file
-``TJUI_PROVIDER``           ``--provider``      provider to use (``fallback``: none)
-``TJUI_PROVIDER_KIND``      ``--provider-kind`` ``openai`` or ``anthropic``
-``TJUI_BASE_URL``           ``--base-url``      server URL
-``TJUI_MODEL``              ``--model``         model name
-``TJUI_API_KEY_ENV``        ``--api-key-env``   NAME of the variable holding the key
-``TJUI_TIMEOUT``            ``--timeout``       seconds
-``TJUI_FALLBACK_MODEL``     ``--fallback-model`` model retried when the model is missing
-==========================  ==================  =====================================
-
-The overrides apply to the selected provider (``--provider`` > ``TJUI_PROVIDER`` >
-``default_provider``). With no provider selected but a base URL and a model given by
-the environment or flags, an ad-hoc provider named ``custom`` is used. With nothing
-selected, summaries come from the deterministic fallback. The API key itself is read
-from the named variable only when a request is sent; it is never stored, written,
-printed or reported (``tjui config`` only says whether it is set).
+Details: docs/providers.md (`tjui.config`).
 """
 
 from __future__ import annotations

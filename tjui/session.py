@@ -14,9 +14,10 @@ from tinyjuice.boundary import BoundaryIndex
 from tinyjuice.breakdown import ContextBreakdown, compute_breakdown
 from tinyjuice.live import LiveSplit
 from tinyjuice.model import Transcript
+from tinyjuice.options import CompactionOptions, Profile
 from tinyjuice.pipeline import BoundaryPlan, compress, plan_boundary
 from tinyjuice.policies import Threshold, agent_threshold, resolve_window
-from tinyjuice.report import CompactionOptions, CompactionResult, Profile
+from tinyjuice.report import CompactionResult
 from tinyjuice.tokens import TokenCounter, TranscriptTokens
 
 

@@ -1,18 +1,6 @@
 """Atomic file writes, and the test checkpoints the store passes through.
 
-:func:`atomic_write` never leaves a half-written file at the target path: the bytes go
-to a temporary file in the same directory, which is flushed and fsynced, given the
-target's permission bits, renamed over the target, and then the directory itself is
-fsynced so the rename survives a power cut. A reader sees the old file or the new one,
-never a mix. With ``check_replaced`` the rename is an atomic exchange where the system
-allows it, so the file it replaced can be checked — and put back — afterwards.
-
-:func:`checkpoint` marks the points where a crash is interesting (before/after the
-archive, mid-write, before/after the rename, mid-transaction). It does nothing unless
-the crash-test environment variables are set: ``TJUI_CRASH_AT=<point>`` kills the
-process there with SIGKILL (no cleanup handlers run, as in a real crash), and
-``TJUI_PAUSE_AT=<point>`` with ``TJUI_PAUSE_FILE=<path>`` creates ``<path>.reached``
-and waits until ``<path>`` exists (for tests that need two processes to overlap).
+Details: docs/store.md (`tinyjuice.atomic`).
 """
 
 from __future__ import annotations

@@ -1,32 +1,6 @@
 """Where compaction may cut a conversation, and how the pieces are put back together.
 
-A *boundary* is a pair ``(start, end)``: ``messages[:start]`` is the protected head,
-``messages[start:end]`` the middle that gets compressed, ``messages[end:]`` the tail
-kept verbatim. A boundary index ``i`` means "cut before message ``i``"; ``0`` and
-``len(messages)`` are always legal.
-
-Tool groups
-    A tool group is an assistant message with ``tool_calls`` together with the
-    ``tool`` messages answering those call ids (parallel calls: several calls, several
-    results, in any order). A result is tied to the nearest earlier message that made a
-    call with its id; a result whose call cannot be found is tied to the message just
-    before it. Groups whose spans overlap are merged. A boundary is *legal* when it does
-    not fall strictly inside a group, so a legal cut never separates a call from its
-    results and never starts the tail on a tool result.
-
-Moves are monotonic: a compression *start* only moves forward
-(:func:`align_start_forward`), a compression *end* / tail start only moves backward
-(:func:`align_end_backward`, :func:`anchor_tail_start`).
-
-Cost
-    Legality depends on call ids anywhere before a message, so it is computed once, in
-    O(n), by :class:`BoundaryIndex`. After that every snap is O(1) and every
-    "one exchange back/forward" step is O(log n) (bisect). The module-level helpers take
-    an optional ``prepared`` index; without one they build it (O(n) per call), which is
-    fine for one pipeline run but not for a UI reacting to every key press.
-
-Everything here is pure and deterministic; nothing reads text beyond roles, metadata,
-visible-text emptiness and tool-call ids, and nothing is logged.
+Details: docs/compaction.md (`tinyjuice.boundary`).
 """
 
 from __future__ import annotations

@@ -1,56 +1,6 @@
 """Context usage breakdown: where the tokens of a prompt go, as numbers and labels only.
 
-A :class:`ContextBreakdown` lets a host draw a usage bar and explain why compaction fired
-without showing or logging prompt text: it holds bucket keys, fixed labels, token counts
-and count kinds, never content. Static cost (system prompt, tool schemas and what they
-carry) is kept apart from conversation cost, so compaction is not blamed for tokens it
-cannot remove.
-
-Buckets, in order
-    static: ``system_prompt``, ``tool_definitions``, ``rules``, ``skills``, ``mcp_tools``,
-    ``subagents``, ``memory``; conversation: ``user``, ``assistant``, ``tool_output``,
-    ``reasoning``, ``summaries``, ``media``, ``injected``.
-
-Token sources
-    Message costs come from :class:`~tinyjuice.tokens.TranscriptTokens` (``per_message``),
-    the system prompt and tool schema totals from its ``system_prompt`` and ``tools``.
-    Pieces inside them (a rules section, an MCP tool schema, a message's reasoning) are
-    counted with the same counter and taken out of their parent total, so the buckets add
-    up to ``TranscriptTokens.total`` exactly. Media use the flat per-image estimate.
-    Tool schemas a leading system message already holds (a ShareGPT system turn's
-    ``<tools>`` block, ``tokens.tools`` then 0) come out of that message's cost, so
-    they are counted once, as tool definitions.
-
-Classification heuristics (system prompt, leading system messages, injected messages)
-    The text is split into sections at markdown headings, at banner lines
-    (``═══ MEMORY ═══``), at Claude Code's ``Contents of <file> (…):`` lines, and at known
-    XML-like tags. A heading or tag is
-    classified by its words: rules files (AGENTS.md, CLAUDE.md, GEMINI.md, .cursorrules,
-    .cursor/rules, .windsurfrules, copilot-instructions, "project/user instructions",
-    "project context", "context files", "project/user rules") → ``rules``; "MCP" / "model context
-    protocol" → ``mcp_tools``; "skill" → ``skills``; "subagent", "sub-agent", "agent
-    types", "available agents", "agent definitions" → ``subagents``; "memory",
-    "memories", "user profile" → ``memory``. Sub-headings inherit their parent's class
-    unless they match another class themselves. Tags such as ``<available_skills>``,
-    ``<memory>``, ``<user_instructions>``, ``<mcp_servers>``, ``<available_agents>`` classify
-    everything up to their closing tag; a ``<tools>`` block (tool schemas written into
-    the prompt, as ShareGPT/Hermes trajectories do) counts as ``tool_definitions``.
-    Unclassified text stays in ``system_prompt`` (or ``injected`` for injected messages). An injected message of kind ``agents_md`` counts
-    as ``rules``. Tool schemas whose name starts with ``mcp__`` or which carry an MCP
-    marker (``type == "mcp"``, a key starting with ``mcp``, or ``source``/``origin``/
-    ``provider``/``server_type`` equal to ``"mcp"``) → ``mcp_tools``; the remaining
-    schemas → ``tool_definitions``.
-
-Subagents
-    Besides agent definitions in the prompt, the ``subagents`` bucket holds the results of
-    the calls that ran a subagent (Claude Code's ``Task``/``Agent`` tool): what the
-    subagents' work costs the main context. ``ContextBreakdown.subagents`` is how many
-    subagents the session has (files and sidechains, when the caller lists them).
-
-Measured usage
-    The last provider-reported prompt size (``Transcript.usage``) or an explicit
-    ``measured_prompt_tokens`` overrides the estimated total in :attr:`total_tokens`; the
-    buckets stay estimates.
+Details: docs/compaction.md (`tinyjuice.breakdown`).
 """
 
 from __future__ import annotations

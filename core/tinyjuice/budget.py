@@ -1,30 +1,6 @@
 """When compaction fires: effective window, threshold, anti-thrash state, token budgets.
 
-The threshold follows Hermes (see ``POLICIES.md``)::
-
-    effective window = context window − output reservation
-    threshold        = max(int(effective × ratio), floor)          # ratio 0.50, floor 64,000
-    ratio            = max(ratio, 0.75) when the effective window is under 512K (a flag)
-    small window     = when floor >= effective window:
-                       threshold = min(int(effective × 0.85), effective − 1)
-
-Whether to fire is decided by :func:`should_compress` from a prompt size, the
-:class:`Budget` and the caller-owned :class:`CompactionState` (cooldowns, strikes and
-savings history). Nothing here reads a clock: ``now`` is always passed in.
-
-Anti-thrash, both rules apply:
-
-* Hermes strikes: a compaction that was a no-op, or after which the prompt is still at
-  or over the threshold, counts one strike. Two strikes, or two fallback summaries in a
-  row, block automatic compaction until a reading below the threshold arrives
-  (:func:`record_reading`).
-* Seed 003: when each of the last two compactions saved under 10% of the prompt,
-  automatic compaction backs off, again until a reading below the threshold.
-
-``force=True`` (a manual ``/compress``) bypasses the threshold, every cooldown and both
-anti-thrash rules. That is safe because a forced run still goes through the summary
-failure policy: an auth or network failure aborts with the messages unchanged, so the
-worst a forced retry can do is fail again. The decision still names what it bypassed.
+Details: docs/policies.md (`tinyjuice.budget`).
 """
 
 from __future__ import annotations
@@ -32,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from tinyjuice.options import LOW_SAVINGS_RATIO, CompactionState
 from tinyjuice.tokens import CountKind
 
 __all__ = [
@@ -40,7 +17,6 @@ __all__ = [
     "LOW_SAVINGS_RATIO",
     "SMALL_WINDOW_RATIO",
     "Budget",
-    "CompactionState",
     "Decision",
     "DecisionCode",
     "PromptTokens",
@@ -63,8 +39,6 @@ RAISE_RATIO_BELOW = 512_000
 RAISED_RATIO = 0.75
 #: Threshold ratio used when the floor reaches the effective window.
 SMALL_WINDOW_RATIO = 0.85
-#: A compaction saving less than this fraction of the prompt is "low savings".
-LOW_SAVINGS_RATIO = 0.10
 #: Strikes (or fallback summaries in a row) that block automatic compaction.
 STRIKE_LIMIT = 2
 #: How many savings ratios :class:`CompactionState` remembers.
@@ -230,33 +204,6 @@ class SummaryKind(StrEnum):
     LLM = "llm"
     FALLBACK = "fallback"
     NONE = "none"  # digests only, or an empty middle
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionState:
-    """Caller-owned state carried between compactions of one session."""
-
-    compaction_count: int = 0
-    strikes: int = 0
-    fallback_streak: int = 0
-    #: Fraction of the prompt each recent compaction saved, oldest first.
-    recent_savings: tuple[float, ...] = ()
-    cooldown_until: float | None = None
-    cooldown_reason: str | None = None
-    auto_blocked: bool = False
-    previous_summary: str | None = None
-    lineage_id: str | None = None
-    #: A compaction happened and the next reading decides whether it earned a strike.
-    awaiting_reading: bool = field(default=False)
-
-    @property
-    def low_savings_backoff(self) -> bool:
-        """The last two compactions each saved less than 10%."""
-        last = self.recent_savings[-2:]
-        return len(last) == 2 and all(s < LOW_SAVINGS_RATIO for s in last)
-
-    def in_cooldown(self, now: float) -> bool:
-        return self.cooldown_until is not None and now < self.cooldown_until
 
 
 class DecisionCode(StrEnum):

@@ -1,25 +1,6 @@
 """A persistent analysis cache: exact token counts and derived results between runs.
 
-Counting a 100k-message transcript exactly takes seconds; the same file opened again
-(or with a few turns appended) should not pay that twice. The cache is one SQLite file
-(``analysis.db``) in the user cache directory (``$TJUI_CACHE_DIR`` overrides it;
-``TJUI_NO_CACHE=1`` turns it off), safe under concurrent tjui processes (WAL, short
-transactions, a busy timeout) and bounded in size (least recently used entries go first,
-``TJUI_CACHE_MAX_MB``, default 512).
-
-What it holds, per source file and reading (format, session, lenient, encoding):
-
-- **token counts**: the per-message counts, valid while the file's size and the sha256
-  of its bytes are unchanged; plus a content-addressed map *text digest → count* of
-  every text the transcript held. When the file changed (an append, an edit) only the
-  texts not in that map are encoded again, so an append counts only the new messages;
-- **results**: small JSON values a command derived from the whole file (``inspect``'s
-  statistics, ``compress --dry-run``'s plan), valid for exactly the same bytes.
-
-Entries carry the tinyjuice version and the cache schema: a new version ignores (and
-then reclaims) old entries. Every value carries a checksum: a damaged entry is a miss,
-and a damaged database file is deleted and rebuilt — a figure from the cache is never
-one the counter would not give. Only digests and numbers are stored, never text.
+Details: docs/compaction.md (`tinyjuice.cache`).
 """
 
 from __future__ import annotations
@@ -171,7 +152,7 @@ class Source:
 def read_source(path: str | Path) -> Source:
     """Read a transcript file's bytes and hash them (raises ``LoadError`` if unreadable)."""
     from tinyjuice.formats import entry_path
-    from tinyjuice.formats._base import read_bytes
+    from tinyjuice.formats._io import read_bytes
 
     p = entry_path(Path(path))
     data = read_bytes(p)

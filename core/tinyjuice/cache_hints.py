@@ -1,29 +1,6 @@
 """Prompt-cache hints, kept apart from compression.
 
-Compaction changes messages; prompt caching only describes where a provider may cache.
-Nothing here mutates a message or a payload: every function returns a separate value
-(:class:`PromptCacheHint`, :class:`CacheHintReport`) that a provider adapter can
-translate into its own request fields (Anthropic ``cache_control``, Codex
-``prompt_cache_key``).
-
-Static prefix key
-    ``tjpfx_`` + SHA-256 of the system prompt, a NUL separator, and the tool schemas
-    sorted by (name, type) and serialised with sorted keys and compact separators. Tool
-    order and session ids do not change it. It is a routing hint, never a correctness
-    boundary; the ``tjpfx_`` prefix keeps it apart from session ids.
-
-Anthropic carriers
-    Up to four breakpoints: the system prompt first, then the last three messages that
-    can carry a ``cache_control`` marker. A message can carry one when it renders to at
-    least one content block a marker may sit on: non-empty text, an image, a tool call
-    (``tool_use``) or a tool result. Empty messages and messages holding only thinking
-    blocks cannot. In the *native* Anthropic layout, tool results travel as
-    ``tool_result`` blocks inside the user message that follows the assistant's calls, and
-    consecutive user-side messages (tool results, then any user text) merge into that
-    one user message. Such a run is one carrier: the hint points at its last message, with
-    placement ``last_block`` (the marker goes on the user message's last block). In the
-    envelope layout (OpenAI-compatible gateways) every message is its own carrier and a
-    tool message takes the marker on the message itself (placement ``message``).
+Details: docs/compaction.md (`tinyjuice.cache_hints`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """Plan a boundary counting exactly only what decides it.
 
-Most of a long transcript's tokens sit in the middle that is about to be replaced; where
-the cut falls depends only on the kept head and tail (the tail walk reads the counts of
-the messages it takes and of the one unit it stops at), and the summary budget on the
-middle's size only while it is not clamped to its floor or ceiling. So
-:func:`plan_counting_what_decides` counts the head and a stretch at the end exactly,
-estimates the rest (chars/4), plans, and widens the exact stretch until the plan's
-boundary lies inside it — the plan then cuts exactly where an all-exact plan cuts, with
-exact head and tail totals. The middle (and the total) stay estimates, labelled so,
-unless the summary budget could turn on them: then the middle is counted too.
+Details: docs/compaction.md (`tinyjuice.decisive`).
 """
 
 from __future__ import annotations
@@ -24,8 +16,8 @@ from tinyjuice.budget import (
     SUMMARY_WINDOW_SHARE,
 )
 from tinyjuice.model import Role, Transcript
+from tinyjuice.options import CompactionOptions
 from tinyjuice.pipeline import BoundaryPlan, plan_boundary
-from tinyjuice.report import CompactionOptions
 from tinyjuice.tokens import (
     CountKind,
     RoughCounter,

@@ -1,26 +1,7 @@
 """Deterministic tool-output prepass: one-line digests, duplicate back-references and
 provider-safe tool-argument shrinking.
 
-A digest keeps only metadata about a tool result: the tool, what it was called with
-(command, path, pattern, URL, goal, process id), the exit code or status, and the
-output's line and byte counts. It never carries the output body, except that a search
-digest names its first few matches, each clipped. Exit codes are read from structured
-outputs (``{"exit_code": 1, ...}``, ``Exit code: 1``, ``Process exited with code 1``);
-when none is found the digest says ``exit ?`` rather than guess.
-
-Tool names differ by agent; :data:`TOOL_KINDS` maps them to one :class:`ToolKind`.
-
-String-leaf shrinking (:func:`shrink_json_string_leaves`) rule:
-
-* only string leaves change; keys, numbers, booleans, null and the structure stay;
-* a string of at most ``max_string_chars + SHRINK_MARKER_MAX`` characters is kept whole
-  (cutting it would save no more than the marker costs), so identifiers, short paths and
-  URLs are never touched;
-* a longer string keeps its first ``max_string_chars`` characters followed by the marker
-  ``…[+N chars]``; a path- or URL-like string (no whitespace, has a ``/`` or ``\\``) is
-  cut in the middle instead, so its root and its file name both survive;
-* the result is never longer than ``max_string_chars + SHRINK_MARKER_MAX`` per string,
-  and shrinking again changes nothing.
+Details: docs/compaction.md (`tinyjuice.digest`).
 """
 
 from __future__ import annotations

@@ -1,29 +1,7 @@
 """Why compaction fired (or did not): each past compaction and the current state, judged
 by a trigger policy.
 
-For every compaction event in the transcript, :func:`explain` reports the tokens
-before it (the event's recorded ``pre_tokens``, else the usage point just before when
-the transcript keeps the history the compaction replaced; unknown otherwise), the
-policy's threshold and the rule that produced it, the tokens after (``post_tokens``,
-else the next point), the savings, whether the next turn was still over the threshold,
-and manual vs automatic. It flags what users ask about:
-
-``far_below_threshold``
-    an automatic (or unrecorded) compaction fired under half of the policy's threshold.
-``ineffective``
-    the turn after the compaction was still at or over the threshold: it would fire
-    again at once (thrash risk).
-``low_savings`` / ``consecutive_low_savings``
-    the compaction saved under 10% of the prompt; twice in a row is a loop.
-``estimate_inflated_by_tool_schemas``
-    at the turn before, the counted estimate exceeds the measured prompt by more than
-    a margin, and the tool schema tokens account for most of the difference.
-
-For the current state: the prompt the next call would send, whether it would fire,
-headroom in tokens and in turns at the recent growth rate, and the message at which
-it would next fire. :attr:`Explanation.would_fire_at` replays the policy over the usage
-series (see :func:`tinyjuice.policies.replay`). Nothing here reads transcript content
-beyond counting it; every figure is a number.
+Details: docs/policies.md (`tinyjuice.explain`).
 """
 
 from __future__ import annotations
@@ -36,7 +14,6 @@ from typing import Any
 
 from tinyjuice.budget import (
     LOW_SAVINGS_RATIO,
-    CompactionState,
     DecisionCode,
     PromptTokens,
     SummaryKind,
@@ -45,7 +22,8 @@ from tinyjuice.budget import (
     should_compress,
 )
 from tinyjuice.model import CompactionEvent, Transcript, Trigger
-from tinyjuice.models import ModelLimits
+from tinyjuice.model_limits import ModelLimits
+from tinyjuice.options import CompactionState
 from tinyjuice.policies import (
     Rule,
     Threshold,

@@ -1,31 +1,6 @@
 """Facts that matter in a span of messages, weighted by what the agent did with them.
 
-One extraction shared by the deterministic fallback summary (its artifact trail) and the
-summary review (:mod:`tinyjuice.review`, :mod:`tinyjuice.probes`):
-
-- **artifacts** — every file a tool call touched, with what was done to it: ``read``,
-  ``created``, ``edited``, ``deleted`` or ``ran``. From file tools (``Read``, ``Write``,
-  ``Edit``, ``MultiEdit``, ``read_file``, ``write_file``, ``str_replace_based_edit_tool``
-  and its ``view``/``create``/``str_replace``/``insert`` commands, ``apply_patch`` hunks
-  ``*** Add/Update/Delete File:``) and from shell commands (``cat``/``head``/``tail`` read,
-  ``sed -i``/``perl -i`` edit, ``>``/``>>``/``tee`` write, ``rm`` delete, ``touch``/``cp``/
-  ``mv`` create, ``python x.py``/``bash x.sh``/``node x.js`` run).
-- **tool errors** — error lines of *tool results* (and the first line of a result flagged
-  ``is_error``); words such as "error" or "failed" in the assistant's prose are not errors.
-- **background** — paths that only ever appeared inside the output of a listing or a
-  search (``ls``, ``find``, ``tree``, ``grep``/``rg``, ``Glob``, ``Grep``, ``LS``…) or that
-  name a system executable (``/bin/bash``, ``/usr/bin/python3``): reported apart, never as
-  missing.
-- **constraints** — the user's stated rules: sentences of real user messages that say
-  "always", "never", "don't", "do not", "must", "make sure", "only use"…
-- **decisions** — the assistant's sentences that settle something ("decided", "instead
-  of", "switch to", "let's use", "going with", "because"…).
-- **next step** — what was about to happen when the span ended: the last assistant
-  sentence announcing an action ("I'll …", "Next, …", "Now let me …"), else the latest ask.
-
-Matching helpers (:func:`norm_text`, :func:`norm_path`, :func:`norm_error`) normalise
-case, quoting, ``./`` and absolute prefixes, spacing and number formats the way a reader
-would, so "(exit code 127)" keeps "Exit code 127".
+Details: docs/compaction.md (`tinyjuice.facts`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Compaction leases: only one compactor may work on a session at a time.
 
-The lease key is the pre-compaction session id. A lease has a TTL; the holder refreshes
-it while it works and releases it after persistence and bookkeeping finish. A lease
-whose TTL has passed can be taken over, so a crashed compactor cannot block compaction
-forever. When :meth:`CompactionLease.try_acquire` fails, the caller should return the
-original messages unchanged and report "compaction already in flight" — that is not
-data loss.
-
-:class:`InMemoryLease` serves one process (threads); hosts with several processes
-implement the same protocol over their own store (Hermes uses a ``compression_locks``
-table with a 300 s TTL refreshed every 60 s).
+Details: docs/store.md (`tinyjuice.lease`).
 """
 
 from __future__ import annotations

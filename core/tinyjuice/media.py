@@ -1,16 +1,6 @@
 """Historical media reduction: old images become short, stable placeholder text.
 
-Images cost real context (a flat, conservative estimate per image — see
-:data:`tinyjuice.tokens.IMAGE_TOKENS`) even when a message has no text, and screenshots
-taken by tools pile up turn after turn. :class:`FlatMediaReducer` keeps the newest
-image-bearing *input turn* and replaces the image parts of every older message with a
-placeholder such as ``[image omitted: image/png, 12,345 bytes]``.
-
-An input turn is a user message or a tool result: in Anthropic's layout both reach the
-model as the user side of the conversation, and agents such as Claude Code return
-screenshots inside tool results. Media in messages at or after the kept turn stay.
-Binary resizing or re-encoding is out of scope for core; an adapter can implement the
-:class:`MediaReducer` protocol for that.
+Details: docs/compaction.md (`tinyjuice.media`).
 """
 
 from __future__ import annotations

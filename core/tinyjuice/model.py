@@ -1,35 +1,7 @@
-"""Provider-neutral transcript model.
+"""Provider-neutral transcript model: the frozen `Transcript`, `Message`, parts, tool calls,
+usage and compaction events every reader produces and every compaction step takes.
 
-Every reader in :mod:`tinyjuice.formats` normalises its source into these values and
-every writer renders them back. They are immutable (frozen, slotted dataclasses);
-"changing" a message means building a new one with :func:`dataclasses.replace`.
-
-Mappings held by these values (``extra``, ``hints``, tool schemas) are treated as
-read-only by convention: nothing in tinyjuice mutates them after construction.
-
-**The live context.** Many agents log append-only: after a compaction the file still
-holds every earlier turn, but the agent's next call sends only what follows the reset
-(its summary and the turns since). The contract every reader follows:
-
-- A reader adds one :class:`CompactionEvent` per compaction, in message order, with
-  ``message_index`` = the first message of the context the agent continued with (the
-  summary, or the messages it re-sent before the summary: Codex's
-  ``replacement_history``, Hermes' re-inserted head rows) and ``summary_index`` = the
-  summary message when the transcript holds one (that message has ``meta.is_summary``).
-- ``resets_context`` (default ``True``) says the messages before ``message_index`` are
-  history the agent no longer sends. A reader whose file holds only the compacted list
-  itself (a protected head kept before the summary: OpenAI, Anthropic, ShareGPT and
-  Hermes session files) sets it ``False``: nothing in that file is history.
-- :attr:`Transcript.live_start` is the ``message_index`` of the LAST event that resets
-  the context (0 when none does): ``messages[live_start:]`` is the live context
-  (:meth:`Transcript.live_messages`), ``messages[:live_start]`` the history before it
-  (:meth:`Transcript.history_messages`). :func:`tinyjuice.live.live_view` builds the
-  live context as a transcript of its own (usage and events re-indexed), which is what
-  compaction, the inspector and ``inspect``'s headline figures work on.
-
-So a new reader only has to fill ``compactions`` correctly (a reader that finds
-compactions only as summary messages can use ``formats._common.summary_events``, with
-``resets=True`` when its file is an append-only log).
+Details: docs/compaction.md (`tinyjuice.model`).
 """
 
 from __future__ import annotations

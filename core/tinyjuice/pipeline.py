@@ -37,7 +37,6 @@ from tinyjuice.boundary import (
 from tinyjuice.budget import (
     STRIKE_LIMIT,
     Budget,
-    CompactionState,
     PromptTokens,
     SummaryKind,
     compute_budget,
@@ -53,16 +52,15 @@ from tinyjuice.digest import DigestRecord, ToolKind, digest_tool_results, tool_k
 from tinyjuice.lease import CompactionLease
 from tinyjuice.media import FlatMediaReducer
 from tinyjuice.model import CompactionEvent, Message, Role, TextPart, Transcript, Trigger
-from tinyjuice.models import resolve_context_window
+from tinyjuice.model_limits import resolve_context_window
+from tinyjuice.options import CompactionOptions, CompactionState, Profile
 from tinyjuice.policies import PolicyName, agent_threshold, pick_policy, threshold_budget
 from tinyjuice.redact import redact_message, redact_messages, redact_text
 from tinyjuice.report import (
     DEFAULT_CONTEXT_WINDOW,
-    CompactionOptions,
     CompactionReport,
     CompactionResult,
     PersistenceRecommendation,
-    Profile,
     Status,
     StepSaving,
 )

@@ -1,56 +1,6 @@
 """When each agent compacts: trigger policies as values, and the usage series they judge.
 
-A *trigger policy* turns a context window into a threshold and says which rule
-produced it. The policies follow the published or observed defaults in
-``POLICIES.md``:
-
-``hermes``
-    Hermes' rule, computed by :func:`tinyjuice.budget.compute_budget` (not re-implemented):
-    effective window = window − output reservation (only a configured positive value);
-    threshold = max(int(effective × ratio), floor) with ratio 0.50 and floor 64,000;
-    the ratio is raised to at least 0.75 for windows under 512K; when the floor reaches
-    the effective window the threshold is 85% of it. Hermes also has anti-thrash: two
-    ineffective compactions (or two with < 10% savings) hold automatic compaction back.
-
-    Note on "50%": the configured ratio is 0.50, but every window under 512K (200K
-    included) is raised to 0.75, so Hermes fires at 150,000 tokens of a 200K window.
-    ``hermes:raise=false`` gives the plain 50% rule (100,000 of 200K).
-``claude-code``
-    window − a reserved buffer. The buffer was observed at about 13K and later about
-    33K; the newer 33,000 is the default (200K − 33K = 167,000, the ``preTokens`` real
-    auto-compactions record). ``pct`` models ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``,
-    which can only lower the trigger.
-``codex``
-    ``model_auto_compact_token_limit``. Without a configured limit Codex uses 90% of the
-    model's context window, so that is the default here (``codex:limit=N`` sets it).
-``opencode``
-    input limit − reserved, reserved = min(20K, the model's max output; 20K when unknown).
-``rules``
-    seed 001: 60% of the window, no floor, no output reservation.
-``custom``
-    any ``ratio``, ``floor`` and ``reserve`` (through ``compute_budget``, no ratio raise).
-
-Policies are written as specs: a name, optionally with ``key=value`` settings, e.g.
-``hermes:ratio=0.6,raise=false`` or ``custom:ratio=0.7,reserve=8000`` (see
-:func:`parse_policy`). :func:`pick_policy` picks one from a transcript's source format
-and model.
-
-The *usage series* (:func:`usage_series`) has one point per assistant turn: measured
-where the format records usage (Claude Code, Codex ``token_count``, Anthropic API
-responses), else estimated. The counted estimate of a turn is system prompt + tool
-schemas + the live messages before it. Once a turn has been measured, later estimates
-add what counting missed there (measured − counted at the last measured turn: an
-unrecorded system prompt, tool schemas, tokenizer differences), so a turn without
-usage continues the measured curve — within a live context that is exactly "last
-measurement + the messages since". Every point keeps its plain counted estimate too,
-so a measured point can be compared with what counting alone would say.
-
-A compaction *resets* the live context when its event says so
-(``CompactionEvent.resets_context``, the contract in :mod:`tinyjuice.model`): the
-transcript keeps the full history (Claude Code, Codex: the summary starts the new
-context) or the messages before it are archived rows (Hermes ``active = 0``). Hermes
-logs and ShareGPT trajectories hold the compacted list itself (head, summary, tail), so
-there is nothing to reset.
+Details: docs/policies.md (`tinyjuice.policies`).
 """
 
 from __future__ import annotations
@@ -64,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_ch
 
 from tinyjuice.budget import Budget, ThresholdRule, compute_budget
 from tinyjuice.model import Role, Transcript
-from tinyjuice.models import ModelLimits, lookup_model
+from tinyjuice.model_limits import ModelLimits, lookup_model
 from tinyjuice.tokens import CountKind, TranscriptTokens
 
 if TYPE_CHECKING:
@@ -387,7 +337,7 @@ class OpencodePolicy:
 
 @dataclass(frozen=True, slots=True)
 class RulesPolicy:
-    """Seed 001's rule-based profile: fire at 60% of the window."""
+    """The rule-based profile: fire at 60% of the window."""
 
     ratio: float = 0.60
 

@@ -1,28 +1,6 @@
 """Probe questions: can a reader of the summary answer what the compressed turns knew?
 
-From the compressed middle, :func:`make_probes` writes deterministic questions in four
-kinds (the kinds of Factory's production evaluation), each with the evidence — the
-message index in the original — and what a right answer must hold:
-
-==================  =====================================================================
-``recall``          "What was the error when running `X`?" — one per error a tool
-                    returned (up to 8): the error line must be in the answer.
-``artifact``        "What was done to PATH?" — one per file a tool call touched (up to
-                    16): the path and every action (read, created, edited, deleted, ran,
-                    or a synonym such as "modified", "wrote", "removed", "executed")
-                    near it.
-``continuation``    "What was about to happen next?" — the last step the assistant
-                    announced ("I'll …", "Next, …"), else the latest ask: most of its
-                    words must be in the answer.
-``decision``        "What was decided about Y and why?" — one per decision sentence of
-                    the assistant (up to 5): half of its words must be in the answer.
-==================  =====================================================================
-
-:func:`answer_from_summary` answers every probe from the summary text itself
-(deterministic matching); :func:`judge_probes` asks a model — any provider with
-``answer(prompt, max_tokens)`` (:mod:`tinyjuice.providers`) — to answer them from the
-summary alone, and grades its answers with the same rules. Everything sent and returned
-is redacted.
+Details: docs/compaction.md (`tinyjuice.probes`).
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """Secret redaction for text, JSON values and messages.
 
-Every secret is replaced by a stable marker ``[REDACTED:<kind>]``. Redaction is
-idempotent (markers are never matched again) and conservative about what it touches:
-provider keys are recognised by their published shapes, and free-form values only in
-an unmistakable context (``NAME=value`` with a secret-like name, a sensitive JSON key,
-an ``Authorization`` header, a password inside a URL). Plain hex hashes (git SHAs),
-UUIDs, paths and prose that merely mentions "token" or "password" are left alone, so
-commit hashes and file names survive for summary review.
-
-JSON tool arguments stay valid JSON: secrets are redacted inside string leaves and
-under sensitive keys, never by slicing the raw text.
-
-Text is read as it is stored, too: a text holding JSON string escapes (a tool result
-that is itself JSON, JSON nested in a string of it) is also read with them decoded, and
-every hit found there replaces whole escapes of the original (see
-:func:`find_secrets`). Generated text that clips a value uses :func:`redact_clip`, so a
-clip never shows the part of a key it cut.
+Details: docs/compaction.md (`tinyjuice.redact`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Compaction options, reports and results: the values ``compress`` takes and returns.
+"""Compaction reports and results: what ``compress`` returns.
 
 A report never holds raw transcript text unless a preview was asked for
-(``CompactionOptions.include_preview``); it carries counts, token figures labelled
+(:attr:`tinyjuice.options.CompactionOptions.include_preview`); it carries counts, token figures labelled
 by provenance, the boundary and why it snapped, the summary kind and confidence,
 per-step savings, cache-cold tokens and a persistence recommendation.
 """
@@ -15,15 +15,14 @@ from typing import Any
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.model import Message, Transcript
+from tinyjuice.options import Profile
 from tinyjuice.redact import redact_json
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
-    "CompactionOptions",
     "CompactionReport",
     "CompactionResult",
     "PersistenceRecommendation",
-    "Profile",
     "Status",
     "StepSaving",
     "SummaryKind",
@@ -31,11 +30,6 @@ __all__ = [
 
 #: Used only when neither the caller, the transcript nor the model table knows the window.
 DEFAULT_CONTEXT_WINDOW = 128_000
-
-
-class Profile(StrEnum):
-    HERMES = "hermes"
-    RULES = "rules"
 
 
 class Status(StrEnum):
@@ -52,69 +46,6 @@ class PersistenceRecommendation(StrEnum):
     IN_PLACE_ARCHIVE = "in_place_archive"
     CHILD_CONTINUATION = "child_continuation"
     NO_PERSISTENCE_CHANGE = "no_persistence_change"
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionOptions:
-    """Every knob of the pipeline, with Hermes' defaults."""
-
-    profile: Profile = Profile.HERMES
-    # budget
-    context_window: int | None = None
-    max_output_tokens: int | None = None
-    threshold_ratio: float = 0.50
-    threshold_floor: int = 64_000
-    raise_ratio_small_windows: bool = True
-    #: The trigger policy (a spec such as ``"claude-code"`` or ``"hermes:ratio=0.6"``);
-    #: None picks the transcript's own agent's, as ``explain`` and the inspector do
-    #: (:func:`tinyjuice.policies.agent_threshold`). Hermes' rule uses the knobs above.
-    policy: str | None = None
-    # head
-    protect_system: bool = True
-    protect_first_n: int = 3
-    decay_head_after_first_compaction: bool = True
-    # tail
-    tail_target_ratio: float = 0.20
-    tail_token_budget: int | None = None
-    protect_last_n: int = 20
-    soft_ceiling_ratio: float = 1.5
-    # anchors
-    anchor_latest_user: bool = True
-    anchor_latest_assistant: bool = True
-    # manual boundary
-    keep_last: int | None = None
-    boundary: int | None = None
-    force: bool = False
-    # summary
-    focus_topic: str | None = None
-    abort_on_summary_failure: bool = False
-    fallback_enabled: bool = True
-    accept_lossy_fallback: bool = True
-    lineage_id: str | None = None
-    # prune
-    digest_min_chars: int = 200
-    dedup: bool = True
-    shrink_args_over: int = 500
-    shrink_args_to: int = 200
-    # safety
-    redact: bool = True
-    reduce_media: bool = True
-    orphan_calls: str = "strip"
-    # persistence
-    prefer_child_continuation: bool = False
-    # reporting
-    include_preview: bool = False
-    # rules profile (seed 001) settings, used when profile == RULES
-    rules: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def tail_floor(self) -> int:
-        """Hermes: max(3, min(protect_last_n, 8)) messages."""
-        return max(3, min(self.protect_last_n, 8))
-
-    @property
-    def manual(self) -> bool:
-        return self.keep_last is not None or self.boundary is not None
 
 
 @dataclass(frozen=True, slots=True)

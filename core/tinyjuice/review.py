@@ -1,58 +1,6 @@
 """Summary-quality review: what of the compressed middle survived in a summary.
 
-Given the messages a summary replaces (the *middle*) and the summary text — ours, the
-deterministic fallback, or one an agent wrote — :func:`review_summary` lists the
-anchors a continuation needs and says which of them the summary kept:
-
-==============  ===========================================================================
-category        what counts (first occurrence, de-duplicated, ``index`` = its message)
-==============  ===========================================================================
-``paths``       file paths in text and tool arguments (the same recogniser as the
-                fallback: see :func:`tinyjuice.summary.fallback_summary`); a path a
-                tool call read, created, edited, deleted or ran weighs 3. Paths seen
-                only in a listing, a search result or a file's content, and system
-                executables (``/bin/bash``), are *background*: reported apart
-                (:attr:`SummaryReview.background`), never missing
-``commands``    the ``command``/``cmd`` of shell-like tool calls (terminal, bash, …)
-``urls``        ``http(s)://`` URLs
-``errors``      error lines *tool results* returned (tracebacks' error line, ``…Error``,
-                ``error:``, ``failed``, a non-zero exit code, "No such file",
-                "Permission denied"; JSON results read through their output) and the
-                head of every result flagged as an error ("Exit code 127" and the
-                shell's line after it); never the assistant's prose
-``numbers``     numbers with a unit: durations, sizes, percentages, counts such as
-                "47 failed" or "1,284 lines", versions such as ``3.11.4`` (not the sizes
-                tinyjuice's own tool-output digests state)
-``tools``       the names of the tools called
-``identifiers`` commit hashes (7–40 hex digits with a letter and a digit), issue numbers
-                (``#412``) and ticket keys (``FIN-212``)
-``latest_ask``  the newest real user message, verbatim
-==============  ===========================================================================
-
-Injected context (CLAUDE.md, reminders, slash-command echoes) holds no items: its rules
-are checked by :mod:`tinyjuice.survival`. Items carry a weight (:data:`WEIGHTS`);
-:attr:`SummaryReview.weighted` is the recall weighted by them.
-
-Matching is a reader's (both sides redacted first, so a secret never appears in a
-review; case, quotes and backticks, spacing and ``1,284``/``1284`` do not matter): a path
-is found when it appears as a whole path (``./`` ignored), or when the summary names it
-by a shorter suffix of at least two segments (an absolute ``/repo/src/app.py`` is found
-by ``src/app.py``; ``{a,b}`` brace lists in the summary are expanded); a command when its
-first 100 characters appear; an error line when its first 100 characters appear without
-the shell's ``bash: line 1:`` prefix or pytest's ``E``, or 80% of its first 20 words of
-two letters or more (lines of four such words or more); a tool name as a whole word; a
-number with its unit (commas and the space before the unit are optional); a commit
-hash when its first 7 characters appear; the latest ask only when quoted in full.
-
-Checks: the handoff prefix and end marker are present (only for summaries that start
-with the handoff prefix, i.e. tinyjuice's), the body fits the token budget (when one is
-given), no secret is found in the summary, and no line reads as a fresh request — see
-:func:`fresh_request_lines` for that heuristic.
-
-:func:`review_past_compactions` does the same for every summary an agent already wrote
-into a transcript, against the turns before it. Every review also answers the probe
-questions of the middle from the summary (:mod:`tinyjuice.probes`) and checks which of
-its rules survived (:mod:`tinyjuice.survival`).
+Details: docs/compaction.md (`tinyjuice.review`).
 """
 
 from __future__ import annotations

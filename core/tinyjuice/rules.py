@@ -1,25 +1,7 @@
-"""The rule-based, zero-inference compaction profile (seed 001).
+"""The rule-based, zero-inference compaction profile: six deterministic rules applied to
+the compressible middle (numbered in docs/policies.md; comments here cite "rule N").
 
-Six deterministic rules, applied only to the compressible middle of a conversation:
-
-1. Collapse succeeded tool call/result pairs into one line on the assistant message
-   (``[tool: read_file("config.yaml") → ok, 347 chars]``); the call and its result
-   leave the message list together, so no provider ever sees an orphan.
-2. Truncate tool outputs over ``max_tool_output_chars`` to the first 10 and last 5
-   lines plus ``[...truncated N lines...]`` (failed calls are truncated, not collapsed).
-3. Drop system messages after turn ``drop_system_after_turn``, leaving a one-line marker.
-4. Collapse runs of consecutive text-only assistant messages to the last one.
-5. Never touch user messages.
-6. Never touch the last ``protect_last_n_turns`` user/assistant turn pairs.
-
-File paths, URLs, tool names and error lines are never dropped: whatever a rule
-removes, their references are carried into the text that replaces it (JSON tool
-results such as ``{"output": ..., "exit_code": 1}`` are read through their output).
-
-The result stays provider-valid: rule 1 never leaves two assistant messages side by side
-(it folds the one-line summaries into the next assistant message, or leaves the group
-whole when that message is in the protected tail), and rule 4 carries the ``[tool: …]``
-lines of the messages it drops.
+Details: docs/policies.md (`tinyjuice.rules`).
 """
 
 from __future__ import annotations
@@ -58,7 +40,7 @@ _EXIT = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class RulesConfig:
-    """Seed 001's configuration keys, with its defaults."""
+    """The rules profile's configuration keys, with their defaults."""
 
     enabled: bool = True
     trigger_threshold: float = 0.60

@@ -12,7 +12,7 @@ from typing import Any
 
 from tinyjuice.breakdown import tool_definitions_in
 from tinyjuice.model import Message, Role, ThinkingPart, Transcript
-from tinyjuice.models import resolve_context_window
+from tinyjuice.model_limits import resolve_context_window
 from tinyjuice.tokens import (
     IMAGE_TOKENS,
     CountKind,

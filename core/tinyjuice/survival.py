@@ -1,21 +1,6 @@
 """Rules survival: instructions that must outlive a compaction, and whether they did.
 
-Rules are found in the compressed span — the turns a summary replaces:
-
-- ``claude_md`` / ``agents_md`` — rules files injected as context (Claude Code's
-  ``Contents of …/CLAUDE.md`` reminders, Codex's ``# AGENTS.md instructions``,
-  ``<user_instructions>``): every bullet or numbered line, and every sentence with a
-  rule word ("always", "never", "must", "don't"…);
-- ``system_prompt`` — system messages inside the span (a rules section, a skill): the
-  sentences with a rule word;
-- ``skill`` — skill bodies (a ``Skill`` tool's result, a ``<skill>`` or "skill" section
-  of injected context): like rules files;
-- ``user`` — the user's stated constraints (:mod:`tinyjuice.facts`).
-
-A rule *survives* when the model that continues still sees it: in the summary (most of
-its words, in any case or quoting), or in a message it still has (``kept``: the system
-prompt and head a tinyjuice compaction keeps, the tail, or a rules file the agent
-re-injected after its own compaction).
+Details: docs/compaction.md (`tinyjuice.survival`).
 """
 
 from __future__ import annotations

@@ -6,51 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from builders import write_openai_session
+from cli_helpers import run
 
 from tinyjuice.formats import load
-from tjui.cli import main
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture
 def session(tmp_path: Path) -> Path:
-    messages: list[dict] = [{"role": "system", "content": "You are a coding agent."}]
-    for i in range(30):
-        messages.append({"role": "user", "content": f"Step {i}: fix src/app/module_{i}.py"})
-        messages.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_{i}",
-                        "type": "function",
-                        "function": {
-                            "name": "terminal",
-                            "arguments": json.dumps({"command": f"pytest tests/test_{i}.py -q"}),
-                        },
-                    }
-                ],
-            }
-        )
-        output = "\n".join(f"tests/test_{i}.py::case_{k} PASSED" for k in range(60))
-        messages.append(
-            {
-                "role": "tool",
-                "tool_call_id": f"call_{i}",
-                "content": json.dumps({"output": output, "exit_code": 0}),
-            }
-        )
-        messages.append({"role": "assistant", "content": f"Step {i} passes now."})
-    messages.append({"role": "user", "content": "Now make the retry logic idempotent."})
-    path = tmp_path / "session.json"
-    path.write_text(json.dumps(messages))
-    return path
+    return write_openai_session(tmp_path / "session.json", 30, passed_lines=60, pytest_flags=" -q")
 
 
 def test_json_report_has_required_keys(session: Path) -> None:

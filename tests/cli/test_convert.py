@@ -5,17 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
+from cli_helpers import run
 
 from tinyjuice.formats import load
-from tjui.cli import main
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_convert_writes_every_message_in_the_target_format(tmp_path: Path) -> None:

@@ -12,20 +12,14 @@ from pathlib import Path
 
 import pytest
 import test_store_cli
-from click.testing import CliRunner
+from cli_helpers import run
 
 from tinyjuice.store import Archive
-from tjui.cli import main
 
 FULL = "database or disk is full"
 #: A transcript worth compressing, and a file's sha256 (shared with the store CLI tests).
 session = test_store_cli.session
 sha = test_store_cli.sha
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def no_traceback(code: int, err: str) -> None:

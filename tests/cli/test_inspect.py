@@ -7,9 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from tjui.cli import main
+from cli_helpers import run
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = ROOT / "sessions"
@@ -19,11 +17,6 @@ MANIFEST = json.loads((SESSIONS / "manifest.json").read_text())
 def _entries() -> list[tuple[str, dict]]:
     files = MANIFEST.get("files", MANIFEST)
     return sorted(files.items())
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.mark.parametrize(("name", "expected"), _entries(), ids=[n for n, _ in _entries()])

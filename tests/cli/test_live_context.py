@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from tinyjuice.formats import load
 from tinyjuice.live import live_split, live_view, with_history
+from tinyjuice.options import CompactionOptions
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions
 from tinyjuice.tokens import count_transcript, default_counter
 from tjui.cli import main
 

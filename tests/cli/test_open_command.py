@@ -10,18 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from cli_helpers import run
 
 import tjui.app
 import tjui.cli
-from tjui.cli import main
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture

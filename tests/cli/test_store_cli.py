@@ -46,8 +46,8 @@ def compress_like(
     agent_writes: bool,
 ) -> None:
     """The wiring the lead adds to `tjui compress` (see the report)."""
+    from tinyjuice.options import CompactionOptions
     from tinyjuice.pipeline import compress
-    from tinyjuice.report import CompactionOptions
     from tinyjuice.tokens import RoughCounter
 
     if commit_mode is not None and not do_commit:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tinyjuice.analysis import TranscriptAnalysis
 from tinyjuice.formats import load
+from tinyjuice.options import CompactionOptions, Profile
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions, Profile
 from tinyjuice.tokens import count_transcript, default_counter
 
 DEMO = Path(__file__).resolve().parents[2] / "sessions" / "demo.json"

@@ -10,9 +10,9 @@ import orjson
 from tinyjuice.facts import file_actions
 from tinyjuice.formats import dumps
 from tinyjuice.model import Message, Role, TextPart, ToolCall, Transcript
+from tinyjuice.options import CompactionOptions
 from tinyjuice.pipeline import compress
 from tinyjuice.probes import ProbeKind, answer_from_summary, make_probes
-from tinyjuice.report import CompactionOptions
 from tinyjuice.store import Archive, commit, load_source
 from tinyjuice.summary import SummaryRequest, build_summary_prompt, fallback_summary
 from tinyjuice.tokens import RoughCounter

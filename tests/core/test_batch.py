@@ -1,4 +1,4 @@
-"""Offline trajectory compression (tinyjuice.batch, tinyjuice.batch_io): target math with
+"""Offline trajectory compression (tinyjuice.fit, tinyjuice.dataset): target math with
 exact small examples, boundary snapping, skipped vs failed-to-fit, summary failures, line
 round trips, ordered parallel runs and streaming."""
 
@@ -14,7 +14,16 @@ import orjson
 import pytest
 
 from benchmarks.trajectories import trajectory_line
-from tinyjuice.batch import (
+from tinyjuice.boundary import BoundaryIndex
+from tinyjuice.dataset import (
+    BatchInputError,
+    detect_line_format,
+    iter_lines,
+    map_ordered,
+    plan_jobs,
+    run_batch,
+)
+from tinyjuice.fit import (
     BatchAggregator,
     BatchOptions,
     TrajectoryStatus,
@@ -26,15 +35,6 @@ from tinyjuice.batch import (
     process_line,
     tail_start,
 )
-from tinyjuice.batch_io import (
-    BatchInputError,
-    detect_line_format,
-    iter_lines,
-    map_ordered,
-    plan_jobs,
-    run_batch,
-)
-from tinyjuice.boundary import BoundaryIndex
 from tinyjuice.formats import load_bytes
 from tinyjuice.model import Message, Role, TextPart, ToolCall, Transcript
 from tinyjuice.summary import FailureClass, SummaryError, SummaryRequest, SummaryText
@@ -402,7 +402,7 @@ def test_aggregate_to_dict_sums_and_ratios() -> None:
     assert d["turns_removed"] > 0 and "duration_s" not in d
 
 
-# ------------------------------------------------------------------- batch_io
+# ------------------------------------------------------------------- dataset
 
 
 def _dataset(path: Path, n: int, bad: dict[int, bytes] | None = None) -> Path:

@@ -6,7 +6,6 @@ import pytest
 
 from tinyjuice.budget import (
     Budget,
-    CompactionState,
     DecisionCode,
     PromptTokens,
     SummaryKind,
@@ -20,6 +19,7 @@ from tinyjuice.budget import (
     summary_token_budget,
     tail_token_budget,
 )
+from tinyjuice.options import CompactionState
 from tinyjuice.tokens import CountKind
 
 NOW = 1_000.0

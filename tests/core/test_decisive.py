@@ -10,8 +10,8 @@ from benchmarks.gen import conversation, render
 from tinyjuice.decisive import plan_counting_what_decides
 from tinyjuice.formats import load, load_bytes
 from tinyjuice.model import Transcript
+from tinyjuice.options import CompactionOptions, Profile
 from tinyjuice.pipeline import plan_boundary
-from tinyjuice.report import CompactionOptions, Profile
 from tinyjuice.tokens import TiktokenCounter, TokenCounter, count_transcript, default_counter
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from tinyjuice.formats import LoadError, load, load_bytes
-from tinyjuice.formats._base import clip
+from tinyjuice.formats._io import clip
 from tinyjuice.formats._locate import locate, locate_nearest
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import pytest
 from tinyjuice.formats import LoadError, dumps, load, load_bytes, save
 from tinyjuice.formats import anthropic as fmt
 from tinyjuice.formats import openai as openai_fmt
-from tinyjuice.formats._base import Source
+from tinyjuice.formats._io import Source
 from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, ToolCall, Transcript
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(200))).decode()
@@ -508,8 +508,8 @@ def test_converted_turns_have_no_empty_text_blocks() -> None:
 
 def test_reviewer_case_compressed_demo_to_anthropic_is_api_shaped(tmp_path: Path) -> None:
     # tjui compress sessions/demo.json --keep-last 2 --to anthropic -o x.json
+    from tinyjuice.options import CompactionOptions
     from tinyjuice.pipeline import compress
-    from tinyjuice.report import CompactionOptions
 
     demo = load(Path(__file__).resolve().parents[2] / "sessions" / "demo.json")
     for t in (demo, compress(demo, CompactionOptions(keep_last=2, force=True)).transcript):

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyjuice.formats import LoadError, claude_code, codex, detect, load
-from tinyjuice.formats._base import LoadOptions, Source, parse_json, parse_jsonl
+from tinyjuice.formats._io import LoadOptions, Source, parse_json, parse_jsonl
 from tinyjuice.model import Role, ThinkingPart, Transcript, Trigger
 
 SESSION = "7f3c2a9e-1b4d-4e8a-9c6f-2d5e8a1b3c4d"

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyjuice.formats import LoadError, claude_code, codex, detect, load
-from tinyjuice.formats._base import LoadOptions, Source, parse_json, parse_jsonl
+from tinyjuice.formats._io import LoadOptions, Source, parse_json, parse_jsonl
 from tinyjuice.model import Role, ThinkingPart, Transcript, Trigger
 
 SESSION = "0199a213-81c0-7800-8aa1-bbab2a035a53"

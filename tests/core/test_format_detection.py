@@ -10,7 +10,7 @@ import pytest
 
 from tinyjuice.formats import FORMAT_NAMES, _parse, _readings, detect
 from tinyjuice.formats import _module as format_module
-from tinyjuice.formats._base import LoadOptions
+from tinyjuice.formats._io import LoadOptions
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 MANIFEST = json.loads((SESSIONS / "manifest.json").read_text())["files"]

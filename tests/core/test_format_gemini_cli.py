@@ -266,7 +266,7 @@ def test_garbage_records_are_not_a_traceback() -> None:
     ],
 )
 def test_gemini_models_have_their_window(model: str, window: int) -> None:
-    from tinyjuice.models import resolve_context_window
+    from tinyjuice.model_limits import resolve_context_window
 
     assert resolve_context_window(None, model)[:2] == (window, "model table")
 

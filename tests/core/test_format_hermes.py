@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from tinyjuice.formats import LoadError, LoadOptions, dumps, load, load_bytes, save
-from tinyjuice.formats._hermes_db import create_schema, write_session
+from tinyjuice.formats._hermes_state import create_schema, write_session
 from tinyjuice.formats.hermes import SessionInfo, list_sessions
 from tinyjuice.model import MediaPart, Message, Role, TextPart, ToolCall, Transcript, Trigger
 

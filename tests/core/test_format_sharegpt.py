@@ -14,7 +14,7 @@ from tinyjuice.formats import LoadError, LoadOptions, dumps, load, load_bytes, s
 from tinyjuice.formats import anthropic as anthropic_fmt
 from tinyjuice.formats import openai as openai_fmt
 from tinyjuice.formats import sharegpt as fmt
-from tinyjuice.formats._base import Source, parse_jsonl
+from tinyjuice.formats._io import Source, parse_jsonl
 from tinyjuice.model import Message, Role, TextPart, ThinkingPart, ToolCall, Transcript
 from tinyjuice.tokens import TOOLS_IN_TEXT_HINT, RoughCounter, count_transcript, tools_in_text
 

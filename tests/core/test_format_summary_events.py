@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from tinyjuice.formats import load, load_bytes
-from tinyjuice.formats._common import summary_events
+from tinyjuice.formats._messages import summary_events
 from tinyjuice.model import (
     CompactionEvent,
     Message,

@@ -14,7 +14,7 @@ from tinyjuice.formats import anthropic as anthropic_fmt
 from tinyjuice.formats import openai as openai_fmt
 from tinyjuice.formats import sharegpt as sharegpt_fmt
 from tinyjuice.formats import swe_agent as fmt
-from tinyjuice.formats._base import Source
+from tinyjuice.formats._io import Source
 from tinyjuice.model import Role, ThinkingPart, Transcript
 
 

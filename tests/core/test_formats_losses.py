@@ -34,8 +34,8 @@ from tinyjuice.model import (
     Transcript,
     Trigger,
 )
+from tinyjuice.options import CompactionOptions
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 SAMPLES = sorted(json.loads((SESSIONS / "manifest.json").read_text())["files"])

@@ -10,8 +10,8 @@ from builders import FakeProvider, coding_session
 
 from tinyjuice._gc import gc_paused
 from tinyjuice.formats import dumps, load_bytes
+from tinyjuice.options import CompactionOptions
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions
 from tinyjuice.summary import SummaryRequest, SummaryText
 
 

@@ -11,9 +11,10 @@ import pytest
 
 from tinyjuice.atomic import sha256_hex
 from tinyjuice.formats import load
-from tinyjuice.formats._hermes_db import create_schema, write_session
+from tinyjuice.formats._hermes_state import create_schema, write_session
+from tinyjuice.options import CompactionOptions
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions, Status
+from tinyjuice.report import Status
 from tinyjuice.store import (
     Archive,
     ChangedSinceCommit,
@@ -27,7 +28,7 @@ from tinyjuice.store import (
     load_source,
     undo,
 )
-from tinyjuice.store.hermes_db import read_snapshot
+from tinyjuice.store.hermes_commit import read_snapshot
 from tinyjuice.tokens import RoughCounter
 
 SID = "20250915_152740_c41a9e"
@@ -257,7 +258,7 @@ def test_a_failure_inside_the_transaction_rolls_everything_back(
         if point == "mid-transaction":
             raise OSError("disk full")
 
-    monkeypatch.setattr("tinyjuice.store.hermes_db.checkpoint", fail_mid_transaction)
+    monkeypatch.setattr("tinyjuice.store.hermes_commit.checkpoint", fail_mid_transaction)
     with pytest.raises(OSError, match="disk full"):
         commit(result, source, mode=mode)
     assert read_snapshot(db, SID) == snapshot

@@ -15,18 +15,18 @@ import pytest
 from test_hermes_commit import SID, _transcript, compacted, make_db
 from test_store_crash import crash_in_child
 
-from tinyjuice.formats._hermes_db import write_session
+from tinyjuice.formats._hermes_state import write_session
 from tinyjuice.store import (
     CommitError,
     CommitState,
     SourceBusy,
     StaleSourceError,
     commit,
-    hermes_db,
+    hermes_commit,
     history,
     load_source,
 )
-from tinyjuice.store.hermes_db import read_snapshot
+from tinyjuice.store.hermes_commit import read_snapshot
 
 commit_module = importlib.import_module("tinyjuice.store.commit")
 
@@ -65,7 +65,7 @@ def hold_write_lock(db: Path, seconds: float, *, exclusive: bool = False) -> thr
 
 @pytest.fixture
 def short_waits(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hermes_db, "BUSY_TIMEOUT", 0.3, raising=False)
+    monkeypatch.setattr(hermes_commit, "BUSY_TIMEOUT", 0.3, raising=False)
 
 
 def test_a_writer_locking_the_db_after_loading_is_a_clear_busy_error(
@@ -101,13 +101,13 @@ def test_a_db_locked_for_reading_is_busy_not_stale(
     conn.close()
     source = load_source(db, session=SID)
     result = compacted(source)
-    real_take = hermes_db._take_lock
+    real_take = hermes_commit._take_lock
 
     def take_then_hermes_writes(*args):  # type: ignore[no-untyped-def]
         real_take(*args)
         hold_write_lock(db, 6.5, exclusive=True)
 
-    monkeypatch.setattr(hermes_db, "_take_lock", take_then_hermes_writes, raising=False)
+    monkeypatch.setattr(hermes_commit, "_take_lock", take_then_hermes_writes, raising=False)
     with pytest.raises(SourceBusy, match="locked by another writer"):
         commit(result, source)
     assert lock_rows(db) == []
@@ -142,7 +142,7 @@ def test_a_tjui_killed_holding_the_lock_does_not_hold_the_session(tmp_path: Path
     conn.close()
     crash_in_child("lease-acquired", lambda: commit(result, source))
     assert [r[0] for r in lock_rows(db)] == [SID]  # SIGKILL: no chance to release
-    assert hermes_db.lock_holder(db, SID) is None  # recognised as a dead tjui's row
+    assert hermes_commit.lock_holder(db, SID) is None  # recognised as a dead tjui's row
     again = load_source(db, session="second_session")
     assert commit(compacted(again), again).state is CommitState.DONE
     assert lock_rows(db) == []  # the next commit in the database cleared it

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from tinyjuice.formats import load
 from tinyjuice.live import live_split, live_view, with_history
 from tinyjuice.model import CompactionEvent, Message, Role, TextPart, Transcript, Usage
+from tinyjuice.options import CompactionOptions
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions
 from tinyjuice.store import load_source, plan_commit
 from tjui.cli import main
 

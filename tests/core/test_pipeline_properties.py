@@ -44,8 +44,9 @@ from hypothesis import strategies as st
 
 from tinyjuice.boundary import latest_real_user_index
 from tinyjuice.model import Role, Transcript
+from tinyjuice.options import CompactionOptions, Profile
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions, CompactionResult, Profile, Status
+from tinyjuice.report import CompactionResult, Status
 from tinyjuice.summary import SummaryRequest, SummaryText
 from tinyjuice.tokens import RoughCounter
 

@@ -30,7 +30,7 @@ from tinyjuice.model import (
     Trigger,
     Usage,
 )
-from tinyjuice.models import ModelLimits
+from tinyjuice.model_limits import ModelLimits
 from tinyjuice.policies import (
     POLICY_NAMES,
     ClaudeCodePolicy,
@@ -88,7 +88,7 @@ def rough(text: str) -> int:
         (OpencodePolicy(), 200_000, 64_000, 180_000, Rule.BUFFER),
         (OpencodePolicy(), 200_000, 8_192, 191_808, Rule.BUFFER),
         (OpencodePolicy(), 200_000, None, 180_000, Rule.BUFFER),
-        # Seed 001: 60%, no floor, no raise.
+        # The rules profile: 60%, no floor, no raise.
         (RulesPolicy(), 200_000, None, 120_000, Rule.RATIO),
         (RulesPolicy(), 64_000, None, 38_400, Rule.RATIO),
         # Custom: any ratio / floor / reserve.

@@ -29,9 +29,9 @@ from typing import Any
 import orjson
 import pytest
 
-from tinyjuice.budget import CompactionState
 from tinyjuice.formats import dumps
 from tinyjuice.model import Message, MessageMeta, Role, TextPart, ToolCall, Transcript
+from tinyjuice.options import CompactionOptions, CompactionState
 from tinyjuice.pipeline import compress
 from tinyjuice.providers import (
     ANTHROPIC_VERSION,
@@ -41,7 +41,7 @@ from tinyjuice.providers import (
     ProviderKind,
     make_provider,
 )
-from tinyjuice.report import CompactionOptions, CompactionResult, Status
+from tinyjuice.report import CompactionResult, Status
 from tinyjuice.summary import (
     SECTION_TITLES,
     FailureClass,

@@ -27,13 +27,13 @@ from test_providers import (  # the loopback server of the provider tests, reuse
 )
 from test_redact_catalogue import CATALOGUE, Case
 
-from tinyjuice.batch import BatchOptions, compress_trajectory
-from tinyjuice.budget import CompactionState
+from tinyjuice.fit import BatchOptions, compress_trajectory
 from tinyjuice.formats import WRITABLE_FORMATS, dumps, load_bytes
 from tinyjuice.model import Message, Role, TextPart, ToolCall, Transcript
+from tinyjuice.options import CompactionOptions, CompactionState, Profile
 from tinyjuice.pipeline import compress
 from tinyjuice.providers import AnthropicProvider, OpenAICompatProvider
-from tinyjuice.report import CompactionOptions, Profile, Status
+from tinyjuice.report import Status
 from tinyjuice.tokens import RoughCounter
 
 POSITIONS = (

@@ -20,9 +20,9 @@ from builders import Conv
 from tinyjuice.digest import digest_line
 from tinyjuice.formats import dumps
 from tinyjuice.model import Message, Role, TextPart, ToolCall, Transcript
+from tinyjuice.options import CompactionOptions, Profile
 from tinyjuice.pipeline import compress
 from tinyjuice.redact import find_secrets, redact_clip, redact_messages, redact_text
-from tinyjuice.report import CompactionOptions, Profile
 from tinyjuice.summary import fallback_summary
 from tinyjuice.tokens import RoughCounter
 

@@ -1,4 +1,4 @@
-"""Seed 001's rule-based profile: the six rules, its configuration, and what is never dropped.
+"""The rule-based profile: the six rules, its configuration, and what is never dropped.
 
 Each rule gets a concrete example, through :func:`apply_rules` (the middle only) and through
 ``compress(profile=rules)`` (the whole pipeline).
@@ -14,8 +14,9 @@ import pytest
 from builders import Conv, anthropic_roles, orphan_calls, orphan_results, terminal_output
 
 from tinyjuice.model import Message, Role, TextPart, ThinkingPart, ToolCall
+from tinyjuice.options import CompactionOptions, Profile
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions, Profile, Status
+from tinyjuice.report import Status
 from tinyjuice.rules import (
     RulesConfig,
     apply_rules,
@@ -27,7 +28,7 @@ from tinyjuice.tokens import RoughCounter
 
 ROUGH = RoughCounter()
 
-#: The YAML block of seed 001, as the mapping a YAML loader returns.
+#: The profile's documented YAML configuration block, as the mapping a YAML loader returns.
 SEED_CONFIG = {
     "compaction": {
         "enabled": True,

@@ -23,10 +23,10 @@ from test_redact_catalogue import CATALOGUE
 from tinyjuice import digest as digest_mod
 from tinyjuice import redact as redact_mod
 from tinyjuice.boundary import BoundaryIndex
-from tinyjuice.budget import CompactionState
 from tinyjuice.digest import digest_line, digest_tool_results, parse_exit_code
 from tinyjuice.formats import dumps
 from tinyjuice.model import Message, MessageMeta, Role, TextPart, ToolCall, Transcript
+from tinyjuice.options import CompactionOptions, CompactionState
 from tinyjuice.pipeline import _FAILED_DIGEST, _failed_digest, compress
 from tinyjuice.redact import (
     _AWS_CANDIDATE,
@@ -36,7 +36,6 @@ from tinyjuice.redact import (
     redact_message,
     redact_messages,
 )
-from tinyjuice.report import CompactionOptions
 from tinyjuice.rules import tool_output_text
 from tinyjuice.summary import (
     _ASK_CHARS,

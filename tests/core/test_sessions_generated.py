@@ -105,6 +105,16 @@ def test_check_compares_database_rows_not_only_bytes(generator: ModuleType, tmp_
 # ----------------------------------------------------------------------- demo shapes
 
 
+def test_sample_state_db_uses_the_readers_schema(generator: ModuleType) -> None:
+    # The Hermes state.db schema is written once, in the reader, and the generator uses it.
+    from tinyjuice.formats import _hermes_state
+
+    assert generator.STATE_SCHEMA is _hermes_state.STATE_SCHEMA
+    with sqlite3.connect(SESSIONS / "hermes-state.db") as conn:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(sessions)")]
+    assert "compression_fallback_streak" in columns and "source" in columns
+
+
 def test_demo_is_a_long_hermes_session_log(demo: dict[str, Any]) -> None:
     for key in (
         "session_id",

@@ -16,12 +16,14 @@ from pathlib import Path
 
 import orjson
 import pytest
+from builders import write_openai_session
 
 from tinyjuice.atomic import temp_path_for
 from tinyjuice.formats import load
 from tinyjuice.lease import CompactionLease
+from tinyjuice.options import CompactionOptions
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions, PersistenceRecommendation, Status
+from tinyjuice.report import PersistenceRecommendation, Status
 from tinyjuice.store import (
     Archive,
     ArchiveError,
@@ -40,7 +42,7 @@ from tinyjuice.store import (
     undo,
 )
 from tinyjuice.store.archive import MIGRATIONS, SCHEMA_VERSION, CommitRecord
-from tinyjuice.store.lease import make_holder
+from tinyjuice.store.archive_lease import make_holder
 from tinyjuice.tokens import RoughCounter
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,37 +54,7 @@ def sha(path: Path) -> str:
 
 
 def openai_session(path: Path, exchanges: int = 12) -> Path:
-    messages: list[dict] = [{"role": "system", "content": "You are a coding agent."}]
-    for i in range(exchanges):
-        messages.append({"role": "user", "content": f"Step {i}: fix src/app/module_{i}.py"})
-        messages.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_{i}",
-                        "type": "function",
-                        "function": {
-                            "name": "terminal",
-                            "arguments": json.dumps({"command": f"pytest tests/test_{i}.py"}),
-                        },
-                    }
-                ],
-            }
-        )
-        out = "\n".join(f"tests/test_{i}.py::case_{k} PASSED" for k in range(40))
-        messages.append(
-            {
-                "role": "tool",
-                "tool_call_id": f"call_{i}",
-                "content": json.dumps({"output": out, "exit_code": 0}),
-            }
-        )
-        messages.append({"role": "assistant", "content": f"Step {i} passes now."})
-    messages.append({"role": "user", "content": "Now make the retry logic idempotent."})
-    path.write_text(json.dumps({"model": "gpt-4o", "messages": messages}, indent=1))
-    return path
+    return write_openai_session(path, exchanges, model="gpt-4o", indent=1)
 
 
 def compacted(source, **options):  # type: ignore[no-untyped-def]

@@ -21,11 +21,11 @@ import pytest
 
 from tinyjuice.atomic import TEMP_SUFFIX, sha256_hex, temp_path_for
 from tinyjuice.formats import load
-from tinyjuice.formats._hermes_db import create_schema, write_session
+from tinyjuice.formats._hermes_state import create_schema, write_session
+from tinyjuice.options import CompactionOptions
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions
 from tinyjuice.store import Archive, CommitState, commit, history, load_source, undo
-from tinyjuice.store.hermes_db import read_snapshot
+from tinyjuice.store.hermes_commit import read_snapshot
 from tinyjuice.tokens import RoughCounter
 
 SID = "20250916_084107_a3f9c1"
@@ -43,7 +43,7 @@ commit(load(compacted), load_source(path, session=session), mode=mode)
 CHILD = """
 import json, sys
 from tinyjuice.pipeline import compress
-from tinyjuice.report import CompactionOptions
+from tinyjuice.options import CompactionOptions
 from tinyjuice.store import LeaseBusy, commit, load_source
 from tinyjuice.tokens import RoughCounter
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyjuice.formats import dumps, load_bytes
-from tinyjuice.formats._common import is_summary_text
+from tinyjuice.formats._messages import is_summary_text
 from tinyjuice.model import Message, MessageMeta, Role, TextPart, ToolCall, Transcript
 from tinyjuice.summary import (
     END_MARKER,
@@ -733,8 +733,8 @@ def test_fallback_verbose_parts_never_take_room_an_anchor_needs() -> None:
 def test_compress_hands_the_focus_topic_to_the_fallback() -> None:
     from builders import coding_session
 
+    from tinyjuice.options import CompactionOptions
     from tinyjuice.pipeline import compress
-    from tinyjuice.report import CompactionOptions
 
     t = coding_session(6).transcript()
     opts = CompactionOptions(keep_last=1, force=True, focus_topic="engine rename")

@@ -15,7 +15,7 @@ from tinyjuice.formats import load
 from tinyjuice.pipeline import compress
 from tinyjuice.store import Archive, CommitMode, CommitState, LoadedSource, commit, load_source
 from tinyjuice.tokens import RoughCounter, count_transcript
-from tjui.app import make_app
+from tjui.app import STYLESHEET, make_app
 from tjui.screens.commit import CommitDialog, CommitOutcome
 from tjui.screens.history import HistoryScreen
 from tjui.screens.main import MainScreen
@@ -37,6 +37,8 @@ def inspector_session(loaded: LoadedSource) -> InspectorSession:
 
 
 class Host(App[None]):
+    CSS_PATH = STYLESHEET  # the screens' layout
+
     def __init__(self, screen: Any) -> None:
         super().__init__()
         self._screen = screen

@@ -184,10 +184,10 @@ async def test_search_highlights_and_jumps(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await wait_loaded(pilot)
         await pilot.press("slash")
-        await pilot.press(*"module 7", "enter")
+        await pilot.press(*"step 7 passes", "enter")
         lst = screen.query_one(MessageList)
         await wait_for(pilot, lambda: bool(screen._matches))
-        assert "module 7" in screen.session.transcript.messages[lst.cursor].text.lower()
+        assert "step 7 passes" in screen.session.transcript.messages[lst.cursor].text.lower()
 
 
 async def test_broken_file_shows_error_dialog(tmp_path: Path) -> None:

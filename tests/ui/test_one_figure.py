@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import Static
 from ui_helpers import wait_for, wait_loaded
 
-from tinyjuice.report import Profile
+from tinyjuice.options import Profile
 from tjui.app import make_app
 from tjui.paths import demo_session
 from tjui.screens.commit import CommitDialog

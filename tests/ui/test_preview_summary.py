@@ -24,6 +24,7 @@ from textual.widgets import Input, OptionList, Select
 from tinyjuice.formats import load
 from tinyjuice.model import Transcript
 from tinyjuice.tokens import RoughCounter, count_transcript
+from tjui.app import STYLESHEET
 from tjui.screens.preview import FALLBACK_CHOICE, PreviewScreen
 from tjui.session import InspectorSession
 
@@ -105,6 +106,8 @@ def session(focus: str | None = None) -> InspectorSession:
 
 
 class Host(App[None]):
+    CSS_PATH = STYLESHEET  # the screens' layout
+
     def __init__(self, s: InspectorSession) -> None:
         super().__init__()
         self.s = s

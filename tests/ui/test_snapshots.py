@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from scenes import SCENES, error_dialog
 
 from tjui.app import make_app
 from tjui.paths import demo_session
-from tjui.scenes import SCENES, error_dialog
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -20,6 +20,7 @@ from tinyjuice.model import (
     Usage,
 )
 from tinyjuice.tokens import RoughCounter, TranscriptTokens, count_transcript
+from tjui.app import STYLESHEET
 from tjui.screens.timeline import TimelineScreen
 from tjui.widgets.timeline import ESTIMATED, EVENT_MARK, MEASURED, RESERVE_LINE, TimelineChart
 
@@ -63,6 +64,8 @@ def mixed_transcript() -> Transcript:
 
 
 class Host(App[None]):
+    CSS_PATH = STYLESHEET  # the screens' layout
+
     def __init__(self, screen_factory) -> None:  # type: ignore[no-untyped-def]
         super().__init__()
         self.factory = screen_factory

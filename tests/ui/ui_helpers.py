@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+import builders
 from textual.pilot import Pilot
 
 from tjui.screens.main import MainScreen
@@ -36,49 +36,5 @@ async def wait_loaded(pilot: Pilot, *, exact: bool = True) -> MainScreen:
 
 
 def write_openai_session(path: Path, exchanges: int = 40) -> Path:
-    messages: list[dict] = [{"role": "system", "content": "You are a coding agent."}]
-    for i in range(exchanges):
-        messages.append({"role": "user", "content": f"Step {i}: run the tests for module {i}"})
-        messages.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"c{i}a",
-                        "type": "function",
-                        "function": {
-                            "name": "terminal",
-                            "arguments": json.dumps({"command": f"pytest tests/test_{i}.py"}),
-                        },
-                    },
-                    {
-                        "id": f"c{i}b",
-                        "type": "function",
-                        "function": {
-                            "name": "read_file",
-                            "arguments": json.dumps({"path": f"src/m{i}.py"}),
-                        },
-                    },
-                ],
-            }
-        )
-        output = "\n".join(f"tests/test_{i}.py::case_{k} PASSED" for k in range(40))
-        messages.append(
-            {
-                "role": "tool",
-                "tool_call_id": f"c{i}a",
-                "content": json.dumps({"output": output, "exit_code": 0}),
-            }
-        )
-        messages.append(
-            {
-                "role": "tool",
-                "tool_call_id": f"c{i}b",
-                "content": "\n".join(f"line {k}" for k in range(80)),
-            }
-        )
-        messages.append({"role": "assistant", "content": f"Module {i} passes."})
-    messages.append({"role": "user", "content": "Now summarise what changed."})
-    path.write_text(json.dumps(messages))
-    return path
+    """The UI tests' session: two calls per exchange (pytest and a file read)."""
+    return builders.write_openai_session(path, exchanges, read_file_lines=80)

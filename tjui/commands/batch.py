@@ -314,9 +314,9 @@ def batch(
     to OUT.partial and renamed to OUT when complete; Ctrl-C stops after the current
     line and leaves OUT.partial with every line finished so far.
     """
-    from tinyjuice.batch import BatchOptions
-    from tinyjuice.batch_io import BatchInputError, Job, plan_jobs, run_batch
-    from tinyjuice.report import Profile
+    from tinyjuice.dataset import BatchInputError, Job, plan_jobs, run_batch
+    from tinyjuice.fit import BatchOptions
+    from tinyjuice.options import Profile
     from tinyjuice.tokens import default_counter
 
     try:

@@ -1,15 +1,6 @@
 """``tjui config``, ``tjui summarize`` and ``tjui review``: providers and summary quality.
 
-- ``tjui config`` prints the effective provider configuration, secrets masked, with
-  where each value came from (flag, environment, file, default).
-- ``tjui summarize FILE`` compresses with the selected provider (or the deterministic
-  fallback) exactly as ``tjui compress`` would, then prints the handoff summary and its
-  review against the middle it replaces. Nothing is written.
-- ``tjui review FILE`` reviews the summaries an agent already wrote into a transcript:
-  one scorecard per past compaction.
-
-:func:`provider_option`, :func:`provider_flags` and :func:`resolve_provider` let other
-commands (``tjui compress``) take ``--provider`` the same way.
+Details: docs/app.md (`tjui.commands.summaries`).
 """
 
 from __future__ import annotations
@@ -314,8 +305,9 @@ def summarize_cmd(
     network) exits with status 1 and changes nothing.
     """
     from tinyjuice.budget import summary_token_budget
+    from tinyjuice.options import CompactionOptions
     from tinyjuice.pipeline import compress
-    from tinyjuice.report import CompactionOptions, Status
+    from tinyjuice.report import Status
     from tinyjuice.review import review_summary
     from tinyjuice.tokens import count_transcript, default_counter, message_tokens
 

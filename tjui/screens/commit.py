@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -31,7 +32,7 @@ from textual.widgets import (
     Select,
     Static,
 )
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
 from tinyjuice.formats import WRITABLE_FORMATS, LoadError
 from tinyjuice.report import CompactionResult
@@ -50,6 +51,7 @@ from tinyjuice.store import (
     undo,
 )
 from tjui.session import InspectorSession
+from tjui.workers import ForwardWorkerErrors, failure_text
 
 __all__ = ["STAGES", "CommitDialog", "CommitOutcome", "plan_summary"]
 
@@ -91,36 +93,12 @@ def plan_summary(plan: CommitPlan) -> str:
     )
 
 
-class CommitDialog(ModalScreen[CommitOutcome | None]):
+class CommitDialog(ForwardWorkerErrors, ModalScreen[CommitOutcome | None]):
     """Commit the compaction on screen; dismisses with a :class:`CommitOutcome`.
 
     ``source`` is the :class:`~tinyjuice.store.LoadedSource` the inspector loaded
     (best: its sha256 is of the very bytes on screen), or the transcript's path, in
     which case it is read again here and must hold the same messages as the session.
-    """
-
-    DEFAULT_CSS = """
-    CommitDialog { align: center middle; }
-    CommitDialog > Vertical {
-        width: 90%; max-width: 110; height: auto; max-height: 90%; padding: 0 2;
-        border: thick $primary; background: $panel; overflow-y: auto;
-    }
-    CommitDialog #commit-title { text-style: bold; color: $primary; margin: 1 0; }
-    CommitDialog #commit-figures { color: $text; margin-bottom: 1; }
-    CommitDialog RadioSet { layout: horizontal; height: auto; border: none; background: $panel; }
-    CommitDialog RadioSet:focus { border: none; }
-    CommitDialog #commit-target-row { height: auto; margin-top: 1; }
-    CommitDialog #commit-target { width: 1fr; }
-    CommitDialog #commit-format { width: 22; margin-left: 1; }
-    CommitDialog #commit-writes { margin-top: 1; }
-    CommitDialog #commit-writes, CommitDialog #commit-archives { color: $text-muted; }
-    CommitDialog #commit-notes { color: $warning; }
-    CommitDialog #commit-progress { margin-top: 1; }
-    CommitDialog #commit-result { text-style: bold; }
-    CommitDialog #commit-result.-ok { color: $success; }
-    CommitDialog #commit-result.-error { color: $error; }
-    CommitDialog #commit-buttons { height: auto; align-horizontal: right; margin: 1 0; }
-    CommitDialog Button { margin-left: 1; }
     """
 
     BINDINGS = [
@@ -287,20 +265,20 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         record = undo(commit_id, archive=self.archive)
         self.post_message(self.Undone(record))
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state is not WorkerState.ERROR or event.worker.group != "commit-run":
-            return
+    def show_failure(self, worker: Worker[Any]) -> bool:
+        """A failed commit or undo is shown on the dialog's result line."""
+        if worker.group != "commit-run":
+            return False
         self.busy = False
-        error = event.worker.error
+        error = worker.error
         if isinstance(error, StaleSourceError):
             self.stale = True
             self._result(f"{error} — press r to reload", ok=False)
-        elif isinstance(error, (CommitError, ArchiveError, OSError)):  # LeaseBusy is a CommitError
-            self._result(str(error), ok=False)
-        else:
-            self._result(f"{type(error).__name__}: {error}", ok=False)
+        else:  # LeaseBusy is a CommitError
+            self._result(failure_text(error, CommitError, ArchiveError, OSError), ok=False)
         self.query_one("#commit-progress").display = False
         self._sync_buttons()
+        return True
 
     # ---------------------------------------------------------------- updates
 

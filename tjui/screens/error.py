@@ -14,18 +14,6 @@ from textual.widgets import Button, Footer, Input, Label, Static
 class ErrorDialog(ModalScreen[Path | None]):
     """Shows what went wrong; dismisses with a path to open instead, or None to quit."""
 
-    DEFAULT_CSS = """
-    ErrorDialog { align: center middle; }
-    ErrorDialog > Vertical {
-        width: 80%; max-width: 100; height: auto; padding: 1 2;
-        border: thick $error; background: $panel;
-    }
-    ErrorDialog #error-title { text-style: bold; color: $error; margin-bottom: 1; }
-    ErrorDialog #error-message { margin-bottom: 1; }
-    ErrorDialog Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
-    ErrorDialog Button { margin-left: 1; }
-    """
-
     BINDINGS = [Binding("escape", "quit_app", "Quit", id="error.quit")]
 
     def __init__(self, title: str, message: str, *, allow_open: bool = True) -> None:

@@ -44,13 +44,6 @@ def bindings_table(sections: Iterable[tuple[str, Iterable[Binding]]]) -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 80%; max-width: 90; height: 85%; padding: 1 2;
-        border: thick $primary; background: $panel;
-    }
-    """
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close", id="help.close")]
 
     def __init__(self, sections: list[tuple[str, list[Binding]]]) -> None:

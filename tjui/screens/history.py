@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
@@ -19,7 +20,7 @@ from textual.binding import Binding
 from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
 from tinyjuice.store import (
     Archive,
@@ -31,6 +32,7 @@ from tinyjuice.store import (
     history,
     undo,
 )
+from tjui.workers import ForwardWorkerErrors, failure_text
 
 __all__ = ["HistoryScreen", "record_row"]
 
@@ -61,17 +63,8 @@ def record_detail(r: CommitRecord) -> str:
     return "\n".join(lines)
 
 
-class HistoryScreen(Screen[tuple[CommitRecord, ...]]):
+class HistoryScreen(ForwardWorkerErrors, Screen[tuple[CommitRecord, ...]]):
     """Commits in the archive; `u` undoes the selected one."""
-
-    DEFAULT_CSS = """
-    HistoryScreen #history-title { height: 1; padding: 0 1; background: $primary-background; color: $text; text-style: bold; }
-    HistoryScreen DataTable { height: 1fr; }
-    HistoryScreen #history-detail { height: auto; min-height: 3; padding: 0 1; background: $panel; color: $text-muted; }
-    HistoryScreen #history-status { height: 1; padding: 0 1; background: $panel; }
-    HistoryScreen #history-status.-error { color: $error; }
-    HistoryScreen #history-status.-ok { color: $success; }
-    """
 
     BINDINGS = [
         Binding("u", "undo", "Undo commit", id="history.undo"),
@@ -193,16 +186,14 @@ class HistoryScreen(Screen[tuple[CommitRecord, ...]]):
         self._status(f"undone {r.id} · {r.target_label} · {what}", ok=True)
         self._load()
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state is not WorkerState.ERROR:
-            return
-        error = event.worker.error
+    def show_failure(self, worker: Worker[Any]) -> bool:
+        """A failed load or undo is shown on the status line."""
+        error = worker.error
         if isinstance(error, ChangedSinceCommit):
             self._status(f"{error} — press F to force", ok=False)
-        elif isinstance(error, (CommitError, ArchiveError, OSError)):
-            self._status(str(error), ok=False)
         else:
-            self._status(f"{type(error).__name__}: {error}", ok=False)
+            self._status(failure_text(error, CommitError, ArchiveError, OSError), ok=False)
+        return True
 
     def action_toggle_all(self) -> None:
         if self.source is None:

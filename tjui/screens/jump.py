@@ -10,10 +10,6 @@ from textual.widgets import Footer, Input, Label
 
 
 class JumpDialog(ModalScreen[int | None]):
-    DEFAULT_CSS = """
-    JumpDialog { align: center middle; }
-    JumpDialog > Vertical { width: 40; height: auto; padding: 1 2; border: thick $primary; background: $panel; }
-    """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="jump.cancel")]
 
     def __init__(self, count: int) -> None:

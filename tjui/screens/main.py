@@ -20,14 +20,13 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, get_current_worker
 
-from tinyjuice.formats import LoadError
 from tinyjuice.formats.catalog import SessionEntry, file_sessions, position_of
 from tinyjuice.live import LiveSplit, live_split
 from tinyjuice.model import Transcript
+from tinyjuice.options import Profile
 from tinyjuice.pipeline import BoundaryPlan
-from tinyjuice.report import Profile
 from tinyjuice.store import CommitRecord, LoadedSource, SourceKind, load_source
 from tinyjuice.subagents import Subagent, list_subagents, open_subagent
 from tinyjuice.tokens import RoughCounter, TranscriptTokens, count_transcript, default_counter
@@ -36,6 +35,7 @@ from tjui.session import InspectorSession
 from tjui.widgets.context_bar import ContextBar
 from tjui.widgets.detail import DetailPane
 from tjui.widgets.message_list import MessageList, Zones
+from tjui.workers import ForwardWorkerErrors
 
 if TYPE_CHECKING:
     from textual import getters
@@ -144,30 +144,9 @@ def rule_label(plan: BoundaryPlan, offset: int = 0) -> str:
     )
 
 
-class MainScreen(Screen[None]):
+class MainScreen(ForwardWorkerErrors, Screen[None]):
     if TYPE_CHECKING:  # the app this screen runs in (Textual's idiom; no run-time change)
         app = getters.app(TjuiApp)
-
-    DEFAULT_CSS = """
-    MainScreen #file-header { height: 1; padding: 0 1; background: $primary-background; color: $text; text-style: bold; }
-    MainScreen #loading { height: auto; padding: 1 2; }
-    MainScreen #loading.-hidden { display: none; }
-    MainScreen #body { height: 1fr; }
-    MainScreen #left { width: 3fr; }
-    MainScreen MessageList { height: 1fr; }
-    MainScreen #boundary-status { height: auto; max-height: 4; padding: 0 1; background: $panel; color: $text-muted; }
-    MainScreen DetailPane { width: 2fr; border-left: tall $panel-lighten-1; }
-    MainScreen.-narrow DetailPane { display: none; }
-    MainScreen.-narrow.-show-detail DetailPane { display: block; width: 1fr; }
-    MainScreen.-narrow.-show-detail #left { display: none; }
-    MainScreen #controls { height: 1; background: $panel; }
-    MainScreen #controls Label { padding: 0 1; color: $text-muted; }
-    MainScreen #controls Input { border: none; height: 1; padding: 0 1; background: $surface; }
-    MainScreen #keep-last { width: 10; }
-    MainScreen #focus-topic { width: 1fr; }
-    MainScreen #search { dock: bottom; height: 1; border: none; padding: 0 1; display: none; }
-    MainScreen #search.-visible { display: block; }
-    """
 
     BINDINGS = [
         # The app's Help and Quit first, so the footer keeps them at 80 columns.
@@ -344,14 +323,12 @@ class MainScreen(Screen[None]):
             self.post_message(self.Counted(session.with_tokens(exact.tail(split.start), counter)))
             self.post_message(self.HistoryCounted(exact.per_message[: split.start]))
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state is not WorkerState.ERROR or event.worker.group != "load":
-            return
-        error = event.worker.error
-        # The dialog dims this screen: no loading bar left running behind it.
-        self.query_one("#loading").add_class("-hidden")
-        message = str(error) if isinstance(error, LoadError) else f"{type(error).__name__}: {error}"
-        self.app.show_error("Could not open the transcript", message)
+    def show_failure(self, worker: Worker[Any]) -> bool:
+        """A failure opens the App's error dialog; a failed load first hides the bar."""
+        if worker.group == "load":
+            # The dialog dims this screen: no loading bar left running behind it.
+            self.query_one("#loading").add_class("-hidden")
+        return False
 
     # ----------------------------------------------------------------- updates
 

@@ -1,20 +1,6 @@
 """Side-by-side preview: the original middle beside what compaction turns it into.
 
-Left: each message of the middle as it is. Right: what replaces it — its digest (or
-the rules profile's rewrite), nothing when it only feeds the summary — and, at the
-end, the handoff summary in full. One Line-API view, so both sides scroll together
-and stay aligned. The header shows core's report figures as they are.
-
-Above the view: the summary source (the deterministic fallback or a provider from
-config.toml) and the focus topic (pre-filled from the session). Choosing a provider,
-submitting the focus topic or pressing ``r`` (re)generates in a worker thread with a
-spinner; ``x`` cancels (the result of a cancelled run is dropped). Beside the view: the
-scorecard of :func:`tinyjuice.review.review_summary` — recall per category, the checks,
-every missing item, the rules the summary lost and the probes it cannot answer;
-selecting a missing item, a lost rule or an unanswered probe dismisses the screen with
-the message index of its evidence (``PreviewScreen`` is a ``Screen[int | None]``: push it with a
-callback to jump there). A provider failure is shown with its failure class and
-"nothing was changed" — the preview never changes the transcript.
+Details: docs/app.md (`tjui.screens.preview`).
 """
 
 from __future__ import annotations
@@ -22,6 +8,7 @@ from __future__ import annotations
 import textwrap
 from bisect import bisect_right
 from dataclasses import dataclass, replace
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -38,7 +25,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Footer, Input, Label, LoadingIndicator, OptionList, Select, Static
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, get_current_worker
 
 from tinyjuice.model import Message
 from tinyjuice.pipeline import compress
@@ -46,6 +33,7 @@ from tinyjuice.report import CompactionReport, CompactionResult
 from tinyjuice.review import CATEGORIES, SummaryReview
 from tjui.session import InspectorSession
 from tjui.widgets.message_list import preview_text
+from tjui.workers import ForwardWorkerErrors, failure_text
 
 #: Lines of each original message shown in the preview (the detail pane has it all).
 CELL_LINES = 6
@@ -365,31 +353,9 @@ def failure_line(report: CompactionReport, provider: str | None) -> str | None:
     )
 
 
-class PreviewScreen(Screen[int | None]):
+class PreviewScreen(ForwardWorkerErrors, Screen[int | None]):
     """The compaction preview. Dismissed with a message index (jump there) or None."""
 
-    DEFAULT_CSS = """
-    PreviewScreen #preview-header { height: auto; padding: 0 1; background: $primary-background; color: $text; text-style: bold; }
-    PreviewScreen #preview-controls { height: 1; padding: 0 1; background: $panel; }
-    PreviewScreen #preview-controls Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
-    PreviewScreen #preview-provider { width: 34; margin: 0 2 0 0; }
-    PreviewScreen #preview-focus { width: 1fr; }
-    PreviewScreen #preview-columns { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
-    PreviewScreen #preview-error { height: auto; padding: 0 1; color: $error; text-style: bold; }
-    PreviewScreen #preview-error.-empty { display: none; }
-    PreviewScreen #preview-warnings { height: auto; padding: 0 1; color: $warning; }
-    PreviewScreen #preview-warnings.-empty { display: none; }
-    PreviewScreen LoadingIndicator { height: 3; }
-    PreviewScreen LoadingIndicator.-hidden { display: none; }
-    PreviewScreen #preview-body { height: 1fr; }
-    PreviewScreen PreviewView { width: 1fr; height: 1fr; }
-    PreviewScreen #preview-scorecard { width: 48; height: 1fr; border-left: solid $panel-lighten-2; }
-    PreviewScreen.-stacked #preview-body { layout: vertical; }
-    PreviewScreen.-stacked #preview-scorecard {
-        width: 1fr; height: 7; border-left: none; border-top: solid $panel-lighten-2;
-    }
-    PreviewScreen.-stacked #preview-provider { width: 24; }
-    """
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="preview.close"),
         Binding("m", "summary", "Summary", id="preview.summary"),
@@ -602,13 +568,15 @@ class PreviewScreen(Screen[int | None]):
             rows, self._jumps = scorecard_options(event.review, self._grade_styles())
             card.add_options(rows)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state is WorkerState.ERROR and event.worker.group == "preview":
-            self._done()
-            self.query_one("#preview-header", Static).update(
-                f"Preview failed: {type(event.worker.error).__name__}: {event.worker.error}"
-                " — nothing was changed."
-            )
+    def show_failure(self, worker: Worker[Any]) -> bool:
+        """A failed preview is said in the header; the previous one stays."""
+        if worker.group != "preview":
+            return False
+        self._done()
+        self.query_one("#preview-header", Static).update(
+            f"Preview failed: {failure_text(worker.error)} — nothing was changed."
+        )
+        return True
 
     # ------------------------------------------------------------------ controls
 

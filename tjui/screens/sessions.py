@@ -15,15 +15,6 @@ from tinyjuice.formats.catalog import SessionEntry
 class SessionPicker(ModalScreen[str | None]):
     """Pick one of ``entries``; the one on screen (``current``) is marked."""
 
-    DEFAULT_CSS = """
-    SessionPicker { align: center middle; }
-    SessionPicker > Vertical {
-        width: 90%; max-width: 100; height: auto; max-height: 80%; padding: 0 1;
-        border: thick $primary; background: $panel;
-    }
-    SessionPicker #sessions-title { text-style: bold; color: $primary; margin: 1 0; }
-    SessionPicker OptionList { height: auto; max-height: 20; margin-bottom: 1; }
-    """
     BINDINGS = [Binding("escape,s", "cancel", "Cancel", id="sessions.cancel")]
 
     def __init__(self, entries: list[SessionEntry], current: int | None) -> None:

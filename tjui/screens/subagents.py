@@ -23,11 +23,6 @@ def subagent_label(agent: Subagent) -> str:
 
 
 class SubagentDialog(ModalScreen[Subagent | None]):
-    DEFAULT_CSS = """
-    SubagentDialog { align: center middle; }
-    SubagentDialog > Vertical { width: 80; height: auto; max-height: 80%; padding: 1 2; border: thick $primary; background: $panel; }
-    SubagentDialog OptionList { height: auto; max-height: 20; }
-    """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="subagents.cancel")]
 
     def __init__(self, agents: list[Subagent]) -> None:

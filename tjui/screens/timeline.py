@@ -31,17 +31,6 @@ REPLAY_SHOWN = 8
 class TimelineScreen(Screen[int | None]):
     """The usage timeline with a policy switcher; dismisses with a message index or None."""
 
-    DEFAULT_CSS = """
-    TimelineScreen { layout: vertical; background: $surface; }
-    TimelineScreen #timeline-bar { height: 3; padding: 0 1; background: $panel; }
-    TimelineScreen #timeline-policy { width: 34; }
-    TimelineScreen #timeline-rule { width: 1fr; height: 3; padding: 0 1; color: $foreground-muted; }
-    TimelineScreen #timeline-detail {
-        height: auto; max-height: 10; padding: 0 1; background: $boost;
-        border-top: solid $primary;
-    }
-    """
-
     BINDINGS = [
         Binding("escape,q", "close", "Close", id="timeline.close"),
         Binding("left,left_square_bracket", "step(-1)", "Prev compaction", id="timeline.prev"),

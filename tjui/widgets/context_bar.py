@@ -1,14 +1,6 @@
 """The context-breakdown bar: what fills the window, and what the boundary would compress.
 
-Line 1 stacks the breakdown buckets (static cost first, then the conversation by kind),
-each in its own colour-blind-safe colour, and — for a measured prompt — the part the
-file does not record (``░``, core's ``unrecorded_tokens``), on a scale of the context
-window; then free space (``·``) up to the agent's trigger (``┃``) and the autocompact
-buffer (``▒``) from there to the window's edge, as Claude Code's ``/context`` draws
-them. Line 2 shows the compaction zones on the same scale (head, hatched middle, tail)
-and ``◆`` where core's computed compaction ends. Then the figures, and a legend whose
-entries (swatch, name, tokens, % of the window) never split across lines. Every number
-comes from core.
+Details: docs/app.md (`tjui.widgets.context_bar`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from textual.widgets import Collapsible, Static
 
 from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, ToolCall
 from tjui.widgets.lazy_text import LazyText, text_lines
+from tjui.workers import ForwardWorkerErrors
 
 #: Messages up to this many characters are prepared on the UI thread (pretty JSON and
 #: line splitting take ~1.5 ms per 270 KB); larger ones in a worker, so input never waits.
@@ -164,7 +165,7 @@ def message_heading(message: Message, index: int, tokens: int | None, estimated:
     return heading
 
 
-class DetailPane(VerticalScroll):
+class DetailPane(ForwardWorkerErrors, VerticalScroll):
     """Shows one message: text, tool calls as pretty JSON, output, reasoning, media.
 
     The body is drawn by ``LazyText`` widgets, which highlight only the rows on screen —

@@ -1,15 +1,6 @@
 """The message list: one row per message, rendered line by line (Line API).
 
-A ``ScrollView`` with ``render_line`` and an LRU strip cache, so painting cost depends
-on the rows on screen, not on the transcript's length (100k messages paint as fast as
-100). Rows show index, role glyph, per-message and cumulative tokens and a one-line
-preview; tool results are indented under their call; summaries and injected context
-are marked; the three compaction zones are shaded and the boundary drawn as a rule.
-
-When the agent already compacted (a reset, see :mod:`tinyjuice.live`), the history
-before its last compaction is shown first, greyed and marked "already compacted": those
-rows can be read but not selected, and every message index (cursor, zones, events)
-counts live messages only. The index column shows each message's place in the file.
+Details: docs/app.md (`tjui.widgets.message_list`).
 """
 
 from __future__ import annotations

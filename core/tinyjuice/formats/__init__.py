@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from tinyjuice._gc import gc_paused
 from tinyjuice.atomic import atomic_write
-from tinyjuice.formats._base import (
+from tinyjuice.formats._io import (
     FORMAT_NAMES,
     SQLITE_MAGIC,
     JsonLine,

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._common import meta_for_text
+from tinyjuice.formats._messages import meta_for_text
 from tinyjuice.model import (
     EMPTY,
     CompactionEvent,

@@ -1,20 +1,6 @@
 """Aider chat history: ``.aider.chat.history.md`` (read-only).
 
-Aider appends Markdown as the chat goes: ``# aider chat started at <time>`` opens each
-run of the program; every line the user typed is written as ``#### <line>``; the
-model's replies are written as they are (prose, code fences, edit blocks); Aider's own
-output — the start-up banner, "Applied edit to …", commit notes, lint and test output,
-``Tokens: … sent, … received`` — is written as ``> `` lines (``>`` alone for a blank).
-
-What we map: one run (the last, or the one ``--session N`` numbers from 1); ``####``
-lines to a user message (a ``/command`` is injected context of kind ``command``, not
-an ask); reply prose to an assistant message (``####`` and ``>`` inside a code fence
-stay prose); a block of ``>`` lines after a reply to the result of a synthetic
-``aider`` call on that reply (what Aider did with it), and elsewhere to injected
-context of kind ``aider_output``. ``Tokens: 2.1k sent, 1.6k cache write, 900 cache hit,
-120 received`` lines are usage, measured at the reply before them; ``Main model: X``
-names the model. ``/clear`` and ``/reset`` empty Aider's chat: each is a compaction
-event (manual, no summary) at the message after it.
+Details: docs/formats.md (`tinyjuice.formats.aider`).
 """
 
 from __future__ import annotations
@@ -22,8 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from tinyjuice.formats._base import LoadError, LoadOptions, Source
-from tinyjuice.formats._common import finish
+from tinyjuice.formats._io import LoadError, LoadOptions, Source
+from tinyjuice.formats._messages import finish
 from tinyjuice.formats._records import reset_event, text_message, tool_call_of, tool_result
 from tinyjuice.model import CompactionEvent, Message, Role, TextPart, Transcript, Trigger, Usage
 

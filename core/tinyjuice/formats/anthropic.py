@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import (
+from tinyjuice.formats._io import (
     LoadError,
     LoadOptions,
     Source,
@@ -27,7 +27,7 @@ from tinyjuice.formats._base import (
     expect,
     json_type,
 )
-from tinyjuice.formats._common import (
+from tinyjuice.formats._messages import (
     base64_size,
     finish,
     injected_kind,

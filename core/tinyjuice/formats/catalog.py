@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tinyjuice.formats._base import SQLITE_MAGIC
-from tinyjuice.formats._hermes_db import list_sessions
+from tinyjuice.formats._hermes_state import list_sessions
+from tinyjuice.formats._io import SQLITE_MAGIC
 from tinyjuice.formats.sharegpt import iter_trajectories
 
 __all__ = ["SessionEntry", "file_sessions", "position_of"]

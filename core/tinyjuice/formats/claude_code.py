@@ -1,45 +1,6 @@
 """Claude Code session JSONL (``~/.claude/projects/<cwd>/<sessionId>.jsonl``). Read-only.
 
-How the file becomes a :class:`~tinyjuice.model.Transcript`:
-
-- **Lines.** ``user`` and ``assistant`` lines become messages; ``system`` lines are
-  not messages (a ``compact_boundary`` becomes a :class:`CompactionEvent`, other
-  subtypes are counted in ``extra["skipped_lines"]`` as ``"system/<subtype>"``);
-  ``summary`` lines hold the session *title* (``extra["title"]``), not a compaction;
-  ``file-history-snapshot``, ``queue-operation``, ``attachment``, ``progress``,
-  ``ai-title`` and unknown types are skipped and counted (unknown ones also warn).
-- **Streaming.** Each assistant content block is its own line repeating
-  ``message.id``, ``requestId`` and ``usage``. Lines are merged by
-  ``(message.id, requestId)`` into one assistant message (exact repeats of a block
-  are dropped) before anything is counted; the merged turn's usage is the one on its
-  last line, recorded once in ``Transcript.usage``.
-- **The main chain.** Every line with a ``uuid`` is a node of a tree (``parentUuid``;
-  across a compaction the boundary has ``parentUuid: null`` and
-  ``logicalParentUuid``). The main chain is the path from the root to the newest
-  non-sidechain leaf (the last such line in file order that is no line's parent).
-  Lines off that path were abandoned by a rewind: they are left out and counted in a
-  warning. Two shapes are *not* rewinds: the other lines of a merged assistant turn,
-  and the results of parallel tool calls that Claude Code parents on different
-  blocks of the same turn (a result answering an on-chain call that the chain does
-  not answer is put back after that turn, in file order).
-- **Sidechains** (``isSidechain: true``) never enter the main list; they are kept in
-  ``Transcript.sidechains`` keyed by ``agentId`` (else the uuid of their root line).
-  A file whose message lines are all sidechains (a subagent's own file,
-  ``<session>/subagents/agent-*.jsonl``) is that subagent's conversation: its chain
-  is the message list and ``extra["subagent"]`` holds its ``agentId``.
-- Lines with a ``uuid`` but neither ``parentUuid`` nor ``logicalParentUuid`` (some
-  exporters) follow the previous such line in file order.
-- **Compactions.** A ``compact_boundary`` is a :class:`CompactionEvent` at the index
-  of the message after it (the ``isCompactSummary`` summary, its ``summary_index``);
-  it resets the live context: the agent continues from the summary.
-- **User lines.** ``tool_result`` blocks become ``tool`` messages (``is_error`` →
-  ``meta.is_error``; ``toolUseResult`` kept in the first one's ``extra``); other
-  blocks form a user message. ``isMeta`` lines and ``<command-name>``,
-  ``<system-reminder>``, ``<local-command-stdout>`` texts are injected context;
-  ``isCompactSummary`` lines are summaries. ``meta.source_id`` is the line's uuid.
-
-Bad input raises :class:`LoadError` naming the line; with ``lenient`` the line is
-skipped, counted and (when it has a uuid) still links the tree.
+Details: docs/formats.md (`tinyjuice.formats.claude_code`).
 """
 
 from __future__ import annotations
@@ -51,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import (
+from tinyjuice.formats._io import (
     JsonLine,
     JsonlResult,
     LoadError,
@@ -60,7 +21,7 @@ from tinyjuice.formats._base import (
     bad_line_warnings,
     json_type,
 )
-from tinyjuice.formats._common import (
+from tinyjuice.formats._messages import (
     base64_size,
     finish,
     media_from_url,

@@ -1,23 +1,6 @@
 """Cline and Roo Code task histories (read-only).
 
-A task directory (``…/tasks/<task id>/``) holds ``api_conversation_history.json`` — the
-messages sent to the model, a JSON list in Anthropic's shape (``role`` user/assistant,
-``content`` a string or blocks), each with a few keys of the agent's own (``ts``; Roo
-adds ``isSummary``, ``condenseId``, ``condenseParent``, ``truncationParent``…) — and
-beside it ``ui_messages.json`` (what the panel showed: ``{"ts", "type": "say"|"ask",
-"say"/"ask", "text", …}``) and ``task_metadata.json`` (``model_usage``, files in context).
-
-What we map: the history as Anthropic messages (the extra keys stay in each message's
-``extra``); the model from ``task_metadata.json``'s last ``model_usage`` entry; usage from
-the ``api_req_started`` panel messages (``text`` is JSON with ``tokensIn``,
-``tokensOut``, ``cacheWrites``, ``cacheReads``), the k-th one measured at the k-th
-assistant message. Condense events: Roo's summary message (``isSummary: true``; the
-turns it replaced carry ``condenseParent``) with the token counts of the matching
-``condense_context`` panel message (``contextCondense.prevContextTokens`` /
-``newContextTokens``); Cline's ``condense`` tool call (the summary is its argument;
-manual: the user accepts it) and ``summarize_task`` (Cline's automatic compaction).
-Roo's sliding-window truncation (a message with ``isTruncationMarker``; the turns it hid
-carry ``truncationParent``) is an automatic compaction with no summary at the marker.
+Details: docs/formats.md (`tinyjuice.formats.cline`).
 """
 
 from __future__ import annotations
@@ -29,7 +12,7 @@ from typing import Any
 import orjson
 
 from tinyjuice.formats import anthropic
-from tinyjuice.formats._base import LoadError, LoadOptions, Source, json_type
+from tinyjuice.formats._io import LoadError, LoadOptions, Source, json_type
 from tinyjuice.formats._records import count, reset_event
 from tinyjuice.model import (
     EMPTY,

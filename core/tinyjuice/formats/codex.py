@@ -1,62 +1,6 @@
 """OpenAI Codex CLI rollout JSONL (``~/.codex/sessions/.../rollout-*.jsonl``). Read-only.
 
-Each line is ``{"timestamp", "type", "payload"}``. How the file becomes a
-:class:`~tinyjuice.model.Transcript`:
-
-- ``session_meta``: ``id`` → ``session_id``; ``instructions`` (or
-  ``base_instructions.text``) → ``system_prompt``; ``cwd``, ``cli_version``,
-  ``model_provider``, ``git`` → ``extra``. ``turn_context``: the last ``model`` →
-  ``Transcript.model``.
-- ``response_item``s are the conversation. Consecutive model outputs form one
-  assistant message: a ``reasoning`` item attaches (summary texts joined, as
-  ``Message.reasoning``) to the assistant output that follows it; a reasoning item
-  that no output follows becomes its own assistant message holding a
-  :class:`ThinkingPart`. Consecutive calls (``function_call``, ``custom_tool_call``,
-  ``local_shell_call`` → ``local_shell`` with the action as JSON arguments,
-  ``web_search_call`` → ``web_search``) are parallel calls on one assistant message.
-  ``*_output`` items become ``tool`` messages paired by ``call_id``; orphans are flagged.
-  ``role: developer`` messages stay developer messages; AGENTS.md /
-  ``<user_instructions>`` / ``<environment_context>`` user messages are injected context.
-  ``compaction`` / ``compaction_summary`` items (a remote compaction's encrypted
-  summary) become user messages with no text, marked ``is_summary``.
-- ``event_msg`` ``user_message`` / ``agent_message`` repeat response items. Rule: every
-  response-item message text (per role) pays for one event with the same text; an
-  event that finds nothing to pay for (a rollout written without the item) becomes a
-  message at its position. Nothing is counted twice.
-- ``token_count`` with ``info`` → one :class:`Usage` per measurement (``input`` minus
-  ``cached`` as input, ``cached`` as cache reads, ``reasoning_output_tokens`` as
-  reasoning, ``message_index`` = the last message so far in the full list); a repeat
-  of the same ``total_token_usage`` is the same measurement and is skipped;
-  ``info: null`` is skipped. ``model_context_window`` (also from ``task_started``) →
-  ``context_window``.
-- The message list is the **full history in file order**, as the Claude Code reader
-  keeps it across compaction boundaries: nothing before a compaction is dropped.
-- Compaction: a ``compacted`` line and an ``event_msg`` ``context_compacted`` with no
-  response item between them (either order) are one :class:`CompactionEvent`. The
-  ``compacted`` line puts ONE summary message at its position: role user, text =
-  ``payload.message`` (the summary Codex wrote), ``meta.is_summary``; the event's
-  ``message_index`` and ``summary_index`` are that message's index. A ``compacted``
-  line with an empty ``message`` and a lone ``context_compacted`` add no message:
-  ``summary_index`` is None and ``message_index`` is the index of the next message.
-  ``trigger`` is UNKNOWN (the rollout does not record whether ``/compact`` or the
-  automatic limit started it); ``pre_tokens`` is the last measured prompt before it.
-  A ``replacement_history`` (the list Codex resumes from: initial context, the user
-  asks it kept, the prefixed summary) is what the agent's context holds after the
-  compaction: its items are added as messages at the compaction's position (each
-  flagged ``extra["replayed"]``; the one ending with ``payload.message`` is the summary,
-  else the summary message follows them). The event's ``message_index`` is the first
-  of them (the live context starts there) and ``summary_index`` the summary. The raw
-  items are also kept in ``event.extra["replacement_history"]``; ``extra["lines"]``
-  holds the line numbers of the compaction's line(s).
-- ``thread_rolled_back{num_turns}`` means the user undid the last ``num_turns`` turns;
-  Codex drops them from the model's context, so the reader removes them too: the
-  list is cut at the ``num_turns``-th last real user ask, but never before the point
-  of the last compaction (the turns it summarised stay, and so does its summary).
-  Usage measured on a removed message gets ``message_index`` None; a warning counts
-  the removed messages.
-
-Bad input raises :class:`LoadError` naming the line; with ``lenient`` the line is
-skipped and counted. Unknown line, item and event types are skipped and counted.
+Details: docs/formats.md (`tinyjuice.formats.codex`).
 """
 
 from __future__ import annotations
@@ -67,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import (
+from tinyjuice.formats._io import (
     JsonLine,
     JsonlResult,
     LoadError,
@@ -77,7 +21,7 @@ from tinyjuice.formats._base import (
     clip,
     json_type,
 )
-from tinyjuice.formats._common import (
+from tinyjuice.formats._messages import (
     finish,
     media_from_url,
     meta_for_text,

@@ -1,27 +1,6 @@
 """Gemini CLI chat recordings (read-only).
 
-``~/.gemini/tmp/<project hash>/chats/session-<time>-<id>.json`` is one JSON document
-(``sessionId``, ``projectHash``, ``startTime``, ``lastUpdated``, ``messages``); newer
-versions write ``session-….jsonl``, an append-only log replayed in order: a metadata
-record (``sessionId``, ``projectHash``, …), message records (upserted by ``id``: a
-message is written again in full when its tool calls, results or tokens change),
-``{"$set": {...}}`` metadata patches (``$set.messages`` replaces the whole history:
-after a chat compression, or a rollback) and ``{"$rewindTo": id}`` (drops that message
-and every later one; an unknown id drops all).
-
-Messages have ``type`` user, gemini, info, error or warning. ``gemini`` messages hold
-``content`` (a string or Gemini parts), ``thoughts`` (subject + description, read as
-thinking), ``toolCalls`` (``id``, ``name``, ``args``, ``result``, ``status``) whose
-results become tool messages after the call, ``tokens`` (``input`` includes ``cached``;
-``thoughts``, ``tool``, ``total``) read as :class:`Usage`, and ``model``. info, error
-and warning messages are the CLI's own notes, never sent to the model: they are kept
-in ``extra["notes"]``, not as messages.
-
-A compression replaces the history with a ``<state_snapshot>`` user message (the
-summary) and the turns kept after it. The replaced turns are kept before the summary
-(they are the history the compression removed) and the summary is a compaction event:
-manual when a ``/compress`` command was the last thing before it, else of unknown
-trigger; an info note "… compressed from N to M tokens" gives the token counts.
+Details: docs/formats.md (`tinyjuice.formats.gemini_cli`).
 """
 
 from __future__ import annotations
@@ -31,8 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tinyjuice.formats._base import LoadError, LoadOptions, Source, bad_line_warnings, json_type
-from tinyjuice.formats._common import finish, media_from_url
+from tinyjuice.formats._io import LoadError, LoadOptions, Source, bad_line_warnings, json_type
+from tinyjuice.formats._messages import finish, media_from_url
 from tinyjuice.formats._records import (
     count,
     json_text,

@@ -1,27 +1,6 @@
 """Hermes agent transcripts: session log JSON, gateway JSONL, and ``state.db`` (SQLite).
 
-- Session log ``session_<id>.json``: an object with ``session_id``, ``model``,
-  ``system_prompt``, ``tools``, ``message_count``, ``messages`` and a few more top-level
-  keys (kept in ``Transcript.extra``). Messages are OpenAI-style plus ``reasoning`` and
-  ``finish_reason``; tool calls also carry ``call_id``; tool results ``name`` and
-  ``tool_name``. :func:`write` renders this form, keeping key order and unknown keys.
-- Gateway JSONL: a ``{"role": "session_meta", "tools": [...]}`` line, then one message
-  a line. Errors name the line.
-- ``state.db``: opened read-only and never changed. One session is read (the newest
-  unless ``options.session`` names one); its active rows by default, archived
-  (compacted) rows too with ``options.include_inactive``. Session token counters go
-  into ``Transcript.extra``; they are per session, so no per-turn usage is made up.
-
-Every message whose text starts with a compaction-summary prefix becomes a
-:class:`~tinyjuice.model.CompactionEvent`; an in-place compacted session with no
-recognisable summary still gets one event where its new active rows begin.
-
-The live context (see :mod:`tinyjuice.model`): session logs and a session's active rows
-hold the compacted list itself (head, summary, tail), so their summary events do not
-reset it. With ``include_inactive`` the archived rows come first and the in-place event
-resets the context at the first new active row: the archived rows are history. A
-session that ended by compaction into a child session says so (``extra["continued_in"]``
-and a warning): the agent's live context is in the child.
+Details: docs/formats.md (`tinyjuice.formats.hermes`).
 """
 
 from __future__ import annotations
@@ -33,8 +12,9 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats import _hermes_db as _db
-from tinyjuice.formats._base import (
+from tinyjuice.formats import _hermes_state as _db
+from tinyjuice.formats._hermes_state import SessionInfo, list_sessions
+from tinyjuice.formats._io import (
     LoadError,
     LoadOptions,
     Source,
@@ -43,8 +23,7 @@ from tinyjuice.formats._base import (
     clip_text,
     expect,
 )
-from tinyjuice.formats._common import finish, summary_events
-from tinyjuice.formats._hermes_db import SessionInfo, list_sessions
+from tinyjuice.formats._messages import finish, summary_events
 from tinyjuice.formats.openai import (
     OPENAI_SHAPED,
     fast_message,

@@ -1,17 +1,6 @@
 """What a writable format leaves out when a transcript is converted to it.
 
-Writers never fail on content their format has no place for: ShareGPT has no media, only
-Anthropic keeps thinking signatures, redacted thinking and tool-error flags, no writable
-format records measured usage or subagent sidechains, and every writable format records
-a compaction only as a summary message whose text starts with the compaction prefix
-(its reader rebuilds the event from that: trigger unknown, no token counts).
-:func:`conversion_losses` lists what a given transcript would lose, so a conversion is
-never silent.
-
-One entry is a caveat rather than a loss: reasoning from another format is written to
-Anthropic as ``thinking`` blocks without a ``signature``. The text is kept (and reads
-back as reasoning), but the Anthropic API accepts a thinking block back only with the
-signature it issued, so such a file is for reading, not for sending as it is.
+Details: docs/formats.md (`tinyjuice.formats.losses`).
 """
 
 from __future__ import annotations
@@ -19,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tinyjuice.formats._base import SaveError, clip
-from tinyjuice.formats._common import is_summary_text
+from tinyjuice.formats._io import SaveError, clip
+from tinyjuice.formats._messages import is_summary_text
 from tinyjuice.model import MediaPart, Role, ThinkingPart, Transcript, Trigger
 
 __all__ = ["ConversionLoss", "conversion_losses"]

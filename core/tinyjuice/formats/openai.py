@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import (
+from tinyjuice.formats._io import (
     LoadError,
     LoadOptions,
     Source,
@@ -22,7 +22,7 @@ from tinyjuice.formats._base import (
     expect,
     json_type,
 )
-from tinyjuice.formats._common import (
+from tinyjuice.formats._messages import (
     finish,
     indexed_message,
     media_from_url,

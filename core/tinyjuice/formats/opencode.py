@@ -1,26 +1,6 @@
 """opencode sessions (read-only): its SQLite ``opencode.db`` and the older JSON tree.
 
-Newer opencode keeps everything in ``~/.local/share/opencode/opencode.db``: tables
-``session`` (``id``, ``project_id``, ``parent_id``, ``directory``, ``title``,
-``time_created``, ``time_updated``), ``message`` (``id``, ``session_id``,
-``time_created``, ``data``) and ``part`` (``id``, ``message_id``, ``session_id``,
-``data``), where ``data`` is the message or part as JSON. Older versions wrote the
-same records as files under ``storage/``: ``session/<project>/<session>.json`` (or
-``session/info/<session>.json``), ``message/<session>/<message>.json`` and
-``part/<message>/<part>.json`` (or ``part/<session>/<message>/<part>.json``).
-
-A message's ``data`` has ``role``; assistant messages add ``modelID``, ``providerID``,
-``tokens`` (``input`` without cache, ``output``, ``reasoning``, ``cache.read``,
-``cache.write``: read as :class:`Usage`) and ``summary: true`` on a compaction summary.
-Parts: ``text`` (``synthetic`` ones were added by opencode, not typed), ``reasoning``,
-``tool`` (``callID``, ``tool``, ``state`` with ``status``, ``input``, ``output`` or
-``error``; a pruned output has ``state.time.compacted`` and reaches the model as a
-placeholder, as here), ``file`` (attachments), ``compaction`` (on the user message
-that asked for a compaction; ``auto`` tells automatic from ``/compact``) and step or
-snapshot markers (skipped). Each assistant message becomes one assistant message with
-its text, reasoning and calls, followed by one tool message per finished call.
-
-``--session`` picks a session by id; otherwise the most recently updated one is read.
+Details: docs/formats.md (`tinyjuice.formats.opencode`).
 """
 
 from __future__ import annotations
@@ -33,9 +13,9 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import SQLITE_MAGIC, LoadError, LoadOptions, Source, check_regular
-from tinyjuice.formats._common import finish, media_from_url
-from tinyjuice.formats._hermes_db import SessionInfo, open_readonly
+from tinyjuice.formats._hermes_state import SessionInfo, open_readonly
+from tinyjuice.formats._io import SQLITE_MAGIC, LoadError, LoadOptions, Source, check_regular
+from tinyjuice.formats._messages import finish, media_from_url
 from tinyjuice.formats._records import (
     count,
     json_text,

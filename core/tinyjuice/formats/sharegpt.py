@@ -1,25 +1,6 @@
 """ShareGPT trajectories: ``{"conversations": [{"from", "value"}], "tools": "<json>"}``.
 
-A file holds one trajectory (an object), a JSON list of them, or one per line (JSONL).
-:func:`read` loads the first (or the one ``--session`` names: its ``id`` or 1-based
-number); :func:`read_all` loads every one of a parsed source and
-:func:`iter_trajectories` streams them from a path (line by line for JSONL).
-
-Inside ``gpt`` values, ``<think>…</think>`` becomes a :class:`ThinkingPart` and each
-``<tool_call>{"name", "arguments"}</tool_call>`` a :class:`ToolCall`. Calls carry no
-ids, so ids are taken from the matching ``<tool_response>`` JSON (``tool_call_id``)
-when it has one, else synthesised as ``call_<turn>_<k>`` and listed in the message's
-``synthetic_call_ids`` hint. A ``tool`` turn may hold several responses: each becomes
-its own :attr:`Role.TOOL` message, paired to the pending calls in order (by name when
-the response names its tool).
-
-A summary turn (``[CONTEXT SUMMARY]:`` …) is a compaction event (trigger unknown). A
-system turn whose ``<tools>`` block holds the same schemas as the ``tools`` field gets
-the :data:`~tinyjuice.tokens.TOOLS_IN_TEXT_HINT` hint: the prompt holds the schemas
-once, so they are counted once.
-
-Writing gives back the original ``value`` string of every turn the transcript did not
-change (kept in the ``raw`` hint); changed turns are re-rendered in the Hermes layout.
+Details: docs/formats.md (`tinyjuice.formats.sharegpt`).
 """
 
 from __future__ import annotations
@@ -33,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import (
+from tinyjuice.formats._io import (
     LoadError,
     LoadOptions,
     Source,
@@ -44,7 +25,7 @@ from tinyjuice.formats._base import (
     parse_json,
     read_bytes,
 )
-from tinyjuice.formats._common import (
+from tinyjuice.formats._messages import (
     finish,
     new_message,
     new_meta,

@@ -1,18 +1,6 @@
 """SWE-agent ``.traj`` files (read-only).
 
-A JSON object with ``history`` (OpenAI-like messages plus ``thought``, ``action``,
-``message_type``, ``agent``, ``is_demo``; function-calling runs add ``tool_calls`` and
-``tool`` messages that name their call in ``tool_call_id`` or a plural
-``tool_call_ids``), ``trajectory`` (the steps) and ``info`` (``model_stats`` holds
-aggregate usage only, so no per-turn usage is made up). mini-SWE-agent files
-(``messages`` plus ``trajectory_format``) are read the same way. A file with steps but
-no history is rebuilt from the steps.
-
-Everything beside the messages (``trajectory``, ``info``, ``replay_config``, ...) is
-kept in :attr:`Transcript.extra`; ``info.model_stats`` is also under ``model_stats``.
-Demonstrations are flagged as injected context (kind ``demonstration``), and
-environment observations sent as user messages after the task as injected context of
-kind ``observation``: neither is a real user ask.
+Details: docs/formats.md (`tinyjuice.formats.swe_agent`).
 """
 
 from __future__ import annotations
@@ -24,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._base import LoadError, LoadOptions, Source, expect, json_type
-from tinyjuice.formats._common import finish, meta_for_text, new_message, new_meta, rest
+from tinyjuice.formats._io import LoadError, LoadOptions, Source, expect, json_type
+from tinyjuice.formats._messages import finish, meta_for_text, new_message, new_meta, rest
 from tinyjuice.formats.openai import fast_message, known_keys, message_from_dict
 from tinyjuice.model import (
     EMPTY,

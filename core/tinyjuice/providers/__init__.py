@@ -1,23 +1,6 @@
 """Summary providers over HTTP (httpx): OpenAI-compatible chat completions and Anthropic.
 
-Both implement :class:`tinyjuice.summary.SummaryProvider` with a synchronous
-``summarize(request)``:
-
-- the request is built with :func:`tinyjuice.summary.build_summary_prompt` from a copy
-  of the request that is redacted again (the pipeline already redacted it), and the
-  finished prompt is redacted once more;
-- the answer is redacted before it is returned (and the pipeline redacts it again when
-  it renders the summary message);
-- the API key is read from the environment variable named by ``api_key_env`` at call
-  time; it is never stored on the provider, written anywhere or put into a message;
-- every failure is a :class:`~tinyjuice.summary.SummaryError` whose class comes from
-  the real HTTP outcome (see :mod:`tinyjuice.providers._http`): 401/403 → auth,
-  connection refused/DNS/reset → network, 404 → model not found, 408/504/timeout →
-  timeout, 429 → rate limit, 5xx → server, an HTML page or bad JSON → malformed, a body
-  cut short → stream closed, no text → empty, ``length``/``max_tokens`` → truncated;
-- ``with_main_model`` is the one retry the failure policy asks for (model not found,
-  timeout, malformed, stream closed, empty, truncated): it is the same provider with
-  ``fallback_model``, or ``None`` when no fallback model is configured.
+Details: docs/providers.md (`tinyjuice.providers`).
 """
 
 from __future__ import annotations

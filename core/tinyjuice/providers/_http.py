@@ -1,21 +1,6 @@
 """The HTTP round trip both providers share, with failures mapped to failure classes.
 
-One POST with a JSON body, read to the end under a deadline. What goes wrong becomes a
-:class:`~tinyjuice.summary.SummaryError` of the right class:
-
-- no connection (refused, DNS, TLS, an invalid URL) or the connection dropped before a
-  response arrived → ``NETWORK``;
-- the timeout reached before or while the response arrived → ``TIMEOUT``;
-- the connection closed after the headers, in the middle of the body → ``STREAM_CLOSED``;
-- an HTTP error status → :func:`classify_status` (auth, model not found, rate limit, …);
-- a success status whose body is an HTML page or not JSON → ``MALFORMED``.
-
-Messages name the provider, the URL and what to do; they never hold the API key
-(any copy of it is scrubbed) and go through redaction.
-
-httpx is imported only when a request is sent: ``import httpx`` also imports its
-command-line module (and with it rich) whenever rich is installed, and importing
-tinyjuice must never pull in UI libraries.
+Details: docs/providers.md (`tinyjuice.providers._http`).
 """
 
 from __future__ import annotations

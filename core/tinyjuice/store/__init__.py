@@ -22,6 +22,7 @@ from tinyjuice.store.archive import (
     archive_path,
     default_home,
 )
+from tinyjuice.store.archive_lease import LeaseBusy, SqliteLease
 from tinyjuice.store.commit import (
     CommitPlan,
     LoadedSource,
@@ -33,7 +34,6 @@ from tinyjuice.store.commit import (
     recover,
     undo,
 )
-from tinyjuice.store.lease import LeaseBusy, SqliteLease
 
 __all__ = [
     "Archive",

@@ -1,25 +1,6 @@
 """The commit archive: an SQLite (WAL) database of commits and the bytes they replaced.
 
-Where it lives: ``$TJUI_HOME/archive.db`` when ``TJUI_HOME`` is set, else in the user
-data directory platformdirs gives for the app ``tjui``. The directory is created
-``0700`` and the database ``0600`` (SQLite gives its ``-wal``/``-shm`` files the same
-bits), so only the user can read archived transcripts.
-
-What it holds:
-
-- ``blobs``: content-addressed bytes (key: sha256 of the uncompressed bytes), stored
-  zlib- or lzma-compressed, or raw when compression does not help. Every read checks
-  the sha256 again.
-- ``commits``: one row per commit — the source (a file path, or a Hermes ``state.db``
-  and session id), its format, the mode, sha256 and size of the source as loaded and
-  of the target before and after, the boundary, profile and summary kind, the
-  compaction report as JSON, timestamps, the undo plan, and a state
-  (:class:`CommitState`).
-- ``leases`` (schema v2): the rows behind :class:`tinyjuice.store.lease.SqliteLease`.
-
-The schema is versioned with ``PRAGMA user_version`` and migrated forward on open, one
-step at a time, each step in its own transaction. An archive written by a newer
-tinyjuice is refused rather than guessed at.
+Details: docs/store.md (`tinyjuice.store.archive`).
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """Commit a compaction durably — archive first, then write — and undo it.
 
-The flow of :func:`commit`:
-
-1. :func:`load_source` read the source once and kept the sha256 of exactly those bytes
-   (for a Hermes ``state.db``: of the session's snapshot).
-2. :func:`plan_commit` resolves the mode (from the engine's
-   :class:`~tinyjuice.report.PersistenceRecommendation` unless one is given), the target
-   and the bytes to write, and checks they read back. Nothing is touched yet.
-3. The source's lease is taken (a second tjui gets "compaction already in flight"); for
-   a Hermes session also Hermes' own ``compression_locks`` row.
-4. Stale check: the source must still hash to what was loaded, or nothing is written.
-5. The original bytes and a ``pending`` commit row go into the archive, durably.
-6. The target is written atomically (or, for ``state.db``, in one transaction); the
-   source is checked once more just before the rename, and what the rename replaced
-   is checked after it (an agent's write landing in between puts the agent's file back
-   and refuses the commit: no lost update).
-7. The row becomes ``done``.
-
-A crash anywhere leaves the source wholly old or wholly new; :func:`recover` (run by
-every commit, undo and history) settles ``pending`` rows left by a dead process by
-looking at what the target holds. :func:`undo` restores the original byte-identically
-(sha256 verified) and refuses when the target changed after the commit, unless forced
-— a forced undo archives the current state first.
+Details: docs/store.md (`tinyjuice.store.commit`).
 """
 
 from __future__ import annotations
@@ -56,7 +35,7 @@ from tinyjuice.formats import (
     load,
     load_bytes,
 )
-from tinyjuice.formats._base import (
+from tinyjuice.formats._io import (
     SQLITE_MAGIC,
     LoadError,
     SaveError,
@@ -66,7 +45,7 @@ from tinyjuice.formats._base import (
 from tinyjuice.live import LiveSplit, with_history
 from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, Transcript
 from tinyjuice.report import CompactionReport, CompactionResult, PersistenceRecommendation, Status
-from tinyjuice.store import hermes_db
+from tinyjuice.store import hermes_commit
 from tinyjuice.store.archive import (
     Archive,
     ArchiveError,
@@ -79,7 +58,7 @@ from tinyjuice.store.archive import (
     StaleSourceError,
     new_commit_id,
 )
-from tinyjuice.store.lease import SqliteLease
+from tinyjuice.store.archive_lease import SqliteLease
 
 __all__ = [
     "CommitPlan",
@@ -133,7 +112,7 @@ class LoadedSource:
     """A transcript and the exact bytes it was loaded from (their sha256 and size).
 
     For a Hermes ``state.db`` the bytes are the session's snapshot
-    (:func:`tinyjuice.store.hermes_db.session_snapshot`), not the whole database.
+    (:func:`tinyjuice.store.hermes_commit.session_snapshot`), not the whole database.
     """
 
     ref: SourceRef
@@ -190,9 +169,9 @@ def _load_db(p: Path, format: str | None, session: str | None, lenient: bool) ->
         sid = transcript.session_id
         if sid is None:
             raise LoadError(p, "the database session has no id", expected="a Hermes state.db")
-        before = hermes_db.read_snapshot(p, sid)
+        before = hermes_commit.read_snapshot(p, sid)
         again = load(p, format, session=sid, lenient=lenient)
-        after = hermes_db.read_snapshot(p, sid)
+        after = hermes_commit.read_snapshot(p, sid)
         if before == after and again.messages == transcript.messages:
             ref = SourceRef(p, sid, is_db=True)
             return LoadedSource(ref, again.format, after, sha256_hex(after), len(after), again)
@@ -435,7 +414,7 @@ def plan_commit(
                 " a target path is only for an export"
             )
         session = source.ref.session_id if chosen is CommitMode.IN_PLACE else None
-        session = session or hermes_db.new_session_id()
+        session = session or hermes_commit.new_session_id()
         return CommitPlan(
             cid, chosen, source, transcript, report, SourceKind.HERMES_DB, source.path,
             session, "hermes", None, tuple(notes), _appendix(result),
@@ -458,7 +437,7 @@ def plan_commit(
         if source.format == "claude-code":
             fmt, session = "claude-code", str(uuid.uuid4())
         elif source.format == "hermes":
-            fmt, session = "hermes", hermes_db.new_session_id()
+            fmt, session = "hermes", hermes_commit.new_session_id()
         elif source.format in WRITABLE_FORMATS:
             fmt, session = source.format, None
         else:
@@ -578,7 +557,7 @@ def _stale(source: LoadedSource, *, during_swap: bool = False) -> StaleSourceErr
 def _check_source(source: LoadedSource) -> None:
     if source.ref.is_db:
         try:
-            current = hermes_db.read_snapshot(source.path, source.ref.session_id or "")
+            current = hermes_commit.read_snapshot(source.path, source.ref.session_id or "")
         except StaleSourceError:
             raise _stale(source) from None
         except LoadError as exc:
@@ -631,7 +610,7 @@ def commit(
     with leases.hold(source.ref.key):
         if source.ref.is_db:
             holder_label = leases.holder.replace("tjui:", "tjui-commit:", 1)
-            with hermes_db.compression_lock(
+            with hermes_commit.compression_lock(
                 source.path, source.ref.session_id or "", holder=holder_label
             ):
                 return _commit_db(plan, store, say)
@@ -742,7 +721,7 @@ def _commit_db(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecord:
 
     say("writing")
 
-    def record_plan(write: hermes_db.HermesWrite) -> None:
+    def record_plan(write: hermes_commit.HermesWrite) -> None:
         with store.transaction() as conn:
             store.update_commit(
                 conn,
@@ -756,7 +735,7 @@ def _commit_db(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecord:
     session = source.ref.session_id or ""
     try:
         if in_place:
-            hermes_db.commit_in_place(
+            hermes_commit.commit_in_place(
                 source.path,
                 session,
                 plan.transcript,
@@ -764,7 +743,7 @@ def _commit_db(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecord:
                 before_commit=record_plan,
             )
         else:
-            hermes_db.commit_child(
+            hermes_commit.commit_child(
                 source.path,
                 session,
                 plan.transcript,
@@ -793,7 +772,7 @@ def _target_sha(record: CommitRecord) -> str | None:
     if session is None:
         return None
     try:
-        return sha256_hex(hermes_db.read_snapshot(path, session))
+        return sha256_hex(hermes_commit.read_snapshot(path, session))
     except (LoadError, StaleSourceError):
         return None
 
@@ -927,7 +906,7 @@ def undo(
     with leases.hold(_lease_key(record)):
         if record.target_kind is SourceKind.HERMES_DB:
             holder_label = leases.holder.replace("tjui:", "tjui-undo:", 1)
-            with hermes_db.compression_lock(
+            with hermes_commit.compression_lock(
                 Path(record.target_path), record.source_session or "", holder=holder_label
             ):
                 return _undo_db(store, record, force, say)
@@ -997,7 +976,9 @@ def _undo_db(store: Archive, record: CommitRecord, force: bool, say: Progress) -
         raise CommitError(f"commit {record.id} has no record of what it wrote; cannot undo")
     say("restoring")
     undo_fn = (
-        hermes_db.undo_in_place if record.mode is CommitMode.IN_PLACE else hermes_db.undo_child
+        hermes_commit.undo_in_place
+        if record.mode is CommitMode.IN_PLACE
+        else hermes_commit.undo_child
     )
     restored = undo_fn(
         path,

@@ -1,21 +1,6 @@
 """Committing to a Hermes ``state.db`` in place, the way Hermes itself does it.
 
-- **In place**: in one transaction, the session's active rows become ``active=0,
-  compacted=1`` and the compacted list is inserted as new active rows; the session id
-  stays.
-- **Child**: in one transaction, the session is ended (``end_reason='compression'``) and
-  a child session with ``parent_session_id`` gets the compacted list.
-- **Undo** re-activates the archived rows (their exact previous flags), removes the
-  inserted ones (or the child session) and puts the session row back as it was.
-
-Hermes' ``compression_locks`` table (one row per session: holder, acquired_at,
-expires_at; TTL 300 s) is honoured, so tjui and a running Hermes never compact the same
-session at once; a database without the table is used without it.
-
-A session's state is fingerprinted by :func:`session_snapshot`: canonical JSON of its
-``sessions`` row and every one of its ``messages`` rows (active or not), in id order.
-That is what the archive stores as the "original bytes" of a database source, what the
-stale check compares, and what undo verifies it restored.
+Details: docs/store.md (`tinyjuice.store.hermes_commit`).
 """
 
 from __future__ import annotations
@@ -34,9 +19,9 @@ from typing import Any
 import orjson
 
 from tinyjuice.atomic import checkpoint, sha256_hex
-from tinyjuice.formats import _hermes_db
-from tinyjuice.formats._base import LoadError
-from tinyjuice.formats._hermes_db import quote_ident as q
+from tinyjuice.formats import _hermes_state
+from tinyjuice.formats._hermes_state import quote_ident as q
+from tinyjuice.formats._io import LoadError
 from tinyjuice.model import Transcript
 from tinyjuice.store.archive import (
     ChangedSinceCommit,
@@ -44,7 +29,7 @@ from tinyjuice.store.archive import (
     SourceBusy,
     StaleSourceError,
 )
-from tinyjuice.store.lease import LeaseBusy, holder_is_dead, make_holder
+from tinyjuice.store.archive_lease import LeaseBusy, holder_is_dead, make_holder
 
 __all__ = [
     "HERMES_LOCK_TTL",
@@ -132,7 +117,7 @@ def read_snapshot(path: Path, session_id: str) -> bytes:
 
     Raises :class:`SourceBusy` when another writer's lock keeps it from being read."""
     try:
-        with _hermes_db.open_readonly(path) as conn:
+        with _hermes_state.open_readonly(path) as conn:
             return session_snapshot(conn, session_id)
     except LoadError as exc:
         if "locked" in exc.problem or "busy" in exc.problem:
@@ -304,7 +289,7 @@ def release_lock(path: Path, session_id: str, who: str, *, attempts: int = 3) ->
 
 def lock_holder(path: Path, session_id: str) -> str | None:
     """The live ``compression_locks`` holder of a session, if any."""
-    with _hermes_db.open_readonly(path) as conn:
+    with _hermes_state.open_readonly(path) as conn:
         if not _has_table(conn, "compression_locks"):
             return None
         row = conn.execute(
@@ -377,7 +362,7 @@ def commit_in_place(
                     (session_id,),
                 )
             )
-            ids = _hermes_db.write_session_rows(
+            ids = _hermes_state.write_session_rows(
                 conn,
                 transcript,
                 session_id,
@@ -416,7 +401,7 @@ def commit_child(
             before = _check_unchanged(conn, session_id, expected_sha)
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child,)).fetchone():
                 raise CommitError(f"state.db already has a session {child!r}")
-            ids = _hermes_db.write_session_rows(
+            ids = _hermes_state.write_session_rows(
                 conn,
                 transcript,
                 child,

@@ -1,36 +1,6 @@
-"""Offline trajectory compression: fit whole trajectories under a token target (seed 000).
+"""Offline trajectory compression: fit whole trajectories under a token target.
 
-People who train or evaluate agents compress datasets of trajectories to a token target.
-Per trajectory the strategy is:
-
-1. count tokens with the exact counter (the rough one when no tokenizer loads);
-2. skip the trajectory when it is already at or under the target;
-3. protect the head — up to the first system, user, assistant and tool turns (those in
-   the first half of the trajectory) — and the last ``keep_last`` turns, plus the latest
-   real user ask;
-4. snap both ends to legal boundaries (:class:`~tinyjuice.boundary.BoundaryIndex`), so no
-   tool call is separated from its results and the tail never starts on an orphan result;
-5. compress only as much of the middle as needed: the region grows from the start of the
-   middle until the estimated result fits (see :func:`plan_region`);
-6. replace the region with one handoff summary turn (the deterministic fallback summary,
-   or a provider's summary when one is passed);
-7. report metrics per trajectory (:class:`TrajectoryMetrics`) and in aggregate
-   (:class:`BatchAggregator` → :class:`BatchSummary`).
-
-Target math (exact, see :func:`plan_region`): with ``total`` tokens before, the
-trajectory must lose ``need = total - target`` tokens; a region of ``R`` tokens replaced
-by a summary costing at most ``S`` tokens gives ``total - R + S``, which fits when
-``R >= need + S``. The chosen region is the *smallest* legal one meeting that bound; when
-even the whole compressible middle does not, the trajectory is compressed as far as it
-goes and reported ``still_over_limit`` (failed to fit, which is not the same as skipped).
-
-Profiles: ``hermes`` is the strategy above. ``rules`` first applies the zero-inference
-rules of seed 001 (:mod:`tinyjuice.rules`) to the whole compressible middle and adds
-the summary step only when that is not enough.
-
-Line-level helpers (:func:`process_line`, :func:`process_file`) load one trajectory from
-bytes, compress it and render it back in its own format; :mod:`tinyjuice.batch_io` streams
-datasets through them, in parallel. Nothing here prints, logs or touches the network.
+Details: docs/policies.md (`tinyjuice.fit`).
 """
 
 from __future__ import annotations
@@ -48,8 +18,8 @@ import orjson
 from tinyjuice.boundary import BoundaryIndex, latest_real_user_index, rejoin
 from tinyjuice.budget import SummaryKind
 from tinyjuice.model import Message, Role, TextPart, Transcript
+from tinyjuice.options import Profile
 from tinyjuice.redact import redact_message
-from tinyjuice.report import Profile
 from tinyjuice.summary import (
     SummaryError,
     SummaryProvider,
@@ -132,7 +102,7 @@ class BatchOptions:
     anchor_latest_user: bool = True
     #: Redact secrets in the region before summarising it (and in the summary).
     redact: bool = True
-    #: Settings for the rules profile (seed 001 keys); defaults when empty.
+    #: Settings for the rules profile (:class:`~tinyjuice.rules.RulesConfig` keys); defaults when empty.
     rules: Mapping[str, Any] = field(default_factory=dict)
     #: A trigger policy spec: each trajectory must also end below that policy's
     #: threshold on its model's window (the lower target wins). None: the trajectory's
@@ -795,7 +765,7 @@ def process_file(
     are reported as ``bad_input`` and left for the caller to copy through.
     """
     from tinyjuice.formats import JSONL_SUFFIXES, WRITABLE_FORMATS, LoadError, dumps, load_bytes
-    from tinyjuice.formats._base import SQLITE_MAGIC, read_bytes
+    from tinyjuice.formats._io import SQLITE_MAGIC, read_bytes
 
     started = time.perf_counter()
     counter = counter or default_counter()

@@ -1,30 +1,6 @@
-"""Streaming and parallel running of :mod:`tinyjuice.batch` over files and directories.
+"""Streaming and parallel running of :mod:`tinyjuice.fit` over files and directories.
 
-Inputs
-    A *dataset* is a JSONL file whose lines are trajectories in a format tinyjuice can
-    write (ShareGPT ``{"conversations": ...}``, an OpenAI messages list or
-    ``{"messages": ...}`` object, Anthropic, Hermes session logs). It is read one line
-    at a time (:func:`iter_lines`); no dataset is ever held in memory. Any other file
-    (a pretty-printed JSON transcript, a Claude Code or Codex JSONL session) is one
-    trajectory. A directory contributes every file under it (hidden files skipped),
-    each mirrored under the output directory with the same relative name.
-
-Outputs
-    A dataset's output has one line per input line, in order: compressed trajectories
-    are rendered back in the line's format on one line; unchanged ones, blank lines and
-    bad lines are written through byte for byte (a bad line is counted and reported
-    with its line number, never dropped and never a reason to stop). The output is
-    written to ``<OUT>.partial`` and renamed to ``OUT`` when complete, so ``OUT`` only
-    ever exists whole; an interrupted run leaves ``<OUT>.partial`` holding every line
-    finished so far, each complete. Single-trajectory files are written atomically
-    (temporary file + rename), the original bytes when nothing changed.
-
-Parallelism
-    :func:`map_ordered` runs chunks of lines in worker processes with a bounded number
-    of chunks in flight (memory stays bounded) and yields results in input order, so
-    ``workers=N`` writes the same bytes and the same figures as ``workers=1`` (which runs
-    in the calling process). Workers ignore SIGINT: the caller decides when to stop
-    (``should_stop``) and the run ends after the line being written.
+Details: docs/policies.md (`tinyjuice.dataset`).
 """
 
 from __future__ import annotations
@@ -41,7 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypeVar
 
 from tinyjuice.atomic import file_mode
-from tinyjuice.batch import (
+from tinyjuice.fit import (
     BatchAggregator,
     BatchOptions,
     BatchSummary,
@@ -50,7 +26,7 @@ from tinyjuice.batch import (
     process_file,
     process_line,
 )
-from tinyjuice.formats._base import LoadError, check_regular
+from tinyjuice.formats._io import LoadError, check_regular
 from tinyjuice.summary import FailureClass, SummaryProvider
 from tinyjuice.tokens import TokenCounter, default_counter
 

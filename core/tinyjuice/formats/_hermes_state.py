@@ -1,16 +1,6 @@
 """Hermes ``state.db`` (SQLite): schema, read-only access, session listing, and a writer.
 
-The reader side opens the database read-only and never changes it: a WAL database with
-no ``-wal`` file beside it is opened ``immutable`` so not even ``-shm``/``-wal`` side
-files appear; otherwise it is opened ``mode=ro``, so a live session's recent writes in
-the ``-wal`` file are seen.
-Bytes with no file behind them (``load_bytes``) are read from an in-memory copy.
-
-:func:`create_schema` and :func:`write_session` build Hermes-shaped databases for
-tests and sample transcripts; :func:`write_session` on an existing session compacts it
-in place the way Hermes does (old rows ``active=0, compacted=1``, new rows active).
-:func:`write_session_rows` does the same inside the caller's transaction (the commit
-store uses it to compact a live session in one transaction).
+Details: docs/formats.md (`tinyjuice.formats._hermes_state`).
 """
 
 from __future__ import annotations
@@ -26,12 +16,13 @@ from urllib.parse import quote
 
 import orjson
 
-from tinyjuice.formats._base import SQLITE_MAGIC, LoadError, check_regular
-from tinyjuice.formats._common import injected_kind, is_summary_text
+from tinyjuice.formats._io import SQLITE_MAGIC, LoadError, check_regular
+from tinyjuice.formats._messages import injected_kind, is_summary_text
 from tinyjuice.model import Message, Transcript
 
 __all__ = [
     "COUNTER_COLUMNS",
+    "STATE_SCHEMA",
     "SessionInfo",
     "create_schema",
     "list_sessions",
@@ -48,21 +39,40 @@ COUNTER_COLUMNS: tuple[str, ...] = (
     "cache_write_tokens",
 )
 
-_SCHEMA = """
+#: Hermes' ``state.db`` schema (its current columns; the reader needs only ``_REQUIRED``).
+#: ``scripts/make_sessions.py`` builds the sample database from it too.
+STATE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
+    source TEXT NOT NULL DEFAULT 'cli',
+    user_id TEXT,
     model TEXT,
+    model_config TEXT,
     system_prompt TEXT,
-    parent_session_id TEXT REFERENCES sessions(id),
+    parent_session_id TEXT,
     started_at REAL NOT NULL,
     ended_at REAL,
     end_reason TEXT,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    cache_read_tokens INTEGER NOT NULL DEFAULT 0,
-    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
-    message_count INTEGER NOT NULL DEFAULT 0,
-    compression_fallback_streak INTEGER NOT NULL DEFAULT 0
+    message_count INTEGER DEFAULT 0,
+    tool_call_count INTEGER DEFAULT 0,
+    input_tokens INTEGER DEFAULT 0,
+    output_tokens INTEGER DEFAULT 0,
+    cache_read_tokens INTEGER DEFAULT 0,
+    cache_write_tokens INTEGER DEFAULT 0,
+    reasoning_tokens INTEGER DEFAULT 0,
+    cwd TEXT,
+    git_branch TEXT,
+    billing_provider TEXT,
+    billing_base_url TEXT,
+    estimated_cost_usd REAL,
+    title TEXT,
+    api_call_count INTEGER DEFAULT 0,
+    compression_failure_cooldown_until REAL,
+    compression_failure_error TEXT,
+    compression_fallback_streak INTEGER NOT NULL DEFAULT 0,
+    compression_ineffective_count INTEGER NOT NULL DEFAULT 0,
+    archived INTEGER NOT NULL DEFAULT 0,
+    FOREIGN KEY (parent_session_id) REFERENCES sessions(id)
 );
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -76,18 +86,23 @@ CREATE TABLE IF NOT EXISTS messages (
     token_count INTEGER,
     finish_reason TEXT,
     reasoning TEXT,
+    reasoning_content TEXT,
+    reasoning_details TEXT,
+    observed INTEGER DEFAULT 0,
     active INTEGER NOT NULL DEFAULT 1,
     compacted INTEGER NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS idx_messages_session ON messages(session_id, active, id);
-CREATE INDEX IF NOT EXISTS idx_sessions_parent ON sessions(parent_session_id);
-CREATE INDEX IF NOT EXISTS idx_sessions_started ON sessions(started_at DESC);
 CREATE TABLE IF NOT EXISTS compression_locks (
     session_id TEXT PRIMARY KEY,
     holder TEXT NOT NULL,
     acquired_at REAL NOT NULL,
     expires_at REAL NOT NULL
 );
+CREATE INDEX IF NOT EXISTS idx_sessions_parent ON sessions(parent_session_id);
+CREATE INDEX IF NOT EXISTS idx_sessions_started ON sessions(started_at DESC);
+CREATE INDEX IF NOT EXISTS idx_messages_session ON messages(session_id, timestamp);
+CREATE INDEX IF NOT EXISTS idx_messages_active ON messages(session_id, active, id);
+CREATE INDEX IF NOT EXISTS idx_compression_locks_expires ON compression_locks(expires_at);
 """
 
 #: Columns the reader cannot do without; the others are read when present.
@@ -344,7 +359,7 @@ def list_sessions(path: str | Path) -> list[SessionInfo]:
 
 def create_schema(conn: sqlite3.Connection) -> None:
     """Create the Hermes tables (``sessions``, ``messages``, ``compression_locks``)."""
-    conn.executescript(_SCHEMA)
+    conn.executescript(STATE_SCHEMA)
 
 
 #: ``messages`` columns :func:`write_session_rows` fills (besides ``session_id``).

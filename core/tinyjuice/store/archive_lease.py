@@ -1,16 +1,6 @@
 """A :class:`~tinyjuice.lease.CompactionLease` shared by processes, kept in the archive.
 
-One row per key (a source: a file's real path, or a Hermes ``state.db`` and session id)
-in the archive's ``leases`` table: lease id, holder, acquired and expiry times
-(wall-clock seconds, since processes share them). Acquisition is one ``BEGIN
-IMMEDIATE`` transaction, so two processes can never both win.
-
-A lease ends when released, when its TTL passes without a refresh, or — sooner — when
-its holder is known to be dead: holder ids name the host and process
-(``tjui:<host>:<pid>:<token>``), and a lease held by a process of this host that no
-longer exists is taken over at once. A crashed compactor therefore never blocks the
-next one. :class:`LeaseBusy` carries what a "compaction already in flight" message
-needs.
+Details: docs/store.md (`tinyjuice.store.archive_lease`).
 """
 
 from __future__ import annotations

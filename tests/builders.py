@@ -1,4 +1,5 @@
-"""A small DSL for realistic test transcripts, fake summary providers and invariant checks.
+"""Test transcripts for every layer: a small DSL, an OpenAI session file, fake summary
+providers and invariant checks.
 
 Build a conversation step by step; every step returns the builder, and ``label=`` records
 the index of the message a step added (for parallel calls: the assistant message)::
@@ -20,8 +21,10 @@ Tool outputs look like what agents really log: terminal results are JSON objects
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -63,6 +66,7 @@ __all__ = [
     "search_output",
     "secret_fragments",
     "terminal_output",
+    "write_openai_session",
 ]
 
 DEFAULT_SYSTEM = "You are a careful coding agent. Work in /work/repo and run the tests."
@@ -485,3 +489,51 @@ def coding_session(
     if last_answer is not None:
         c.assistant(last_answer, label="last_answer")
     return c
+
+
+def write_openai_session(
+    path: Path,
+    exchanges: int = 12,
+    *,
+    passed_lines: int = 40,
+    pytest_flags: str = "",
+    read_file_lines: int = 0,
+    model: str | None = None,
+    indent: int | None = None,
+) -> Path:
+    """Write an OpenAI chat-completions session to ``path``: a system prompt, then per
+    exchange a user step, a ``terminal`` call running pytest (with a ``read_file`` call
+    beside it when ``read_file_lines``), their outputs and a short answer, then one last
+    ask. A bare message list, or ``{"model": …, "messages": […]}`` when ``model``."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    for i in range(exchanges):
+        messages.append({"role": "user", "content": f"Step {i}: fix src/app/module_{i}.py"})
+        command = f"pytest tests/test_{i}.py{pytest_flags}"
+        calls = [_openai_call(f"call_{i}", "terminal", {"command": command})]
+        if read_file_lines:
+            calls.append(_openai_call(f"call_{i}_read", "read_file", {"path": f"src/m{i}.py"}))
+        messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+        output = "\n".join(f"tests/test_{i}.py::case_{k} PASSED" for k in range(passed_lines))
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": f"call_{i}",
+                "content": json.dumps({"output": output, "exit_code": 0}),
+            }
+        )
+        if read_file_lines:
+            source = "\n".join(f"line {k}" for k in range(read_file_lines))
+            messages.append({"role": "tool", "tool_call_id": f"call_{i}_read", "content": source})
+        messages.append({"role": "assistant", "content": f"Step {i} passes now."})
+    messages.append({"role": "user", "content": "Now make the retry logic idempotent."})
+    doc: Any = messages if model is None else {"model": model, "messages": messages}
+    path.write_text(json.dumps(doc, indent=indent))
+    return path
+
+
+def _openai_call(id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
