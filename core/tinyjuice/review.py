@@ -77,17 +77,19 @@ from tinyjuice.model import Message, Role, Transcript
 from tinyjuice.redact import find_secrets, redact_text
 from tinyjuice.rules import tool_output_text
 from tinyjuice.summary import (
-    _PATH_KEYS,
-    _URL_RE,
     END_MARKER,
     HANDOFF_PREFIX,
+    is_summary_message,
+    strip_summary_wrappers,
+)
+from tinyjuice.summary.scan import (
+    _PATH_KEYS,
+    _URL_RE,
     _command_text,
     _is_shell_tool,
     _paths_in,
     _string_leaves,
     _undiff_paths,
-    is_summary_message,
-    strip_summary_wrappers,
 )
 from tinyjuice.tokens import TokenCounter, default_counter
 
