@@ -59,7 +59,6 @@ __all__ = [
     "align_start_forward",
     "anchor_tail_start",
     "is_legal_boundary",
-    "is_real_user_message",
     "is_visible_assistant_message",
     "latest_real_user_index",
     "latest_visible_assistant_index",
@@ -117,17 +116,6 @@ class SeamPolicy(StrEnum):
 # --------------------------------------------------------------------------- predicates
 
 
-def is_real_user_message(message: Message) -> bool:
-    """A genuine user ask: role user, not a summary, not injected, not generated."""
-    meta = message.meta
-    return (
-        message.role is Role.USER
-        and not meta.is_summary
-        and not meta.is_injected
-        and meta.generated_by is None
-    )
-
-
 def is_visible_assistant_message(message: Message) -> bool:
     """An assistant message a user saw as an answer: non-empty visible text, not a summary.
 
@@ -144,7 +132,7 @@ def is_visible_assistant_message(message: Message) -> bool:
 def latest_real_user_index(messages: Sequence[Message]) -> int | None:
     """Index of the latest real user message (summaries, injected context skipped)."""
     for i in range(len(messages) - 1, -1, -1):
-        if is_real_user_message(messages[i]):
+        if messages[i].is_real_user:
             return i
     return None
 
@@ -248,7 +236,7 @@ class BoundaryIndex:
                     calls_at[i] = 1
                     for call in m.tool_calls:
                         last_call[call.id] = i
-                if is_real_user_message(m):
+                if m.is_real_user:
                     users.append(i)
             tool_prefix[i + 1] = tools
             call_prefix[i + 1] = calls
@@ -586,10 +574,10 @@ def anchor_tail_start(
             while (
                 p >= head_end
                 and messages[p].role is Role.USER
-                and not is_real_user_message(messages[p])
+                and not messages[p].is_real_user
             ):
                 p -= 1
-            if p >= head_end and is_real_user_message(messages[p]):
+            if p >= head_end and messages[p].is_real_user:
                 target = p
     return _prepare(messages, prepared).align_end_backward(target)
 
