@@ -571,11 +571,7 @@ def anchor_tail_start(
         if a is not None and head_end <= a < target:
             target = a
             p = a - 1
-            while (
-                p >= head_end
-                and messages[p].role is Role.USER
-                and not messages[p].is_real_user
-            ):
+            while p >= head_end and messages[p].role is Role.USER and not messages[p].is_real_user:
                 p -= 1
             if p >= head_end and messages[p].is_real_user:
                 target = p

@@ -38,6 +38,7 @@ import orjson
 
 from tinyjuice.model import Message, Part, Role, TextPart, ToolCall
 from tinyjuice.redact import redact_clip
+from tinyjuice.text import cut_end, cut_middle
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -373,6 +374,8 @@ def _size(body: str) -> str:
 
 
 def _one_line(text: str) -> str:
+    """:func:`tinyjuice.text.flatten` of the first 4,096 characters only: a digest line
+    comes from outputs of megabytes and shows a few dozen characters of them."""
     if len(text) > 4096:
         text = text[:4096]
     return " ".join(text.split())
@@ -387,25 +390,14 @@ def _clip(text: str, limit: int) -> str:
     if len(flat) <= limit:
         return flat
     # Clipped after redacting (no key cut in half), redacted again; on one line.
-    return redact_clip(text[:_CLIP_READ], lambda r: _cut_end(_one_line(r), limit))
-
-
-def _cut_end(flat: str, limit: int) -> str:
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return redact_clip(text[:_CLIP_READ], lambda r: cut_end(_one_line(r), limit))
 
 
 def _clip_middle(text: str, limit: int) -> str:
     flat = _one_line(text)
     if len(flat) <= limit:
         return flat
-    return redact_clip(text[:_CLIP_READ], lambda r: _cut_middle(_one_line(r), limit))
-
-
-def _cut_middle(flat: str, limit: int) -> str:
-    if len(flat) <= limit:
-        return flat
-    tail = limit // 3
-    return flat[: limit - tail - 1] + "…" + flat[len(flat) - tail :]
+    return redact_clip(text[:_CLIP_READ], lambda r: cut_middle(_one_line(r), limit))
 
 
 #: Argument values that count as absent (compared by ``==``, like a literal tuple).

@@ -58,6 +58,7 @@ from tinyjuice.policies import (
     resolve_window,
     usage_series,
 )
+from tinyjuice.text import one_line
 from tinyjuice.tokens import CountKind, TokenCounter, TranscriptTokens, count_transcript
 
 __all__ = [
@@ -249,7 +250,7 @@ class EventExplanation:
                     f"(+{inf.excess:,}), mostly tool schemas ({inf.tool_tokens:,})"
                 )
             elif flag is EventFlag.RULES_LOST and self.rules_lost:
-                shown = "; ".join(f"#{i} {_clip(t)}" for t, i in self.rules_lost[:3])
+                shown = "; ".join(f"#{i} {one_line(t, 80)}" for t, i in self.rules_lost[:3])
                 more = f" (+{len(self.rules_lost) - 3} more)" if len(self.rules_lost) > 3 else ""
                 out.append(
                     f"lost {len(self.rules_lost)} rule(s) the summary should have kept: "
@@ -280,11 +281,6 @@ class EventExplanation:
             "rules_lost": [{"text": t, "index": i} for t, i in self.rules_lost],
             "reasons": list(self.reasons()),
         }
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def rules_lost_by_event(transcript: Transcript) -> dict[int, tuple[tuple[str, int], ...]]:

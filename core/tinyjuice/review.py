@@ -91,6 +91,7 @@ from tinyjuice.summary.scan import (
     _string_leaves,
     _undiff_paths,
 )
+from tinyjuice.text import cut_end
 from tinyjuice.tokens import TokenCounter, default_counter
 
 __all__ = [
@@ -320,10 +321,6 @@ _NOT_TICKETS = frozenset({"UTF", "SHA", "ISO", "AES", "RSA", "TLS", "SSL", "HTTP
 
 def _norm(text: str) -> str:
     return " ".join(text.split())
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _numbers(text: str) -> Iterator[str]:
@@ -698,7 +695,7 @@ def fresh_request_lines(summary: str) -> list[str]:
         body = _BULLET_RE.sub("", line)
         body = _QUOTED_RE.sub("", body).strip().lower()
         if body.startswith(_REQUEST_OPENERS):
-            flagged.append(_clip(line, 160))
+            flagged.append(cut_end(line, 160))
     return flagged
 
 

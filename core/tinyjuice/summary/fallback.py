@@ -29,6 +29,7 @@ from tinyjuice.summary.scan import (
     error_lines,
 )
 from tinyjuice.summary.wrapper import is_summary_message
+from tinyjuice.text import flatten, one_line
 from tinyjuice.tokens import TokenCounter, default_counter
 
 #: Budget priority (first = kept first) and the label of each category.
@@ -120,19 +121,16 @@ _CLIP_READ = 16_384
 
 
 def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
+    """:func:`tinyjuice.text.one_line`, redacted: a cut never leaves part of a key."""
+    flat = flatten(text)
     if len(flat) <= limit:
         return flat
-    # Clipped after redacting, and redacted again: a cut never leaves part of a key.
-    return redact_clip(text[: max(_CLIP_READ, 4 * limit)], lambda r: _cut_line(r, limit))
-
-
-def _cut_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    # Clipped after redacting, and redacted again.
+    return redact_clip(text[: max(_CLIP_READ, 4 * limit)], lambda r: one_line(r, limit))
 
 
 def _clip(text: str, limit: int) -> str:
+    """Multi-line (a user's ask keeps its lines), redacted, the cut counted in characters."""
     text = text.strip()
     if len(text) <= limit:
         return text

@@ -35,7 +35,8 @@ _VERBATIM_RULES = (
 )
 
 
-def _clip_middle(text: str, limit: int) -> str:
+def _keep_ends(text: str, limit: int) -> str:
+    """Multi-line: the first two thirds and the last third, with the count of what was cut."""
     if limit <= 0 or len(text) <= limit:
         return text
     head = limit * 2 // 3
@@ -61,14 +62,14 @@ def _serialise_turns(messages: Sequence[Message], max_chars: int) -> str:
             if m.meta.is_injected:
                 label += f" (injected {m.meta.injected_kind or 'context'})"
             body = m.text
-        lines = [_clip_middle(body.strip(), max_chars)] if body.strip() else []
+        lines = [_keep_ends(body.strip(), max_chars)] if body.strip() else []
         lines += [
             f"[media: {p.media_type}, {p.byte_size:,} bytes]"
             for p in m.parts
             if isinstance(p, MediaPart)
         ]
         for call in m.tool_calls:
-            args = _clip_middle(call.arguments, min(max_chars, 1500))
+            args = _keep_ends(call.arguments, min(max_chars, 1500))
             lines.append(f"-> tool call {call.name} (id {call.id}): {args}")
         blocks.append(f"[{i}] {label}:\n" + ("\n".join(lines) if lines else "(empty)"))
     return "\n\n".join(blocks)
