@@ -232,10 +232,7 @@ def plan_boundary(
         # A summary in the messages means an earlier compaction (e.g. a resumed session):
         # the opening turns already live in it, so the head decays like after a first run.
         count = 1
-    requested: int | None = None
     reasons: list[str] = []
-    no_op_reason = ""
-
     if opts.profile is Profile.RULES:
         head_end = idx.align_start_forward(_leading_system(msgs))
     else:
@@ -248,71 +245,12 @@ def plan_boundary(
             prepared=idx,
         )
     start = idx.align_start_forward(head_end)
-
-    if opts.keep_last is not None:
-        split = split_for_partial_compaction(
-            msgs, opts.keep_last, protect_system=opts.protect_system, prepared=idx
-        )
-        requested = split.tail_start
-        end = split.tail_start
-        if split.no_op:
-            no_op_reason = split.reason
-            reasons.append(split.reason)
-        else:
-            reasons.append(
-                f"keeping the last {split.exchanges_kept} of {split.exchanges_total} user "
-                f"exchanges verbatim (from message {split.tail_start})"
-            )
-    elif opts.boundary is not None:
-        requested = opts.boundary
-        snap = idx.snap(opts.boundary, "nearest")
-        end = snap.index
-        reasons.append(snap.reason)
-    elif opts.profile is Profile.RULES:
-        end = idx.align_end_backward(rules_tail_start(msgs, rules.protect_last_n_turns))
-        reasons.append(f"the last {rules.protect_last_n_turns} user turns are protected (rule 6)")
-    else:
-        tail_budget = opts.tail_token_budget or tail_token_budget(budget, opts.tail_target_ratio)
-        end = select_tail_by_budget(
-            msgs,
-            tokens.per_message,
-            head_end,
-            tail_budget,
-            opts.tail_floor,
-            opts.soft_ceiling_ratio,
-            force_middle=opts.force,
-            prepared=idx,
-        )
-        reasons.append(f"tail holds ~{tail_budget:,} tokens (at least {opts.tail_floor} messages)")
-
-    if opts.anchor_latest_user or opts.anchor_latest_assistant:
-        anchored = anchor_tail_start(
-            msgs,
-            end,
-            anchor_user=opts.anchor_latest_user,
-            anchor_assistant=opts.anchor_latest_assistant,
-            head_end=start,
-            prepared=idx,
-        )
-        if anchored != end:
-            if reasons and reasons[-1] == AS_REQUESTED:
-                reasons.pop()  # it was, but anchoring moved it: say only that
-            reasons.append(
-                f"moved back from {end} to {anchored} to keep the latest user ask and reply verbatim"
-            )
-            end = anchored
-
+    end, requested, no_op_reason = _tail_start(
+        transcript, opts, tokens, idx, budget, rules, head_end, reasons
+    )
+    end = _anchor_tail(transcript, opts, idx, start, end, reasons)
     if not no_op_reason:
-        if end <= start:
-            no_op_reason = (
-                f"nothing to compress: the boundary ({end}) is inside the protected head "
-                f"(messages before {start})"
-            )
-            end = max(end, start)
-        elif not opts.manual and not opts.force and (n <= start + _MIN_MIDDLE or end - start < 1):
-            no_op_reason = (
-                f"too short to compress: {n} messages, head {start} + {_MIN_MIDDLE} needed"
-            )
+        end, no_op_reason = _too_short(opts, n, start, end)
     head_tok = tokens.range(0, start)
     mid_tok = tokens.range(start, end)
     tail_tok = tokens.range(end, n)
@@ -343,6 +281,95 @@ def plan_boundary(
         compaction_count=count,
         projection="upper_bound" if opts.profile is Profile.RULES else "estimate",
     )
+
+
+def _tail_start(
+    transcript: Transcript,
+    opts: CompactionOptions,
+    tokens: TranscriptTokens,
+    idx: BoundaryIndex,
+    budget: Budget,
+    rules: RulesConfig,
+    head_end: int,
+    reasons: list[str],
+) -> tuple[int, int | None, str]:
+    """``(end, requested, no-op reason)``: where the verbatim tail starts, by keep_last, an
+    explicit boundary, the rules' protected turns or the tail budget; why, in ``reasons``."""
+    msgs = transcript.messages
+    if opts.keep_last is not None:
+        split = split_for_partial_compaction(
+            msgs, opts.keep_last, protect_system=opts.protect_system, prepared=idx
+        )
+        reasons.append(
+            split.reason
+            if split.no_op
+            else f"keeping the last {split.exchanges_kept} of {split.exchanges_total} user "
+            f"exchanges verbatim (from message {split.tail_start})"
+        )
+        return split.tail_start, split.tail_start, split.reason if split.no_op else ""
+    if opts.boundary is not None:
+        snap = idx.snap(opts.boundary, "nearest")
+        reasons.append(snap.reason)
+        return snap.index, opts.boundary, ""
+    if opts.profile is Profile.RULES:
+        end = idx.align_end_backward(rules_tail_start(msgs, rules.protect_last_n_turns))
+        reasons.append(f"the last {rules.protect_last_n_turns} user turns are protected (rule 6)")
+        return end, None, ""
+    tail_budget = opts.tail_token_budget or tail_token_budget(budget, opts.tail_target_ratio)
+    end = select_tail_by_budget(
+        msgs,
+        tokens.per_message,
+        head_end,
+        tail_budget,
+        opts.tail_floor,
+        opts.soft_ceiling_ratio,
+        force_middle=opts.force,
+        prepared=idx,
+    )
+    reasons.append(f"tail holds ~{tail_budget:,} tokens (at least {opts.tail_floor} messages)")
+    return end, None, ""
+
+
+def _anchor_tail(
+    transcript: Transcript,
+    opts: CompactionOptions,
+    idx: BoundaryIndex,
+    start: int,
+    end: int,
+    reasons: list[str],
+) -> int:
+    """``end`` moved back so the latest user ask and reply stay verbatim (when asked to)."""
+    if not (opts.anchor_latest_user or opts.anchor_latest_assistant):
+        return end
+    anchored = anchor_tail_start(
+        transcript.messages,
+        end,
+        anchor_user=opts.anchor_latest_user,
+        anchor_assistant=opts.anchor_latest_assistant,
+        head_end=start,
+        prepared=idx,
+    )
+    if anchored == end:
+        return end
+    if reasons and reasons[-1] == AS_REQUESTED:
+        reasons.pop()  # it was, but anchoring moved it: say only that
+    reasons.append(
+        f"moved back from {end} to {anchored} to keep the latest user ask and reply verbatim"
+    )
+    return anchored
+
+
+def _too_short(opts: CompactionOptions, n: int, start: int, end: int) -> tuple[int, str]:
+    """``(end, no-op reason)`` when the middle is empty or too short to compress."""
+    if end <= start:
+        reason = (
+            f"nothing to compress: the boundary ({end}) is inside the protected head "
+            f"(messages before {start})"
+        )
+        return max(end, start), reason
+    if not opts.manual and not opts.force and (n <= start + _MIN_MIDDLE or end - start < 1):
+        return end, f"too short to compress: {n} messages, head {start} + {_MIN_MIDDLE} needed"
+    return end, ""
 
 
 # --------------------------------------------------------------------------- compress
