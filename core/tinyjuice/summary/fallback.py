@@ -175,21 +175,33 @@ def _errors_in(text: str, out: _Collector, label: str) -> None:
         out.add("errors", label + _one_line(line, _ERROR_CHARS))
 
 
+@dataclass(slots=True)
+class _Pending:
+    """Texts to scan for paths and error lines in one batched pass, in first-seen order
+    (flat lists: no per-item containers)."""
+
+    path_texts: list[str] = field(default_factory=list)
+    #: A path argument named by its key, listed just before the scan of its text.
+    named_paths: dict[int, str] = field(default_factory=dict)
+    error_texts: list[str] = field(default_factory=list)
+    error_labels: list[str] = field(default_factory=list)
+    #: The first line of an error result, listed after the lines found in its text.
+    error_firsts: dict[int, str] = field(default_factory=dict)
+
+    def urls(self, text: str, add: Callable[[str, str], None]) -> None:
+        if "://" in text:
+            for u in _URL_RE.finditer(text):
+                add("urls", u.group(0).rstrip(".,:;!?'\""))
+
+
 def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
     out = _Collector()
     add = out.add
     asks: list[str] = []
-    # Paths and error lines are found in one batched scan after this loop; these keep
-    # what to scan in first-seen order (flat lists: no per-item containers).
-    path_texts: list[str] = []
-    #: A path argument named by its key, listed just before the scan of its text.
-    named_paths: dict[int, str] = {}
-    error_texts: list[str] = []
-    error_labels: list[str] = []
-    #: The first line of an error result, listed after the lines found in its text.
-    error_firsts: dict[int, str] = {}
-    shell: dict[str, bool] = {}
-    rendered_calls: dict[str, dict[str, str]] = {}
+    # Paths and error lines are found in one batched scan after this loop.
+    todo = _Pending()
+    path_texts, error_texts, error_labels = todo.path_texts, todo.error_texts, todo.error_labels
+    calls = _Calls(out, todo)
     tool_role = Role.TOOL
     user_role = Role.USER
     for m in middle:
@@ -210,13 +222,11 @@ def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
                 add("tools", name)
             if text:
                 path_texts.append(text)
-                if "://" in text:
-                    for u in _URL_RE.finditer(text):
-                        add("urls", u.group(0).rstrip(".,:;!?'\""))
+                todo.urls(text, add)
                 stripped = text.strip()
                 if m.meta.is_error and stripped:
                     first = " — ".join(error_head(text))
-                    error_firsts[len(error_texts)] = f"[{name or 'tool'}] " + _one_line(
+                    todo.error_firsts[len(error_texts)] = f"[{name or 'tool'}] " + _one_line(
                         first, _ERROR_CHARS
                     )
                 if stripped and (
@@ -229,68 +239,15 @@ def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
                 error_labels.append(f"[{name or 'tool'}] ")
         elif text:
             path_texts.append(text)
-            if "://" in text:
-                for u in _URL_RE.finditer(text):
-                    add("urls", u.group(0).rstrip(".,:;!?'\""))
+            todo.urls(text, add)
             if role is not Role.ASSISTANT:
                 # Errors are what tools (or the user, pasting) reported: "failed" in the
                 # assistant's own prose is not one (tinyjuice.facts).
                 error_texts.append(text)
                 error_labels.append("")
         for call in m.tool_calls:
-            # A call repeated verbatim (same tool, same arguments) adds nothing new but
-            # its count: everything else it holds was collected at its first occurrence.
-            same_tool = rendered_calls.get(call.name)
-            if same_tool is None:
-                same_tool = rendered_calls[call.name] = {}
-            rendered = same_tool.get(call.arguments)
-            if rendered is not None:
-                out.add_call(rendered, call.id)
-                continue
-            add("tools", call.name)
-            args = call.parsed_arguments()
-            rendered = same_tool[call.arguments] = _call_summary(call, args)
-            out.add_call(rendered, call.id)
-            if args is None:
-                path_texts.append(call.arguments)
-                continue
-            if type(args) is dict and not any(isinstance(v, dict | list) for v in args.values()):
-                leaves: Iterable[tuple[str | None, Any]] = args.items()
-            else:
-                leaves = _string_leaves(args)
-            for key, leaf in leaves:
-                if not isinstance(leaf, str):
-                    continue
-                if key in _PATH_KEYS and len(leaf) <= 500 and leaf.strip():
-                    named_paths[len(path_texts)] = leaf.strip()
-                path_texts.append(leaf)
-                if "://" in leaf:
-                    for u in _URL_RE.finditer(leaf):
-                        add("urls", u.group(0).rstrip(".,:;!?'\""))
-            is_shell = shell.get(call.name)
-            if is_shell is None:
-                is_shell = shell[call.name] = _is_shell_tool(call.name)
-            if is_shell and isinstance(args, dict):
-                for key in ("command", "cmd"):
-                    cmd = _command_text(args.get(key))
-                    if cmd:
-                        add("commands", "`" + _one_line(cmd, _COMMAND_CHARS) + "`")
-    found = _paths_many(path_texts)
-    for k in sorted({*found, *named_paths}):
-        named = named_paths.get(k)
-        if named is not None:
-            add("paths", named)
-        for p in found.get(k, ()):
-            add("paths", p)
-    out.items["paths"] = _undiff_paths(out.items["paths"])
-    lines = _error_lines_many(error_texts)
-    for k in sorted({*lines, *error_firsts}):
-        label = error_labels[k]
-        for line in lines.get(k, ()):
-            add("errors", label + _one_line(line, _ERROR_CHARS))
-        first_line = error_firsts.get(k)
-        if first_line is not None:
-            add("errors", first_line)
+            calls.add(call)
+    _add_scanned(out, todo)
     for ask in reversed(asks):
         add("asks", ask)
     for rendered, (count, call_id) in out.call_counts.items():
@@ -299,6 +256,79 @@ def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
     for m in middle[len(middle) - last_turns :] if last_turns > 0 else ():
         add("last_turns", _turn_line(m))
     return out
+
+
+class _Calls:
+    """Collects tool calls: the call itself, its paths, URLs and shell commands."""
+
+    __slots__ = ("_out", "_rendered", "_shell", "_todo")
+
+    def __init__(self, out: _Collector, todo: _Pending) -> None:
+        self._out = out
+        self._todo = todo
+        self._shell: dict[str, bool] = {}
+        self._rendered: dict[str, dict[str, str]] = {}
+
+    def add(self, call: ToolCall) -> None:
+        out, todo = self._out, self._todo
+        add, path_texts = out.add, todo.path_texts
+        # A call repeated verbatim (same tool, same arguments) adds nothing new but
+        # its count: everything else it holds was collected at its first occurrence.
+        same_tool = self._rendered.get(call.name)
+        if same_tool is None:
+            same_tool = self._rendered[call.name] = {}
+        rendered = same_tool.get(call.arguments)
+        if rendered is not None:
+            out.add_call(rendered, call.id)
+            return
+        add("tools", call.name)
+        args = call.parsed_arguments()
+        rendered = same_tool[call.arguments] = _call_summary(call, args)
+        out.add_call(rendered, call.id)
+        if args is None:
+            path_texts.append(call.arguments)
+            return
+        if type(args) is dict and not any(isinstance(v, dict | list) for v in args.values()):
+            leaves: Iterable[tuple[str | None, Any]] = args.items()
+        else:
+            leaves = _string_leaves(args)
+        for key, leaf in leaves:
+            if not isinstance(leaf, str):
+                continue
+            if key in _PATH_KEYS and len(leaf) <= 500 and leaf.strip():
+                todo.named_paths[len(path_texts)] = leaf.strip()
+            path_texts.append(leaf)
+            todo.urls(leaf, add)
+        is_shell = self._shell.get(call.name)
+        if is_shell is None:
+            is_shell = self._shell[call.name] = _is_shell_tool(call.name)
+        if is_shell and isinstance(args, dict):
+            for key in ("command", "cmd"):
+                cmd = _command_text(args.get(key))
+                if cmd:
+                    add("commands", "`" + _one_line(cmd, _COMMAND_CHARS) + "`")
+
+
+def _add_scanned(out: _Collector, todo: _Pending) -> None:
+    """The paths and error lines of the pending texts, in first-seen order."""
+    add = out.add
+    found = _paths_many(todo.path_texts)
+    named_paths = todo.named_paths
+    for k in sorted({*found, *named_paths}):
+        named = named_paths.get(k)
+        if named is not None:
+            add("paths", named)
+        for p in found.get(k, ()):
+            add("paths", p)
+    out.items["paths"] = _undiff_paths(out.items["paths"])
+    lines = _error_lines_many(todo.error_texts)
+    for k in sorted({*lines, *todo.error_firsts}):
+        label = todo.error_labels[k]
+        for line in lines.get(k, ()):
+            add("errors", label + _one_line(line, _ERROR_CHARS))
+        first_line = todo.error_firsts.get(k)
+        if first_line is not None:
+            add("errors", first_line)
 
 
 def _turn_line(m: Message) -> str:
@@ -568,16 +598,7 @@ def fallback_summary(
     Linear in the size of ``middle``.
     """
     counter = counter or default_counter()
-    collected = _collect(middle, last_turns)
-    items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
-    _add_trail(middle, items)
-    _add_rules(middle, items)
-    terms = _focus_terms(focus)
-    if terms:
-        for key in _FOCUSABLE:
-            items[key] = _focus_first(items[key], terms)
-    else:
-        focus = None
+    items, focus = _gather(middle, last_turns, focus)
     totals = {key: len(v) for key, v in items.items()}
 
     # Fixed cost: the note at its longest, every heading and label that may appear.
@@ -597,40 +618,8 @@ def fallback_summary(
 
         chosen = {key: [redact_text(i) for i in v] for key, v in chosen.items()}
     omitted = {key: len(v) for key, v in left_out.items() if v}
-
-    # Token counts are not exactly additive (and redaction may lengthen an item): trim
-    # from the lowest priority until the text fits.
-    order = [key for key, _ in reversed(_CATEGORIES)]
-    while True:
-        listed = _appendix(len(middle), left_out, redact) if appendix else ""
-        appendix_id = _appendix_id(listed)
-        summary = _assemble(len(middle), chosen, omitted, focus, appendix_id)
-        text = summary.render()
-        tokens = counter.count(text)
-        if tokens <= budget_tokens or not any(chosen[k] for k in order):
-            break
-        excess = tokens - budget_tokens
-        while excess > 0 and any(chosen[k] for k in order):
-            key = next(k for k in order if chosen[k])
-            dropped = chosen[key].pop()
-            excess -= counter.count(_bullet(dropped)) + 1
-            omitted[key] = omitted.get(key, 0) + 1
-            left_out[key].insert(0, dropped)
-
-    if omitted and tokens < budget_tokens:
-        # The note was reserved at its longest: give the room it did not need back.
-        def render() -> int:
-            listed = _appendix(len(middle), left_out, redact) if appendix else ""
-            return counter.count(
-                _assemble(len(middle), chosen, omitted, focus, _appendix_id(listed)).render()
-            )
-
-        _Fill(chosen, left_out, omitted, redact).run(render, budget_tokens)
-        listed = _appendix(len(middle), left_out, redact) if appendix else ""
-        appendix_id = _appendix_id(listed)
-        summary = _assemble(len(middle), chosen, omitted, focus, appendix_id)
-        text = summary.render()
-        tokens = counter.count(text)
+    draft = _Draft(len(middle), chosen, left_out, omitted, focus, appendix, redact)
+    listed, appendix_id, summary, text, tokens = draft.fit(budget_tokens, counter)
 
     included = {key: len(v) for key, v in chosen.items()}
     return FallbackSummary(
@@ -648,6 +637,74 @@ def fallback_summary(
         appendix=listed,
         appendix_id=appendix_id,
     )
+
+
+def _gather(
+    middle: Sequence[Message], last_turns: int, focus: str | None
+) -> tuple[dict[str, list[str]], str | None]:
+    """The items per category (artifact trail and rules included, focus matches first),
+    and the focus when any of its words is worth matching."""
+    collected = _collect(middle, last_turns)
+    items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
+    _add_trail(middle, items)
+    _add_rules(middle, items)
+    terms = _focus_terms(focus)
+    if not terms:
+        return items, None
+    for key in _FOCUSABLE:
+        items[key] = _focus_first(items[key], terms)
+    return items, focus
+
+
+@dataclass(slots=True)
+class _Draft:
+    """The chosen and left-out items of a fallback summary, rendered until they fit."""
+
+    n_messages: int
+    chosen: dict[str, list[str]]
+    left_out: dict[str, list[str]]
+    omitted: dict[str, int]
+    focus: str | None
+    appendix: bool
+    redact: bool
+
+    def render(self) -> tuple[str, str | None, StructuredSummary, str]:
+        """``(appendix, appendix id, summary, text)`` for the items as they are now."""
+        listed = _appendix(self.n_messages, self.left_out, self.redact) if self.appendix else ""
+        appendix_id = _appendix_id(listed)
+        summary = _assemble(self.n_messages, self.chosen, self.omitted, self.focus, appendix_id)
+        return listed, appendix_id, summary, summary.render()
+
+    def fit(
+        self, budget_tokens: int, counter: TokenCounter
+    ) -> tuple[str, str | None, StructuredSummary, str, int]:
+        """Rendered within ``budget_tokens``: trimmed from the lowest priority, then the
+        room the note did not need handed back; ``(…render(), tokens)``."""
+        chosen, omitted, left_out = self.chosen, self.omitted, self.left_out
+        # Token counts are not exactly additive (and redaction may lengthen an item): trim
+        # from the lowest priority until the text fits.
+        order = [key for key, _ in reversed(_CATEGORIES)]
+        while True:
+            listed, appendix_id, summary, text = self.render()
+            tokens = counter.count(text)
+            if tokens <= budget_tokens or not any(chosen[k] for k in order):
+                break
+            excess = tokens - budget_tokens
+            while excess > 0 and any(chosen[k] for k in order):
+                key = next(k for k in order if chosen[k])
+                dropped = chosen[key].pop()
+                excess -= counter.count(_bullet(dropped)) + 1
+                omitted[key] = omitted.get(key, 0) + 1
+                left_out[key].insert(0, dropped)
+
+        if omitted and tokens < budget_tokens:
+            # The note was reserved at its longest: give the room it did not need back.
+            _Fill(chosen, left_out, omitted, self.redact).run(
+                lambda: counter.count(self.render()[3]), budget_tokens
+            )
+            listed, appendix_id, summary, text = self.render()
+            tokens = counter.count(text)
+        return listed, appendix_id, summary, text, tokens
 
 
 class _Fill:
