@@ -878,6 +878,32 @@ def digest_tool_results(
     """
     n = len(messages)
     protect_from = max(0, min(protect_from, n))
+    candidates, newest, shrink_at = _scan_results(
+        messages, protect_from, min_chars, dedup, shrink_args_over
+    )
+    if not candidates and not shrink_at:
+        return DigestResult(tuple(messages), ())
+    out, records = _digest_candidates(messages, candidates, newest, dedup)
+    if shrink_at:
+        assert shrink_args_over is not None
+        for i in shrink_at:
+            out[i] = _shrink_calls(out[i], i, shrink_args_over, shrink_args_to, records)
+        records.sort(key=lambda r: r.index)
+    return DigestResult(tuple(out), tuple(records))
+
+
+#: A tool result to digest: its index, its text and its call (None: missing).
+_Candidate = tuple[int, str, ToolCall | None]
+
+
+def _scan_results(
+    messages: Sequence[Message],
+    protect_from: int,
+    min_chars: int,
+    dedup: bool,
+    shrink_args_over: int | None,
+) -> tuple[list[_Candidate], dict[str, int], list[int]]:
+    """``(results to digest, newest index of each large text, calls to shrink)``."""
     calls: dict[str, ToolCall] = {}
     newest: dict[str, int] = {}
     candidates: list[tuple[int, str, ToolCall | None]] = []
@@ -910,10 +936,17 @@ def digest_tool_results(
         if i < protect_from and msg.meta.generated_by != "digest":
             call = calls.get(msg.tool_call_id) if msg.tool_call_id is not None else None
             candidates.append((i, text, call))
+    return candidates, newest, shrink_at
 
-    if not candidates and not shrink_at:
-        return DigestResult(tuple(messages), ())
 
+def _digest_candidates(
+    messages: Sequence[Message],
+    candidates: list[_Candidate],
+    newest: dict[str, int],
+    dedup: bool,
+) -> tuple[list[Message], list[DigestRecord]]:
+    """The messages with each candidate digested (or pointed at its newest copy) when
+    that is shorter, and a record of each change."""
     out = list(messages)
     records: list[DigestRecord] = []
     names = _Names()
@@ -949,9 +982,4 @@ def digest_tool_results(
                 ref if change == "duplicate" else None,
             )
         )
-    if shrink_at:
-        assert shrink_args_over is not None
-        for i in shrink_at:
-            out[i] = _shrink_calls(out[i], i, shrink_args_over, shrink_args_to, records)
-        records.sort(key=lambda r: r.index)
-    return DigestResult(tuple(out), tuple(records))
+    return out, records
