@@ -532,6 +532,9 @@ def _work_on(transcript: Transcript, options: BatchOptions) -> Transcript:
     return live_view(transcript)
 
 
+# Long on purpose: the status ladder (under target, rules, summary search, failed, still
+# over, compressed) reads best in one place; the stages are _rules_stage and
+# _search_summary.
 def compress_trajectory(
     transcript: Transcript,
     options: BatchOptions,

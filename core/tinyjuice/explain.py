@@ -488,6 +488,8 @@ def _held(code: DecisionCode) -> str | None:
     return code.value if code in (DecisionCode.BLOCKED, DecisionCode.LOW_SAVINGS) else None
 
 
+# Long on purpose: one replay of the anti-thrash state across the events, in order;
+# the flags of an event and the current state are helpers.
 def explain(
     transcript: Transcript,
     policy: TriggerPolicy | str | None = None,

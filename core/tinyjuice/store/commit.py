@@ -1163,6 +1163,8 @@ def _synth_line(m: Message, model: str | None) -> dict[str, Any]:
     return line
 
 
+# Long on purpose: writes Claude Code's compaction lines in file order (boundary,
+# summary, kept lines re-linked by parentUuid); the order is the format.
 def claude_code_continuation(
     transcript: Transcript,
     source: LoadedSource,
