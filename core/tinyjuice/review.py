@@ -405,7 +405,11 @@ _TRACEBACK_HEAD_RE = re.compile(r"^\s*Traceback \(most recent call last\):?\s*$"
 
 def _tool_error_lines(m: Message, text: str) -> list[str]:
     """The error lines of a tool result: its error lines and, when it is flagged as an
-    error, its head line(s). Only tools return errors: prose is not scanned."""
+    error, its head line(s). Only tools return errors: prose is not scanned.
+
+    Like ``facts._tool_errors`` over the same scanners (``summary.scan``), but the head
+    lines always come first and in order; facts puts a head line that is already an
+    error line at its place among them (the order differs only then)."""
     lines = list(error_lines(text)) if text else []
     if m.meta.is_error and text.strip():
         lines = [*error_head(text), *lines]
