@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tinyjuice.providers import ProviderConfig, ProviderKind
+from tinyjuice.providers.endpoint import ENDPOINT_SETTINGS
 from tinyjuice.redact import find_secrets, redact_text
 
 __all__ = [
@@ -65,7 +66,7 @@ _DEFAULT_BASE_URLS = {
     ProviderKind.OPENAI: "https://api.openai.com/v1",
     ProviderKind.ANTHROPIC: "https://api.anthropic.com",
 }
-_PROVIDER_KEYS = ("kind", "base_url", "model", "api_key_env", "timeout", "fallback_model")
+_PROVIDER_KEYS = ("kind", *ENDPOINT_SETTINGS)
 _FIELDS = _PROVIDER_KEYS
 _TOP_KEYS = ("default_provider", "providers")
 _KEY_LIKE = frozenset({"api_key", "key", "apikey", "token", "secret", "password", "api-key"})

@@ -33,7 +33,6 @@ __all__ = [
     "align_start_forward",
     "anchor_tail_start",
     "is_legal_boundary",
-    "is_real_user_message",
     "is_visible_assistant_message",
     "latest_real_user_index",
     "latest_visible_assistant_index",
@@ -91,17 +90,6 @@ class SeamPolicy(StrEnum):
 # --------------------------------------------------------------------------- predicates
 
 
-def is_real_user_message(message: Message) -> bool:
-    """A genuine user ask: role user, not a summary, not injected, not generated."""
-    meta = message.meta
-    return (
-        message.role is Role.USER
-        and not meta.is_summary
-        and not meta.is_injected
-        and meta.generated_by is None
-    )
-
-
 def is_visible_assistant_message(message: Message) -> bool:
     """An assistant message a user saw as an answer: non-empty visible text, not a summary.
 
@@ -118,7 +106,7 @@ def is_visible_assistant_message(message: Message) -> bool:
 def latest_real_user_index(messages: Sequence[Message]) -> int | None:
     """Index of the latest real user message (summaries, injected context skipped)."""
     for i in range(len(messages) - 1, -1, -1):
-        if is_real_user_message(messages[i]):
+        if messages[i].is_real_user:
             return i
     return None
 
@@ -222,7 +210,7 @@ class BoundaryIndex:
                     calls_at[i] = 1
                     for call in m.tool_calls:
                         last_call[call.id] = i
-                if is_real_user_message(m):
+                if m.is_real_user:
                     users.append(i)
             tool_prefix[i + 1] = tools
             call_prefix[i + 1] = calls
@@ -557,13 +545,9 @@ def anchor_tail_start(
         if a is not None and head_end <= a < target:
             target = a
             p = a - 1
-            while (
-                p >= head_end
-                and messages[p].role is Role.USER
-                and not is_real_user_message(messages[p])
-            ):
+            while p >= head_end and messages[p].role is Role.USER and not messages[p].is_real_user:
                 p -= 1
-            if p >= head_end and is_real_user_message(messages[p]):
+            if p >= head_end and messages[p].is_real_user:
                 target = p
     return _prepare(messages, prepared).align_end_backward(target)
 

@@ -358,6 +358,8 @@ def _reasoning_tokens(message: Message, counter: TokenCounter) -> int:
     return n
 
 
+# Long on purpose: one pass over the messages filling every bucket; the buckets must
+# sum to the total, which is easiest to see in one place.
 def compute_breakdown(
     transcript: Transcript,
     tokens: TranscriptTokens,

@@ -451,6 +451,8 @@ class _LinesWriter:
 ItemCallback = Callable[[Job, TrajectoryMetrics | None, int], None]
 
 
+# Long on purpose: one run loop (workers, ordered writes, stop and abort checks) whose
+# steps share the open outputs and counters.
 def run_batch(
     jobs: Sequence[Job],
     options: BatchOptions,

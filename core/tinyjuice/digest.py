@@ -19,6 +19,7 @@ import orjson
 
 from tinyjuice.model import Message, Part, Role, TextPart, ToolCall
 from tinyjuice.redact import redact_clip
+from tinyjuice.text import cut_end, cut_middle
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -354,6 +355,8 @@ def _size(body: str) -> str:
 
 
 def _one_line(text: str) -> str:
+    """:func:`tinyjuice.text.flatten` of the first 4,096 characters only: a digest line
+    comes from outputs of megabytes and shows a few dozen characters of them."""
     if len(text) > 4096:
         text = text[:4096]
     return " ".join(text.split())
@@ -368,25 +371,14 @@ def _clip(text: str, limit: int) -> str:
     if len(flat) <= limit:
         return flat
     # Clipped after redacting (no key cut in half), redacted again; on one line.
-    return redact_clip(text[:_CLIP_READ], lambda r: _cut_end(_one_line(r), limit))
-
-
-def _cut_end(flat: str, limit: int) -> str:
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return redact_clip(text[:_CLIP_READ], lambda r: cut_end(_one_line(r), limit))
 
 
 def _clip_middle(text: str, limit: int) -> str:
     flat = _one_line(text)
     if len(flat) <= limit:
         return flat
-    return redact_clip(text[:_CLIP_READ], lambda r: _cut_middle(_one_line(r), limit))
-
-
-def _cut_middle(flat: str, limit: int) -> str:
-    if len(flat) <= limit:
-        return flat
-    tail = limit // 3
-    return flat[: limit - tail - 1] + "…" + flat[len(flat) - tail :]
+    return redact_clip(text[:_CLIP_READ], lambda r: cut_middle(_one_line(r), limit))
 
 
 #: Argument values that count as absent (compared by ``==``, like a literal tuple).
@@ -867,6 +859,32 @@ def digest_tool_results(
     """
     n = len(messages)
     protect_from = max(0, min(protect_from, n))
+    candidates, newest, shrink_at = _scan_results(
+        messages, protect_from, min_chars, dedup, shrink_args_over
+    )
+    if not candidates and not shrink_at:
+        return DigestResult(tuple(messages), ())
+    out, records = _digest_candidates(messages, candidates, newest, dedup)
+    if shrink_at:
+        assert shrink_args_over is not None
+        for i in shrink_at:
+            out[i] = _shrink_calls(out[i], i, shrink_args_over, shrink_args_to, records)
+        records.sort(key=lambda r: r.index)
+    return DigestResult(tuple(out), tuple(records))
+
+
+#: A tool result to digest: its index, its text and its call (None: missing).
+_Candidate = tuple[int, str, ToolCall | None]
+
+
+def _scan_results(
+    messages: Sequence[Message],
+    protect_from: int,
+    min_chars: int,
+    dedup: bool,
+    shrink_args_over: int | None,
+) -> tuple[list[_Candidate], dict[str, int], list[int]]:
+    """``(results to digest, newest index of each large text, calls to shrink)``."""
     calls: dict[str, ToolCall] = {}
     newest: dict[str, int] = {}
     candidates: list[tuple[int, str, ToolCall | None]] = []
@@ -899,10 +917,17 @@ def digest_tool_results(
         if i < protect_from and msg.meta.generated_by != "digest":
             call = calls.get(msg.tool_call_id) if msg.tool_call_id is not None else None
             candidates.append((i, text, call))
+    return candidates, newest, shrink_at
 
-    if not candidates and not shrink_at:
-        return DigestResult(tuple(messages), ())
 
+def _digest_candidates(
+    messages: Sequence[Message],
+    candidates: list[_Candidate],
+    newest: dict[str, int],
+    dedup: bool,
+) -> tuple[list[Message], list[DigestRecord]]:
+    """The messages with each candidate digested (or pointed at its newest copy) when
+    that is shorter, and a record of each change."""
     out = list(messages)
     records: list[DigestRecord] = []
     names = _Names()
@@ -938,9 +963,4 @@ def digest_tool_results(
                 ref if change == "duplicate" else None,
             )
         )
-    if shrink_at:
-        assert shrink_args_over is not None
-        for i in shrink_at:
-            out[i] = _shrink_calls(out[i], i, shrink_args_over, shrink_args_to, records)
-        records.sort(key=lambda r: r.index)
-    return DigestResult(tuple(out), tuple(records))
+    return out, records

@@ -7,13 +7,14 @@ Details: docs/policies.md (`tinyjuice.explain`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from tinyjuice.budget import (
     LOW_SAVINGS_RATIO,
+    Budget,
     DecisionCode,
     PromptTokens,
     SummaryKind,
@@ -36,6 +37,7 @@ from tinyjuice.policies import (
     resolve_window,
     usage_series,
 )
+from tinyjuice.text import one_line
 from tinyjuice.tokens import CountKind, TokenCounter, TranscriptTokens, count_transcript
 
 __all__ = [
@@ -227,7 +229,7 @@ class EventExplanation:
                     f"(+{inf.excess:,}), mostly tool schemas ({inf.tool_tokens:,})"
                 )
             elif flag is EventFlag.RULES_LOST and self.rules_lost:
-                shown = "; ".join(f"#{i} {_clip(t)}" for t, i in self.rules_lost[:3])
+                shown = "; ".join(f"#{i} {one_line(t, 80)}" for t, i in self.rules_lost[:3])
                 more = f" (+{len(self.rules_lost) - 3} more)" if len(self.rules_lost) > 3 else ""
                 out.append(
                     f"lost {len(self.rules_lost)} rule(s) the summary should have kept: "
@@ -258,11 +260,6 @@ class EventExplanation:
             "rules_lost": [{"text": t, "index": i} for t, i in self.rules_lost],
             "reasons": list(self.reasons()),
         }
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def rules_lost_by_event(transcript: Transcript) -> dict[int, tuple[tuple[str, int], ...]]:
@@ -469,6 +466,8 @@ def _held(code: DecisionCode) -> str | None:
     return code.value if code in (DecisionCode.BLOCKED, DecisionCode.LOW_SAVINGS) else None
 
 
+# Long on purpose: one replay of the anti-thrash state across the events, in order;
+# the flags of an event and the current state are helpers.
 def explain(
     transcript: Transcript,
     policy: TriggerPolicy | str | None = None,
@@ -509,7 +508,6 @@ def explain(
         nxt = events[number].message_index if number < len(events) else None
         pre, pre_src, before = _pre(event, series)
         post, post_src, post_index = _post(event, series, nxt)
-        flags: list[EventFlag] = []
         held: str | None = None
         auto = event.trigger is not Trigger.MANUAL
         if budget is not None:
@@ -528,24 +526,9 @@ def explain(
                     threshold=thr,
                     summary_kind=SummaryKind.LLM,
                 )
-        if auto and pre is not None and pre < FAR_BELOW_RATIO * thr:
-            flags.append(EventFlag.FAR_BELOW_THRESHOLD)
-        if post is not None and post >= thr:
-            flags.append(EventFlag.INEFFECTIVE)
-        low = False
-        if pre and post is not None:
-            low = (pre - post) / pre < LOW_SAVINGS_RATIO
-            if low:
-                flags.append(EventFlag.LOW_SAVINGS)
-                if prev_low:
-                    flags.append(EventFlag.CONSECUTIVE_LOW_SAVINGS)
-        prev_low = low
         inflation = _inflation(before, series.tool_tokens)
-        if inflation is not None:
-            flags.append(EventFlag.ESTIMATE_INFLATED_BY_TOOL_SCHEMAS)
         lost = lost_rules.get(event.message_index, ())
-        if lost:
-            flags.append(EventFlag.RULES_LOST)
+        flags, prev_low = _event_flags(auto, pre, post, thr, prev_low, inflation, lost)
         out.append(
             EventExplanation(
                 number=number,
@@ -565,31 +548,7 @@ def explain(
             )
         )
 
-    current_held: str | None = None
-    if budget is not None:
-        for p in points[pi:]:
-            state = record_reading(state, PromptTokens(p.tokens, p.kind), budget)
-        decision = should_compress(
-            PromptTokens(series.next_tokens, series.next_kind), budget, state, now=0.0
-        )
-        current_held = _held(decision.code)
-    last_measured = next((p for p in reversed(points) if p.measured), None)
-    current_inflation = _inflation(last_measured, series.tool_tokens)
-    growth, per_turn = _growth(series)
-    last = points[-1] if points and points[-1].message_index >= series.live_start else None
-    current = CurrentState(
-        tokens=series.next_tokens,
-        kind=series.next_kind,
-        threshold_tokens=thr,
-        growth_per_turn=growth,
-        messages_per_turn=per_turn,
-        message_count=series.message_count,
-        last_index=last.message_index if last else None,
-        last_tokens=last.tokens if last else None,
-        anti_thrash=current_held,
-        flags=(EventFlag.ESTIMATE_INFLATED_BY_TOOL_SCHEMAS,) if current_inflation else (),
-        inflation=current_inflation,
-    )
+    current = _current(series, thr, budget, state, points[pi:])
     return Explanation(
         policy=chosen,
         policy_source=why,
@@ -607,4 +566,69 @@ def explain(
                 if e.pre_tokens is not None and e.message_index in series.resets
             ],
         ),
+    )
+
+
+def _event_flags(
+    auto: bool,
+    pre: int | None,
+    post: int | None,
+    thr: int,
+    prev_low: bool,
+    inflation: Inflation | None,
+    lost: tuple[tuple[str, int], ...],
+) -> tuple[tuple[EventFlag, ...], bool]:
+    """The flags of one compaction, and whether it saved little (for the next one)."""
+    flags: list[EventFlag] = []
+    if auto and pre is not None and pre < FAR_BELOW_RATIO * thr:
+        flags.append(EventFlag.FAR_BELOW_THRESHOLD)
+    if post is not None and post >= thr:
+        flags.append(EventFlag.INEFFECTIVE)
+    low = False
+    if pre and post is not None:
+        low = (pre - post) / pre < LOW_SAVINGS_RATIO
+        if low:
+            flags.append(EventFlag.LOW_SAVINGS)
+            if prev_low:
+                flags.append(EventFlag.CONSECUTIVE_LOW_SAVINGS)
+    if inflation is not None:
+        flags.append(EventFlag.ESTIMATE_INFLATED_BY_TOOL_SCHEMAS)
+    if lost:
+        flags.append(EventFlag.RULES_LOST)
+    return tuple(flags), low
+
+
+def _current(
+    series: UsageSeries,
+    thr: int,
+    budget: Budget | None,
+    state: CompactionState,
+    rest: Sequence[UsagePoint],
+) -> CurrentState:
+    """The state after the last compaction (``rest``: the readings not replayed yet)."""
+    points = series.points
+    current_held: str | None = None
+    if budget is not None:
+        for p in rest:
+            state = record_reading(state, PromptTokens(p.tokens, p.kind), budget)
+        decision = should_compress(
+            PromptTokens(series.next_tokens, series.next_kind), budget, state, now=0.0
+        )
+        current_held = _held(decision.code)
+    last_measured = next((p for p in reversed(points) if p.measured), None)
+    current_inflation = _inflation(last_measured, series.tool_tokens)
+    growth, per_turn = _growth(series)
+    last = points[-1] if points and points[-1].message_index >= series.live_start else None
+    return CurrentState(
+        tokens=series.next_tokens,
+        kind=series.next_kind,
+        threshold_tokens=thr,
+        growth_per_turn=growth,
+        messages_per_turn=per_turn,
+        message_count=series.message_count,
+        last_index=last.message_index if last else None,
+        last_tokens=last.tokens if last else None,
+        anti_thrash=current_held,
+        flags=(EventFlag.ESTIMATE_INFLATED_BY_TOOL_SCHEMAS,) if current_inflation else (),
+        inflation=current_inflation,
     )

@@ -14,15 +14,17 @@ from typing import Any
 from tinyjuice.model import Message, Role, ToolCall
 from tinyjuice.rules import tool_output_text
 from tinyjuice.summary import (
+    error_head,
+    error_lines,
+    is_summary_message,
+    strip_summary_wrappers,
+)
+from tinyjuice.summary.scan import (
     _PATH_KEYS,
     _command_text,
     _is_shell_tool,
     _paths_in,
     _string_leaves,
-    error_head,
-    error_lines,
-    is_summary_message,
-    strip_summary_wrappers,
 )
 
 __all__ = [

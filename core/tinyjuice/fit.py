@@ -502,6 +502,9 @@ def _work_on(transcript: Transcript, options: BatchOptions) -> Transcript:
     return live_view(transcript)
 
 
+# Long on purpose: the status ladder (under target, rules, summary search, failed, still
+# over, compressed) reads best in one place; the stages are _rules_stage and
+# _search_summary.
 def compress_trajectory(
     transcript: Transcript,
     options: BatchOptions,
@@ -541,24 +544,9 @@ def compress_trajectory(
     if tokens.total <= target:
         return done(TrajectoryResult(transcript, base, None))
 
-    work, work_tokens, work_idx = transcript, tokens, idx
-    rules_applied = 0
-    rules_span: tuple[int, int] | None = None
-    if options.profile is Profile.RULES:
-        ruled = _rules_pass(transcript, options, counter, idx)
-        if ruled is not None:
-            work, rules_applied, r_head, r_tail = ruled
-            work_tokens = count_transcript(work, counter)
-            work_idx = BoundaryIndex(work.messages)
-            rules_span = (r_head, r_tail)
-            if work_tokens.total >= tokens.total:
-                work, work_tokens, work_idx, rules_applied, rules_span = (
-                    transcript,
-                    tokens,
-                    idx,
-                    0,
-                    None,
-                )
+    work, work_tokens, work_idx, rules_applied, rules_span = _rules_stage(
+        transcript, options, counter, tokens, idx
+    )
 
     after_rules = replace(
         base,
@@ -573,47 +561,9 @@ def compress_trajectory(
             TrajectoryResult(work, replace(after_rules, status=TrajectoryStatus.COMPRESSED), None)
         )
 
-    wmsgs = work.messages
-    reserve = options.summary_tokens
-    wrapper = _wrapper_cost(counter)
-    body_budget = max(_MIN_SUMMARY_BODY, options.summary_tokens - wrapper)
-    plan: RegionPlan | None = None
-    best: tuple[Transcript, int, Message, _Summary, RegionPlan] | None = None
-    summary = _Summary(None)
-    calls = errors = fallbacks = 0
-    for _ in range(_MAX_ATTEMPTS):
-        plan = plan_region(
-            wmsgs,
-            work_tokens,
-            target,
-            keep_last=options.keep_last,
-            summary_tokens=reserve,
-            anchor_latest_user=options.anchor_latest_user,
-            index=work_idx,
-        )
-        if not plan.compressible:
-            break
-        head, end = plan.head_end, plan.end
-        summary = _summarise(wmsgs[head:end], body_budget, counter, provider, options.redact)
-        calls += summary.calls
-        errors += summary.errors
-        fallbacks += summary.fallback
-        if summary.message is None:
-            break
-        combined = rejoin(wmsgs[:head], [summary.message], wmsgs[end:])
-        inserted = combined[head : len(combined) - (len(wmsgs) - end)]
-        inserted_cost = sum(message_tokens(m, counter) for m in inserted)
-        after = work_tokens.total - plan.region_tokens + inserted_cost
-        new = replace(work, messages=tuple(combined))
-        if after < work_tokens.total and (best is None or after < best[1]):
-            # rejoin may have given the summary the other role: keep the inserted object.
-            placed = next((m for m in inserted if m.meta.is_summary), summary.message)
-            best = (new, after, placed, summary, plan)
-        if after <= target or end >= plan.tail_start or provider is not None:
-            break
-        # The summary cost more than reserved: reserve what it really cost, and grow.
-        reserve = max(reserve + 1, inserted_cost)
-
+    plan, best, summary, (calls, errors, fallbacks) = _search_summary(
+        work, work_tokens, work_idx, target, options, counter, provider
+    )
     metrics = replace(
         after_rules,
         summary_calls=calls,
@@ -665,6 +615,87 @@ def compress_trajectory(
         error=used.error,
     )
     return done(TrajectoryResult(new, final, chosen, message))
+
+
+#: The best compaction found: the new transcript, its tokens, the summary message as
+#: placed, the summary and the region plan it replaced.
+_Best = tuple[Transcript, int, Message, _Summary, RegionPlan]
+
+
+def _rules_stage(
+    transcript: Transcript,
+    options: BatchOptions,
+    counter: TokenCounter,
+    tokens: TranscriptTokens,
+    idx: BoundaryIndex,
+) -> tuple[Transcript, TranscriptTokens, BoundaryIndex, int, tuple[int, int] | None]:
+    """The rules profile's rewrite when it makes the trajectory smaller, else the input:
+    ``(transcript, tokens, index, rules applied, rewritten span)``."""
+    if options.profile is not Profile.RULES:
+        return transcript, tokens, idx, 0, None
+    ruled = _rules_pass(transcript, options, counter, idx)
+    if ruled is None:
+        return transcript, tokens, idx, 0, None
+    work, rules_applied, r_head, r_tail = ruled
+    work_tokens = count_transcript(work, counter)
+    if work_tokens.total >= tokens.total:
+        return transcript, tokens, idx, 0, None
+    return work, work_tokens, BoundaryIndex(work.messages), rules_applied, (r_head, r_tail)
+
+
+def _search_summary(
+    work: Transcript,
+    work_tokens: TranscriptTokens,
+    work_idx: BoundaryIndex,
+    target: int,
+    options: BatchOptions,
+    counter: TokenCounter,
+    provider: SummaryProvider | None,
+) -> tuple[RegionPlan | None, _Best | None, _Summary, tuple[int, int, int]]:
+    """Summarise a region, growing the reserve until the result fits (at most
+    ``_MAX_ATTEMPTS``): ``(last plan, best result, last summary, (calls, errors,
+    fallbacks))``."""
+    wmsgs = work.messages
+    reserve = options.summary_tokens
+    wrapper = _wrapper_cost(counter)
+    body_budget = max(_MIN_SUMMARY_BODY, options.summary_tokens - wrapper)
+    plan: RegionPlan | None = None
+    best: _Best | None = None
+    summary = _Summary(None)
+    calls = errors = fallbacks = 0
+    for _ in range(_MAX_ATTEMPTS):
+        plan = plan_region(
+            wmsgs,
+            work_tokens,
+            target,
+            keep_last=options.keep_last,
+            summary_tokens=reserve,
+            anchor_latest_user=options.anchor_latest_user,
+            index=work_idx,
+        )
+        if not plan.compressible:
+            break
+        head, end = plan.head_end, plan.end
+        summary = _summarise(wmsgs[head:end], body_budget, counter, provider, options.redact)
+        calls += summary.calls
+        errors += summary.errors
+        fallbacks += summary.fallback
+        if summary.message is None:
+            break
+        combined = rejoin(wmsgs[:head], [summary.message], wmsgs[end:])
+        inserted = combined[head : len(combined) - (len(wmsgs) - end)]
+        inserted_cost = sum(message_tokens(m, counter) for m in inserted)
+        after = work_tokens.total - plan.region_tokens + inserted_cost
+        new = replace(work, messages=tuple(combined))
+        if after < work_tokens.total and (best is None or after < best[1]):
+            # rejoin may have given the summary the other role: keep the inserted object.
+            placed = next((m for m in inserted if m.meta.is_summary), summary.message)
+            best = (new, after, placed, summary, plan)
+        if after <= target or end >= plan.tail_start or provider is not None:
+            break
+        # The summary cost more than reserved: reserve what it really cost, and grow.
+        reserve = max(reserve + 1, inserted_cost)
+    return plan, best, summary, (calls, errors, fallbacks)
 
 
 # ------------------------------------------------------------------------- line helpers

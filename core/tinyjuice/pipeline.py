@@ -73,6 +73,7 @@ from tinyjuice.rules import (
 )
 from tinyjuice.summary import (
     FailureClass,
+    FailureOutcome,
     StructuredSummary,
     SummaryError,
     SummaryProvider,
@@ -232,10 +233,7 @@ def plan_boundary(
         # A summary in the messages means an earlier compaction (e.g. a resumed session):
         # the opening turns already live in it, so the head decays like after a first run.
         count = 1
-    requested: int | None = None
     reasons: list[str] = []
-    no_op_reason = ""
-
     if opts.profile is Profile.RULES:
         head_end = idx.align_start_forward(_leading_system(msgs))
     else:
@@ -248,71 +246,12 @@ def plan_boundary(
             prepared=idx,
         )
     start = idx.align_start_forward(head_end)
-
-    if opts.keep_last is not None:
-        split = split_for_partial_compaction(
-            msgs, opts.keep_last, protect_system=opts.protect_system, prepared=idx
-        )
-        requested = split.tail_start
-        end = split.tail_start
-        if split.no_op:
-            no_op_reason = split.reason
-            reasons.append(split.reason)
-        else:
-            reasons.append(
-                f"keeping the last {split.exchanges_kept} of {split.exchanges_total} user "
-                f"exchanges verbatim (from message {split.tail_start})"
-            )
-    elif opts.boundary is not None:
-        requested = opts.boundary
-        snap = idx.snap(opts.boundary, "nearest")
-        end = snap.index
-        reasons.append(snap.reason)
-    elif opts.profile is Profile.RULES:
-        end = idx.align_end_backward(rules_tail_start(msgs, rules.protect_last_n_turns))
-        reasons.append(f"the last {rules.protect_last_n_turns} user turns are protected (rule 6)")
-    else:
-        tail_budget = opts.tail_token_budget or tail_token_budget(budget, opts.tail_target_ratio)
-        end = select_tail_by_budget(
-            msgs,
-            tokens.per_message,
-            head_end,
-            tail_budget,
-            opts.tail_floor,
-            opts.soft_ceiling_ratio,
-            force_middle=opts.force,
-            prepared=idx,
-        )
-        reasons.append(f"tail holds ~{tail_budget:,} tokens (at least {opts.tail_floor} messages)")
-
-    if opts.anchor_latest_user or opts.anchor_latest_assistant:
-        anchored = anchor_tail_start(
-            msgs,
-            end,
-            anchor_user=opts.anchor_latest_user,
-            anchor_assistant=opts.anchor_latest_assistant,
-            head_end=start,
-            prepared=idx,
-        )
-        if anchored != end:
-            if reasons and reasons[-1] == AS_REQUESTED:
-                reasons.pop()  # it was, but anchoring moved it: say only that
-            reasons.append(
-                f"moved back from {end} to {anchored} to keep the latest user ask and reply verbatim"
-            )
-            end = anchored
-
+    end, requested, no_op_reason = _tail_start(
+        transcript, opts, tokens, idx, budget, rules, head_end, reasons
+    )
+    end = _anchor_tail(transcript, opts, idx, start, end, reasons)
     if not no_op_reason:
-        if end <= start:
-            no_op_reason = (
-                f"nothing to compress: the boundary ({end}) is inside the protected head "
-                f"(messages before {start})"
-            )
-            end = max(end, start)
-        elif not opts.manual and not opts.force and (n <= start + _MIN_MIDDLE or end - start < 1):
-            no_op_reason = (
-                f"too short to compress: {n} messages, head {start} + {_MIN_MIDDLE} needed"
-            )
+        end, no_op_reason = _too_short(opts, n, start, end)
     head_tok = tokens.range(0, start)
     mid_tok = tokens.range(start, end)
     tail_tok = tokens.range(end, n)
@@ -343,6 +282,95 @@ def plan_boundary(
         compaction_count=count,
         projection="upper_bound" if opts.profile is Profile.RULES else "estimate",
     )
+
+
+def _tail_start(
+    transcript: Transcript,
+    opts: CompactionOptions,
+    tokens: TranscriptTokens,
+    idx: BoundaryIndex,
+    budget: Budget,
+    rules: RulesConfig,
+    head_end: int,
+    reasons: list[str],
+) -> tuple[int, int | None, str]:
+    """``(end, requested, no-op reason)``: where the verbatim tail starts, by keep_last, an
+    explicit boundary, the rules' protected turns or the tail budget; why, in ``reasons``."""
+    msgs = transcript.messages
+    if opts.keep_last is not None:
+        split = split_for_partial_compaction(
+            msgs, opts.keep_last, protect_system=opts.protect_system, prepared=idx
+        )
+        reasons.append(
+            split.reason
+            if split.no_op
+            else f"keeping the last {split.exchanges_kept} of {split.exchanges_total} user "
+            f"exchanges verbatim (from message {split.tail_start})"
+        )
+        return split.tail_start, split.tail_start, split.reason if split.no_op else ""
+    if opts.boundary is not None:
+        snap = idx.snap(opts.boundary, "nearest")
+        reasons.append(snap.reason)
+        return snap.index, opts.boundary, ""
+    if opts.profile is Profile.RULES:
+        end = idx.align_end_backward(rules_tail_start(msgs, rules.protect_last_n_turns))
+        reasons.append(f"the last {rules.protect_last_n_turns} user turns are protected (rule 6)")
+        return end, None, ""
+    tail_budget = opts.tail_token_budget or tail_token_budget(budget, opts.tail_target_ratio)
+    end = select_tail_by_budget(
+        msgs,
+        tokens.per_message,
+        head_end,
+        tail_budget,
+        opts.tail_floor,
+        opts.soft_ceiling_ratio,
+        force_middle=opts.force,
+        prepared=idx,
+    )
+    reasons.append(f"tail holds ~{tail_budget:,} tokens (at least {opts.tail_floor} messages)")
+    return end, None, ""
+
+
+def _anchor_tail(
+    transcript: Transcript,
+    opts: CompactionOptions,
+    idx: BoundaryIndex,
+    start: int,
+    end: int,
+    reasons: list[str],
+) -> int:
+    """``end`` moved back so the latest user ask and reply stay verbatim (when asked to)."""
+    if not (opts.anchor_latest_user or opts.anchor_latest_assistant):
+        return end
+    anchored = anchor_tail_start(
+        transcript.messages,
+        end,
+        anchor_user=opts.anchor_latest_user,
+        anchor_assistant=opts.anchor_latest_assistant,
+        head_end=start,
+        prepared=idx,
+    )
+    if anchored == end:
+        return end
+    if reasons and reasons[-1] == AS_REQUESTED:
+        reasons.pop()  # it was, but anchoring moved it: say only that
+    reasons.append(
+        f"moved back from {end} to {anchored} to keep the latest user ask and reply verbatim"
+    )
+    return anchored
+
+
+def _too_short(opts: CompactionOptions, n: int, start: int, end: int) -> tuple[int, str]:
+    """``(end, no-op reason)`` when the middle is empty or too short to compress."""
+    if end <= start:
+        reason = (
+            f"nothing to compress: the boundary ({end}) is inside the protected head "
+            f"(messages before {start})"
+        )
+        return max(end, start), reason
+    if not opts.manual and not opts.force and (n <= start + _MIN_MIDDLE or end - start < 1):
+        return end, f"too short to compress: {n} messages, head {start} + {_MIN_MIDDLE} needed"
+    return end, ""
 
 
 # --------------------------------------------------------------------------- compress
@@ -376,48 +404,122 @@ def _prompt_tokens(transcript: Transcript, tokens: TranscriptTokens) -> PromptTo
     return PromptTokens(tokens.total, counted_kind(transcript.messages, tokens.kind))
 
 
-def _report(run: _Run, status: Status, reason: str, **kw: Any) -> CompactionReport:
+@dataclass(frozen=True, slots=True)
+class _SummaryInfo:
+    """How the summary came about, for the report (defaults: no summary)."""
+
+    kind: SummaryKind = SummaryKind.NONE
+    confidence: str | None = None
+    provider: str | None = None
+    tokens: int = 0
+    omitted: Mapping[str, int] = field(default_factory=dict)
+    appendix_id: str | None = None
+    dropped: bool = False
+    failure_class: str | None = None
+    retry_class: str | None = None
+
+
+_NO_SUMMARY = _SummaryInfo()
+
+
+@dataclass(frozen=True, slots=True)
+class _Changes:
+    """What a compaction that went through changed, for the report."""
+
+    after_messages: int
+    after_tokens: int
+    steps: tuple[StepSaving, ...]
+    digests: tuple[Mapping[str, Any], ...]
+    rules_applied: Mapping[str, int]
+    redactions: int
+    media_replaced: int
+    sanitizer: Mapping[str, int]
+    cache_cold_tokens: int
+    cache_hints: tuple[Mapping[str, Any], ...]
+    persistence: PersistenceRecommendation
+    preview: Mapping[str, Any] | None
+    compaction_count: int
+
+
+def _report(
+    run: _Run,
+    status: Status,
+    reason: str,
+    *,
+    summary: _SummaryInfo | None = None,
+    changes: _Changes | None = None,
+    recoverable: str,
+) -> CompactionReport:
+    """The report: the run's figures, the summary's, then what changed (None: nothing)."""
     t, plan = run.transcript, run.plan
-    base: dict[str, Any] = {
-        "status": status,
-        "reason": reason,
-        "profile": run.options.profile,
-        "before_messages": len(t.messages),
-        "before_tokens": run.tokens.total,
-        "after_messages": len(t.messages),
-        "after_tokens": run.tokens.total,
-        "prompt_tokens": run.prompt.value,
-        "prompt_tokens_kind": run.prompt.kind.value,
-        "tokens_kind": counted_kind(t.messages, run.tokens.kind).value,
-        "counter": run.tokens.counter,
-        "context_window": plan.context_window,
-        "context_window_source": plan.context_window_source,
-        "effective_window": plan.budget.effective_window,
-        "threshold_tokens": plan.budget.threshold_tokens,
-        "threshold_rule": plan.budget.rule.value,
-        "boundary_start": plan.start,
-        "boundary_end": plan.end,
-        "boundary_requested": plan.requested,
-        "snap_reason": plan.snap_reason,
-        "head_messages": plan.head_messages,
-        "middle_messages": plan.middle_messages,
-        "tail_messages": plan.tail_messages,
-        "head_tokens": plan.head_tokens,
-        "middle_tokens": plan.middle_tokens,
-        "tail_tokens": plan.tail_tokens,
-        "compaction_count": plan.compaction_count,
-        "cache_key": stable_prefix_cache_key(t.system_text, t.tools),
-        "warnings": tuple(run.warnings),
-    }
-    base.update(kw)
-    return CompactionReport(**base)
-
-
-def _unchanged(run: _Run, status: Status, reason: str, **kw: Any) -> CompactionResult:
-    kw.setdefault("recoverable", "nothing was changed")
-    return CompactionResult(
-        transcript=run.transcript, report=_report(run, status, reason, **kw), state=run.state
+    s = summary or _NO_SUMMARY
+    report = CompactionReport(
+        status=status,
+        reason=reason,
+        profile=run.options.profile,
+        before_messages=len(t.messages),
+        before_tokens=run.tokens.total,
+        after_messages=len(t.messages),
+        after_tokens=run.tokens.total,
+        prompt_tokens=run.prompt.value,
+        prompt_tokens_kind=run.prompt.kind.value,
+        tokens_kind=counted_kind(t.messages, run.tokens.kind).value,
+        counter=run.tokens.counter,
+        context_window=plan.context_window,
+        context_window_source=plan.context_window_source,
+        effective_window=plan.budget.effective_window,
+        threshold_tokens=plan.budget.threshold_tokens,
+        threshold_rule=plan.budget.rule.value,
+        boundary_start=plan.start,
+        boundary_end=plan.end,
+        boundary_requested=plan.requested,
+        snap_reason=plan.snap_reason,
+        head_messages=plan.head_messages,
+        middle_messages=plan.middle_messages,
+        tail_messages=plan.tail_messages,
+        head_tokens=plan.head_tokens,
+        middle_tokens=plan.middle_tokens,
+        tail_tokens=plan.tail_tokens,
+        compaction_count=plan.compaction_count,
+        cache_key=stable_prefix_cache_key(t.system_text, t.tools),
+        warnings=tuple(run.warnings),
+        summary_kind=s.kind,
+        summary_confidence=s.confidence,
+        summary_tokens=s.tokens,
+        summary_provider=s.provider,
+        summary_omitted=s.omitted,
+        summary_appendix=s.appendix_id,
+        dropped=s.dropped,
+        failure_class=s.failure_class,
+        retry_class=s.retry_class,
+        recoverable=recoverable,
     )
+    if changes is None:
+        return report
+    c = changes
+    return replace(
+        report,
+        after_messages=c.after_messages,
+        after_tokens=c.after_tokens,
+        steps=c.steps,
+        digests=c.digests,
+        rules_applied=c.rules_applied,
+        redactions=c.redactions,
+        media_replaced=c.media_replaced,
+        sanitizer=c.sanitizer,
+        cache_cold_tokens=c.cache_cold_tokens,
+        cache_hints=c.cache_hints,
+        persistence=c.persistence,
+        preview=c.preview,
+        compaction_count=c.compaction_count,
+    )
+
+
+def _unchanged(
+    run: _Run, status: Status, reason: str, summary: _SummaryInfo | None = None
+) -> CompactionResult:
+    report = _report(run, status, reason, summary=summary, recoverable="nothing was changed")
+    return CompactionResult(transcript=run.transcript, report=report, state=run.state)
 
 
 def _strike_if_automatic(run: _Run) -> None:
@@ -587,6 +689,26 @@ def _merge_previous(
     return text
 
 
+#: The summary text, how it came about, and the fallback's appendix (None: none).
+_Summary = tuple[str, _SummaryInfo, str | None]
+
+
+def _previous_summary(run: _Run) -> str | None:
+    """The summary an iterative update builds on (None: a summary kept in the head, or none)."""
+    msgs: Sequence[Message] = run.transcript.messages
+    if run.own_index is not None and not run.own_index.has_summary():
+        msgs = ()  # no message is a summary: only the state can hold a previous one
+    if any(is_summary_message(m) for m in msgs[: run.plan.start]):
+        # A summary kept verbatim in the head is not merged again into the new one.
+        return None
+    return resolve_previous_summary(
+        msgs[: run.plan.end],
+        state_summary=run.state.previous_summary,
+        state_lineage_id=run.state.lineage_id,
+        lineage_id=run.options.lineage_id,
+    )
+
+
 def _summarise(
     run: _Run,
     middle: Sequence[Message],
@@ -594,7 +716,7 @@ def _summarise(
     middle_tokens: int,
     provider: SummaryProvider | None,
     now: float,
-) -> tuple[str | None, dict[str, Any], CompactionResult | None]:
+) -> _Summary | CompactionResult:
     """Produce the summary text, or an aborted result that preserves everything.
 
     The summary budget follows Hermes (max(2,000, min(20% of the middle, min(5% of the
@@ -602,18 +724,7 @@ def _summarise(
     replaces because digests already shrank it.
     """
     opts = run.options
-    msgs: Sequence[Message] = run.transcript.messages
-    if run.own_index is not None and not run.own_index.has_summary():
-        msgs = ()  # no message is a summary: only the state can hold a previous one
-    prev = None
-    if not any(is_summary_message(m) for m in msgs[: run.plan.start]):
-        # A summary kept verbatim in the head is not merged again into the new one.
-        prev = resolve_previous_summary(
-            msgs[: run.plan.end],
-            state_summary=run.state.previous_summary,
-            state_lineage_id=run.state.lineage_id,
-            lineage_id=opts.lineage_id,
-        )
+    prev = _previous_summary(run)
     request_msgs = tuple(m for m in middle if not is_summary_message(m)) if prev else tuple(middle)
     budget_tokens = summary_token_budget(run.plan.context_window, middle_tokens)
     request = SummaryRequest(
@@ -625,80 +736,80 @@ def _summarise(
     )
     failure: FailureClass | None = None
     if provider is not None:
-        try:
-            return (
-                summary_body(provider.summarize(request)),
-                {
-                    "summary_kind": SummaryKind.LLM,
-                    "summary_confidence": "model",
-                    "summary_provider": provider.name,
-                },
-                None,
-            )
-        except SummaryError as exc:
-            failure = exc.failure_class
-            outcome = failure_outcome(
-                failure,
-                abort_on_summary_failure=opts.abort_on_summary_failure,
-                fallback_enabled=opts.fallback_enabled,
-                accept_lossy=opts.accept_lossy_fallback,
-            )
-            if outcome.retry_with_main_model:
-                retry = getattr(provider, "with_main_model", None)
-                if callable(retry):
-                    try:
-                        return (
-                            summary_body(retry().summarize(request)),
-                            {
-                                "summary_kind": SummaryKind.LLM,
-                                "summary_confidence": "model (retried on the main model)",
-                                "summary_provider": provider.name,
-                            },
-                            None,
-                        )
-                    except SummaryError as exc2:
-                        failure = exc2.failure_class
-                outcome = failure_outcome(
-                    failure,
-                    abort_on_summary_failure=opts.abort_on_summary_failure,
-                    fallback_enabled=opts.fallback_enabled,
-                    accept_lossy=opts.accept_lossy_fallback,
-                    retried=True,
-                )
-            run.state = record_failure(run.state, failure.value, now, outcome.cooldown_seconds)
-            run.warnings.append(f"summary provider failed ({failure.value}): {exc.message}")
-            if outcome.abort_preserve or not outcome.use_fallback:
-                return (
-                    None,
-                    {},
-                    _unchanged(
-                        run,
-                        Status.ABORTED,
-                        f"summary failed ({failure.value}); {outcome.reason}; nothing was changed",
-                        failure_class=failure.value,
-                        retry_class="cooldown" if outcome.cooldown_seconds else "none",
-                    ),
-                )
+        asked = _ask_provider(run, provider, request, now)
+        if not isinstance(asked, FailureClass):
+            return asked
+        failure = asked
     else:
-        outcome = failure_outcome(
-            FailureClass.NO_PROVIDER,
-            abort_on_summary_failure=opts.abort_on_summary_failure,
-            fallback_enabled=opts.fallback_enabled,
-            accept_lossy=opts.accept_lossy_fallback,
-        )
+        outcome = _outcome(opts, FailureClass.NO_PROVIDER)
         if not outcome.drop_allowed:
-            return (
-                None,
-                {},
-                _unchanged(
-                    run,
-                    Status.ABORTED,
-                    "no summary provider, and the deterministic fallback is not accepted "
-                    "(enable fallback and accept lossy summaries); nothing was changed",
-                    failure_class=FailureClass.NO_PROVIDER.value,
-                    retry_class="none",
+            return _unchanged(
+                run,
+                Status.ABORTED,
+                "no summary provider, and the deterministic fallback is not accepted "
+                "(enable fallback and accept lossy summaries); nothing was changed",
+                _SummaryInfo(failure_class=FailureClass.NO_PROVIDER.value, retry_class="none"),
+            )
+    return _fallback(run, middle, originals, prev, budget_tokens, failure)
+
+
+def _outcome(
+    opts: CompactionOptions, failure: FailureClass, retried: bool = False
+) -> FailureOutcome:
+    return failure_outcome(
+        failure,
+        abort_on_summary_failure=opts.abort_on_summary_failure,
+        fallback_enabled=opts.fallback_enabled,
+        accept_lossy=opts.accept_lossy_fallback,
+        retried=retried,
+    )
+
+
+def _ask_provider(
+    run: _Run, provider: SummaryProvider, request: SummaryRequest, now: float
+) -> _Summary | CompactionResult | FailureClass:
+    """The provider's summary; on failure the class when the fallback may stand in, or
+    an aborted result (the failure is recorded in the state and the warnings)."""
+    try:
+        body = summary_body(provider.summarize(request))
+        return body, _SummaryInfo(SummaryKind.LLM, "model", provider.name), None
+    except SummaryError as exc:
+        failure = exc.failure_class
+        outcome = _outcome(run.options, failure)
+        if outcome.retry_with_main_model:
+            retry = getattr(provider, "with_main_model", None)
+            if callable(retry):
+                try:
+                    body = summary_body(retry().summarize(request))
+                    confidence = "model (retried on the main model)"
+                    return body, _SummaryInfo(SummaryKind.LLM, confidence, provider.name), None
+                except SummaryError as exc2:
+                    failure = exc2.failure_class
+            outcome = _outcome(run.options, failure, retried=True)
+        run.state = record_failure(run.state, failure.value, now, outcome.cooldown_seconds)
+        run.warnings.append(f"summary provider failed ({failure.value}): {exc.message}")
+        if outcome.abort_preserve or not outcome.use_fallback:
+            return _unchanged(
+                run,
+                Status.ABORTED,
+                f"summary failed ({failure.value}); {outcome.reason}; nothing was changed",
+                _SummaryInfo(
+                    failure_class=failure.value,
+                    retry_class="cooldown" if outcome.cooldown_seconds else "none",
                 ),
             )
+        return failure
+
+
+def _fallback(
+    run: _Run,
+    middle: Sequence[Message],
+    originals: Sequence[Message],
+    prev: str | None,
+    budget_tokens: int,
+    failure: FailureClass | None,
+) -> _Summary:
+    """The deterministic fallback summary (merged into ``prev`` when there is one)."""
     if prev:
         source = _with_error_lines(
             [m for m, o in zip(middle, originals, strict=True) if not is_summary_message(o)],
@@ -707,25 +818,21 @@ def _summarise(
     else:
         source = _with_error_lines(middle, originals)
     fb = fallback_summary(
-        source, budget_tokens=budget_tokens, counter=run.counter, focus=opts.focus_topic
+        source, budget_tokens=budget_tokens, counter=run.counter, focus=run.options.focus_topic
     )
     text = fb.text
     if prev:
         text = _merge_previous(fb.summary, prev, budget_tokens, run.counter)
-    info: dict[str, Any] = {
-        "summary_kind": SummaryKind.FALLBACK,
-        "summary_confidence": fb.confidence,
-        "summary_provider": None,
-        "summary_omitted": dict(fb.omitted),
-        "dropped": True,
-    }
-    if fb.appendix:
-        info["summary_appendix"] = fb.appendix_id
-        info["_appendix"] = fb.appendix
-    if failure is not None:
-        info["failure_class"] = failure.value
-        info["retry_class"] = "fallback"
-    return text, info, None
+    info = _SummaryInfo(
+        kind=SummaryKind.FALLBACK,
+        confidence=fb.confidence,
+        omitted=dict(fb.omitted),
+        dropped=True,
+        appendix_id=fb.appendix_id if fb.appendix else None,
+        failure_class=None if failure is None else failure.value,
+        retry_class=None if failure is None else "fallback",
+    )
+    return text, info, fb.appendix or None
 
 
 def compress(
@@ -821,142 +928,234 @@ def compress(
                 lease.release(held.lease_id)
 
 
-def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> CompactionResult:
-    t, opts, plan = run.transcript, run.options, run.plan
-    msgs = t.messages
-    start, end = plan.start, plan.end
-    head, middle, tail = list(msgs[:start]), list(msgs[start:end]), list(msgs[end:])
-    redactions = 0
-    steps: list[StepSaving] = []
-    info: dict[str, Any] = {}
-    appendix: str | None = None
+@dataclass(slots=True)
+class _Work:
+    """The messages handed from step to step, and what the steps did on the way.
+
+    Until a step joins it with the head and the tail into ``messages``, ``middle`` is the
+    span being compacted (``middle_tokens`` its total); every later step works on
+    ``messages``. Each step records what it saved in ``steps``.
+    """
+
+    head: list[Message]
+    middle: list[Message]
+    tail: list[Message]
+    middle_tokens: int
+    #: The transcript's own token counts, by message id: only new messages are counted.
+    old_tokens: dict[int, int]
+    counter: TokenCounter
+    messages: list[Message] = field(default_factory=list)
+    steps: list[StepSaving] = field(default_factory=list)
+    redactions: int = 0
+    redacted_ids: set[int] = field(default_factory=set)
+    #: The middle as it was before the prune (the fallback reads error lines from it).
+    unpruned: list[Message] = field(default_factory=list)
     digests: tuple[DigestRecord, ...] = ()
-    rules_applied: Mapping[str, int] = {}
-    old_tok = {id(m): n for m, n in zip(msgs, run.tokens.per_message, strict=True)}
+    rules_applied: Mapping[str, int] = field(default_factory=dict)
+    compacted_middle: list[Message] = field(default_factory=list)
+    summary: _SummaryInfo = _NO_SUMMARY
+    summary_message: Message | None = None
+    appendix: str | None = None
+    sanitizer: dict[str, int] = field(default_factory=dict)
+    media_replaced: int = 0
 
-    def cost(m: Message) -> int:
-        n = old_tok.get(id(m))
-        return n if n is not None else message_tokens(m, run.counter)
+    def cost(self, m: Message) -> int:
+        n = self.old_tokens.get(id(m))
+        return n if n is not None else message_tokens(m, self.counter)
 
-    summary_msg: Message | None = None
-    if opts.profile is Profile.RULES:
-        cfg = RulesConfig.from_mapping(opts.rules) if opts.rules else RulesConfig()
-        # Rule 5: user messages are never touched; everything else in the middle is
-        # redacted before the rules read it (so no clip can cut a key in half), and the
-        # generated text once more after.
-        res = apply_rules(msgs, start, end, cfg, redact=opts.redact)
-        rules_applied = res.applied
-        redactions = res.redacted
-        new_middle = list(res.messages[start : len(res.messages) - len(tail)])
-        if opts.redact:
-            fixed = []
-            for m in new_middle:
-                if m.meta.generated_by and m.role is not Role.USER:
-                    r = redact_message(m)
-                    redactions += r != m
-                    m = r
-                fixed.append(m)
-            new_middle = fixed
-        steps.append(
-            StepSaving(
-                "rules",
-                plan.middle_tokens - sum(cost(m) for m in new_middle),
-                ", ".join(f"{k} ×{v}" for k, v in sorted(rules_applied.items())) or "no rule fired",
-            )
-        )
-        combined = [*head, *new_middle, *tail]
-        compacted_middle = new_middle
-        info["summary_kind"] = SummaryKind.NONE
-    else:
-        redacted_ids: set[int] = set()
-        if opts.redact:
-            middle, redactions, redacted_ids = _redact_before_digest(middle, opts, run.redact_many)
-        # Digest over the whole list (only the middle is kept): indices are the
-        # transcript's own, and a duplicate points at the newest copy even in the tail.
-        dres = digest_tool_results(
-            [*head, *middle, *tail],
-            protect_from=end,
-            min_chars=opts.digest_min_chars,
-            dedup=opts.dedup,
-            shrink_args_over=opts.shrink_args_over,
-            shrink_args_to=opts.shrink_args_to,
-        )
-        digests = tuple(r for r in dres.records if start <= r.index < end)
-        pruned = list(dres.messages[start:end])
-        if opts.redact:
-            # Everything that leaves the pipeline is redacted: digest lines, and any
-            # large output that was not digested after all.
-            todo = [i for i, m in enumerate(pruned) if id(m) not in redacted_ids]
-            cleaned, n = run.redact_many([pruned[i] for i in todo])
-            redactions += n
-            for i, r in zip(todo, cleaned, strict=True):
-                pruned[i] = r
 
-        compacted_middle = pruned
-        # The middle's total, corrected for the messages the prune replaced.
-        per_message = run.tokens.per_message
-        pruned_tokens = plan.middle_tokens + sum(
-            cost(m) - per_message[start + i]
-            for i, m in enumerate(pruned)
-            if m is not msgs[start + i]
-        )
-        steps.append(
-            StepSaving(
-                "prune",
-                plan.middle_tokens - pruned_tokens,
-                f"{len(digests)} tool outputs digested or de-duplicated",
-            )
-        )
-        text, info, aborted = _summarise(run, pruned, middle, pruned_tokens, provider, now)
-        if aborted is not None:
-            return aborted
-        appendix = info.pop("_appendix", None)
-        assert text is not None
-        summary_msg = render_summary_message(
-            text, kind=info["summary_kind"], role=Role.USER, lineage_id=opts.lineage_id
-        )
-        summary_tokens = message_tokens(summary_msg, run.counter)
-        info["summary_tokens"] = summary_tokens
-        steps.append(
-            StepSaving(
-                "summary",
-                pruned_tokens - summary_tokens,
-                f"{len(pruned)} messages → one {info['summary_kind'].value} summary",
-            )
-        )
-        combined = rejoin(head, [summary_msg], tail)
+#: A pipeline step: reads and replaces the work's messages, records what it saved, and
+#: returns a result only to stop the run with the messages unchanged (a failed summary).
+_Step = Callable[[_Run, _Work, SummaryProvider | None, float], CompactionResult | None]
 
-    before_sanitize = sum(cost(m) for m in combined)
+
+def _step_rules(
+    run: _Run, w: _Work, provider: SummaryProvider | None, now: float
+) -> CompactionResult | None:
+    """The rules profile: each rule rewrites the middle in place (no summary)."""
+    opts, plan = run.options, run.plan
+    cfg = RulesConfig.from_mapping(opts.rules) if opts.rules else RulesConfig()
+    # Rule 5: user messages are never touched; everything else in the middle is
+    # redacted before the rules read it (so no clip can cut a key in half), and the
+    # generated text once more after.
+    res = apply_rules(run.transcript.messages, plan.start, plan.end, cfg, redact=opts.redact)
+    w.rules_applied = res.applied
+    w.redactions = res.redacted
+    new_middle = list(res.messages[plan.start : len(res.messages) - len(w.tail)])
+    if opts.redact:
+        fixed = []
+        for m in new_middle:
+            if m.meta.generated_by and m.role is not Role.USER:
+                r = redact_message(m)
+                w.redactions += r != m
+                m = r
+            fixed.append(m)
+        new_middle = fixed
+    w.steps.append(
+        StepSaving(
+            "rules",
+            plan.middle_tokens - sum(w.cost(m) for m in new_middle),
+            ", ".join(f"{k} ×{v}" for k, v in sorted(w.rules_applied.items())) or "no rule fired",
+        )
+    )
+    w.messages = [*w.head, *new_middle, *w.tail]
+    w.compacted_middle = new_middle
+    return None
+
+
+def _step_redact(
+    run: _Run, w: _Work, provider: SummaryProvider | None, now: float
+) -> CompactionResult | None:
+    """Redact what a digest can carry verbatim (the rest after the prune, if it survives)."""
+    if run.options.redact:
+        w.middle, w.redactions, w.redacted_ids = _redact_before_digest(
+            w.middle, run.options, run.redact_many
+        )
+    return None
+
+
+def _step_prune(
+    run: _Run, w: _Work, provider: SummaryProvider | None, now: float
+) -> CompactionResult | None:
+    """Digest or de-duplicate large tool outputs of the middle."""
+    opts, plan, msgs = run.options, run.plan, run.transcript.messages
+    start, end = plan.start, plan.end
+    # Digest over the whole list (only the middle is kept): indices are the
+    # transcript's own, and a duplicate points at the newest copy even in the tail.
+    dres = digest_tool_results(
+        [*w.head, *w.middle, *w.tail],
+        protect_from=end,
+        min_chars=opts.digest_min_chars,
+        dedup=opts.dedup,
+        shrink_args_over=opts.shrink_args_over,
+        shrink_args_to=opts.shrink_args_to,
+    )
+    w.digests = tuple(r for r in dres.records if start <= r.index < end)
+    pruned = list(dres.messages[start:end])
+    if opts.redact:
+        # Everything that leaves the pipeline is redacted: digest lines, and any
+        # large output that was not digested after all.
+        todo = [i for i, m in enumerate(pruned) if id(m) not in w.redacted_ids]
+        cleaned, n = run.redact_many([pruned[i] for i in todo])
+        w.redactions += n
+        for i, r in zip(todo, cleaned, strict=True):
+            pruned[i] = r
+    # The middle's total, corrected for the messages the prune replaced.
+    per_message = run.tokens.per_message
+    pruned_tokens = plan.middle_tokens + sum(
+        w.cost(m) - per_message[start + i] for i, m in enumerate(pruned) if m is not msgs[start + i]
+    )
+    w.steps.append(
+        StepSaving(
+            "prune",
+            plan.middle_tokens - pruned_tokens,
+            f"{len(w.digests)} tool outputs digested or de-duplicated",
+        )
+    )
+    w.unpruned, w.middle, w.middle_tokens = w.middle, pruned, pruned_tokens
+    w.compacted_middle = pruned
+    return None
+
+
+def _step_summary(
+    run: _Run, w: _Work, provider: SummaryProvider | None, now: float
+) -> CompactionResult | None:
+    """Replace the middle with one handoff summary message."""
+    made = _summarise(run, w.middle, w.unpruned, w.middle_tokens, provider, now)
+    if isinstance(made, CompactionResult):
+        return made
+    text, info, w.appendix = made
+    msg = render_summary_message(
+        text, kind=info.kind, role=Role.USER, lineage_id=run.options.lineage_id
+    )
+    summary_tokens = message_tokens(msg, run.counter)
+    w.summary = replace(info, tokens=summary_tokens)
+    w.summary_message = msg
+    w.steps.append(
+        StepSaving(
+            "summary",
+            w.middle_tokens - summary_tokens,
+            f"{len(w.middle)} messages → one {info.kind.value} summary",
+        )
+    )
+    w.messages = rejoin(w.head, [msg], w.tail)
+    return None
+
+
+def _step_sanitize(
+    run: _Run, w: _Work, provider: SummaryProvider | None, now: float
+) -> CompactionResult | None:
+    """Fix orphan tool calls and results left at the seams."""
+    before = sum(w.cost(m) for m in w.messages)
     # The final tool group may still be waiting for its results (the call in flight):
     # it is part of the verbatim tail and must survive.
-    san = sanitize_tool_pairs(combined, orphan_calls=opts.orphan_calls, keep_in_flight=True)
-    combined = list(san.messages)
-    after_sanitize = sum(cost(m) for m in combined)
+    san = sanitize_tool_pairs(
+        w.messages, orphan_calls=run.options.orphan_calls, keep_in_flight=True
+    )
+    w.messages = list(san.messages)
+    after = sum(w.cost(m) for m in w.messages)
     if san.removed_results or san.stripped_calls or san.bridged_calls:
-        steps.append(
-            StepSaving("sanitize", before_sanitize - after_sanitize, "orphan tool pairs fixed")
+        w.steps.append(StepSaving("sanitize", before - after, "orphan tool pairs fixed"))
+    w.sanitizer = {
+        "removed_results": san.removed_results,
+        "stripped_calls": san.stripped_calls,
+        "bridged_calls": san.bridged_calls,
+        "dropped_messages": san.dropped_messages,
+    }
+    return None
+
+
+def _step_media(
+    run: _Run, w: _Work, provider: SummaryProvider | None, now: float
+) -> CompactionResult | None:
+    """Replace older images before the tail with a short note."""
+    if not run.options.reduce_media:
+        return None
+    combined = w.messages
+    tail_ids = {id(m) for m in w.tail}
+    first_tail = next((i for i, m in enumerate(combined) if id(m) in tail_ids), len(combined))
+    reduced, _ = FlatMediaReducer().replace_historical_media(combined)
+    if run.options.profile is Profile.RULES:
+        # Rule 5: user messages are never touched, not even their old images.
+        reduced = [c if c.role is Role.USER else r for r, c in zip(reduced, combined, strict=True)]
+    merged = [*reduced[:first_tail], *combined[first_tail:]]
+    w.media_replaced = sum(1 for a, b in zip(merged, combined, strict=True) if a is not b)
+    if w.media_replaced:
+        saved = sum(w.cost(m) for m in combined) - sum(w.cost(m) for m in merged)
+        w.steps.append(
+            StepSaving("media", saved, f"{w.media_replaced} messages' older images replaced")
         )
+    w.messages = merged
+    return None
 
-    media_replaced = 0
-    if opts.reduce_media:
-        tail_ids = {id(m) for m in tail}
-        first_tail = next((i for i, m in enumerate(combined) if id(m) in tail_ids), len(combined))
-        reduced, _ = FlatMediaReducer().replace_historical_media(combined)
-        if opts.profile is Profile.RULES:
-            # Rule 5: user messages are never touched, not even their old images.
-            reduced = [
-                c if c.role is Role.USER else r for r, c in zip(reduced, combined, strict=True)
-            ]
-        merged = [*reduced[:first_tail], *combined[first_tail:]]
-        media_replaced = sum(1 for a, b in zip(merged, combined, strict=True) if a is not b)
-        if media_replaced:
-            saved = sum(cost(m) for m in combined) - sum(cost(m) for m in merged)
-            steps.append(
-                StepSaving("media", saved, f"{media_replaced} messages' older images replaced")
-            )
-        combined = merged
 
-    per_new = [cost(m) for m in combined]
+#: The two profiles as step lists, run in order.
+_PROFILE_STEPS: dict[Profile, tuple[_Step, ...]] = {
+    Profile.RULES: (_step_rules, _step_sanitize, _step_media),
+    Profile.HERMES: (_step_redact, _step_prune, _step_summary, _step_sanitize, _step_media),
+}
+
+
+def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> CompactionResult:
+    msgs, plan = run.transcript.messages, run.plan
+    w = _Work(
+        head=list(msgs[: plan.start]),
+        middle=list(msgs[plan.start : plan.end]),
+        tail=list(msgs[plan.end :]),
+        middle_tokens=plan.middle_tokens,
+        old_tokens={id(m): n for m, n in zip(msgs, run.tokens.per_message, strict=True)},
+        counter=run.counter,
+    )
+    for step in _PROFILE_STEPS[run.options.profile]:
+        stopped = step(run, w, provider, now)
+        if stopped is not None:
+            return stopped
+    return _finish(run, w)
+
+
+def _finish(run: _Run, w: _Work) -> CompactionResult:
+    """Account for the steps' result: unchanged when it is not smaller, else the result."""
+    per_new = [w.cost(m) for m in w.messages]
     after_tokens = run.tokens.system_prompt + run.tokens.tools + sum(per_new)
     if after_tokens >= run.tokens.total:
         # Never replace history with something as big or bigger (a tiny middle under a
@@ -968,32 +1167,43 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
             f"compaction would not reduce the prompt ({run.tokens.total:,} → "
             f"{after_tokens:,} tokens); nothing was changed",
         )
-    if after_tokens >= plan.budget.threshold_tokens:
+    if after_tokens >= run.plan.budget.threshold_tokens:
         static = run.tokens.system_prompt + run.tokens.tools
         run.warnings.append(
             f"still over the threshold after compaction ({after_tokens:,} >= "
-            f"{plan.budget.threshold_tokens:,} tokens; failed to fit): the system prompt and "
-            f"tool schemas alone take {static:,}"
+            f"{run.plan.budget.threshold_tokens:,} tokens; failed to fit): the system prompt "
+            f"and tool schemas alone take {static:,}"
         )
+    msgs = run.transcript.messages
+    combined = w.messages
     first_change = next(
         (i for i, m in enumerate(combined) if i >= len(msgs) or m is not msgs[i]), len(combined)
     )
     cold = sum(
         n
         for m, n in zip(combined[first_change:], per_new[first_change:], strict=True)
-        if id(m) in old_tok
+        if id(m) in w.old_tokens
     )
+    return _compacted(run, w, after_tokens, cold)
 
+
+def _compacted(run: _Run, w: _Work, after_tokens: int, cold: int) -> CompactionResult:
+    """The result of a compaction that went through: transcript, state and report."""
+    t, opts, plan, combined = run.transcript, run.options, run.plan, w.messages
+    summary_msg = w.summary_message
+    summary_at = plan.start
     if summary_msg is not None:
         # rejoin may re-role the summary (to avoid a same-role seam): find it by its tag,
         # and report the message that is actually in the transcript.
         summary_at = next(
-            (i for i in range(start, len(combined)) if combined[i].meta.generated_by == "summary"),
-            start,
+            (
+                i
+                for i in range(plan.start, len(combined))
+                if combined[i].meta.generated_by == "summary"
+            ),
+            plan.start,
         )
         summary_msg = combined[summary_at]
-    else:
-        summary_at = start
     event = CompactionEvent(
         message_index=summary_at,
         trigger=Trigger.MANUAL if opts.manual or opts.force else Trigger.AUTO,
@@ -1007,16 +1217,37 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
     new_transcript = replace(
         t, messages=tuple(combined), compactions=_remap_events(t, combined, event), usage=()
     )
+    report = _report(
+        run,
+        Status.COMPACTED,
+        f"compressed messages {plan.start}–{plan.end - 1} ({plan.middle_messages} messages)",
+        summary=w.summary,
+        changes=_changes(run, w, new_transcript, after_tokens, cold, summary_msg),
+        recoverable="the original is unchanged in memory; archive it before replacing the source",
+    )
+    return CompactionResult(
+        transcript=new_transcript,
+        report=report,
+        state=_state_after(run, w, after_tokens, summary_msg),
+        compacted_middle=tuple(w.compacted_middle),
+        summary_message=summary_msg,
+        appendix=w.appendix,
+    )
+
+
+def _state_after(
+    run: _Run, w: _Work, after_tokens: int, summary_msg: Message | None
+) -> CompactionState:
     new_state = record_compaction(
         run.state,
         tokens_before=run.tokens.total,
         tokens_after=after_tokens,
-        threshold=plan.budget.threshold_tokens,
-        summary_kind=info.get("summary_kind", SummaryKind.NONE),
-        lineage_id=opts.lineage_id,
+        threshold=run.plan.budget.threshold_tokens,
+        summary_kind=w.summary.kind,
+        lineage_id=run.options.lineage_id,
         summary=summary_msg.text if summary_msg is not None else None,
     )
-    if info.get("failure_class") and run.state.cooldown_until is not None:
+    if w.summary.failure_class and run.state.cooldown_until is not None:
         # The provider failed and the fallback stood in: the compaction succeeded, but
         # the provider's cooldown must still hold for the next attempt.
         new_state = replace(
@@ -1024,25 +1255,28 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
             cooldown_until=run.state.cooldown_until,
             cooldown_reason=run.state.cooldown_reason,
         )
-    hints = cache_hints(new_transcript)
+    return new_state
+
+
+def _changes(
+    run: _Run,
+    w: _Work,
+    new_transcript: Transcript,
+    after_tokens: int,
+    cold: int,
+    summary_msg: Message | None,
+) -> _Changes:
+    opts = run.options
     preview = None
     if opts.include_preview:
         preview = {
             "summary": summary_msg.text if summary_msg is not None else None,
-            "digests": [{"index": d.index, "tool": d.tool_name, "kind": d.kind} for d in digests],
+            "digests": [{"index": d.index, "tool": d.tool_name, "kind": d.kind} for d in w.digests],
         }
-    persistence = (
-        PersistenceRecommendation.CHILD_CONTINUATION
-        if opts.prefer_child_continuation
-        else PersistenceRecommendation.IN_PLACE_ARCHIVE
-    )
-    report = _report(
-        run,
-        Status.COMPACTED,
-        f"compressed messages {start}–{end - 1} ({plan.middle_messages} messages)",
-        after_messages=len(combined),
+    return _Changes(
+        after_messages=len(w.messages),
         after_tokens=after_tokens,
-        steps=tuple(steps),
+        steps=tuple(w.steps),
         digests=tuple(
             {
                 "index": d.index,
@@ -1052,17 +1286,12 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
                 "chars_before": d.chars_before,
                 "chars_after": d.chars_after,
             }
-            for d in digests
+            for d in w.digests
         ),
-        rules_applied=dict(rules_applied),
-        redactions=redactions,
-        media_replaced=media_replaced,
-        sanitizer={
-            "removed_results": san.removed_results,
-            "stripped_calls": san.stripped_calls,
-            "bridged_calls": san.bridged_calls,
-            "dropped_messages": san.dropped_messages,
-        },
+        rules_applied=dict(w.rules_applied),
+        redactions=w.redactions,
+        media_replaced=w.media_replaced,
+        sanitizer=w.sanitizer,
         cache_cold_tokens=cold,
         cache_hints=tuple(
             {
@@ -1071,19 +1300,13 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
                 "ttl": str(h.ttl),
                 "placement": str(h.placement),
             }
-            for h in hints.hints
+            for h in cache_hints(new_transcript).hints
         ),
-        persistence=persistence,
-        recoverable="the original is unchanged in memory; archive it before replacing the source",
+        persistence=(
+            PersistenceRecommendation.CHILD_CONTINUATION
+            if opts.prefer_child_continuation
+            else PersistenceRecommendation.IN_PLACE_ARCHIVE
+        ),
         preview=preview,
-        compaction_count=plan.compaction_count + 1,
-        **info,
-    )
-    return CompactionResult(
-        transcript=new_transcript,
-        report=report,
-        state=new_state,
-        compacted_middle=tuple(compacted_middle),
-        summary_message=summary_msg,
-        appendix=appendix,
+        compaction_count=run.plan.compaction_count + 1,
     )

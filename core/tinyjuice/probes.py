@@ -17,6 +17,7 @@ from tinyjuice.facts import Facts, extract_facts, norm_text
 from tinyjuice.model import Message
 from tinyjuice.redact import redact_text
 from tinyjuice.review import _TRACEBACK_HEAD_RE, _Summary
+from tinyjuice.text import one_line
 
 __all__ = [
     "ACTION_WORDS",
@@ -141,8 +142,7 @@ class ProbeReport:
 
 
 def _short(text: str, limit: int = 90) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 def _topic(sentence: str) -> str:

@@ -25,18 +25,21 @@ from tinyjuice.model import Message, Role, Transcript
 from tinyjuice.redact import find_secrets, redact_text
 from tinyjuice.rules import tool_output_text
 from tinyjuice.summary import (
-    _PATH_KEYS,
-    _URL_RE,
     END_MARKER,
     HANDOFF_PREFIX,
+    is_summary_message,
+    strip_summary_wrappers,
+)
+from tinyjuice.summary.scan import (
+    _PATH_KEYS,
+    _URL_RE,
     _command_text,
     _is_shell_tool,
     _paths_in,
     _string_leaves,
     _undiff_paths,
-    is_summary_message,
-    strip_summary_wrappers,
 )
+from tinyjuice.text import cut_end
 from tinyjuice.tokens import TokenCounter, default_counter
 
 __all__ = [
@@ -268,10 +271,6 @@ def _norm(text: str) -> str:
     return " ".join(text.split())
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _numbers(text: str) -> Iterator[str]:
     scan = _PROGRESS_RE.sub(" ", text) if "%]" in text else text
     for m in _NUMBER_RE.finditer(scan):
@@ -354,7 +353,11 @@ _TRACEBACK_HEAD_RE = re.compile(r"^\s*Traceback \(most recent call last\):?\s*$"
 
 def _tool_error_lines(m: Message, text: str) -> list[str]:
     """The error lines of a tool result: its error lines and, when it is flagged as an
-    error, its head line(s). Only tools return errors: prose is not scanned."""
+    error, its head line(s). Only tools return errors: prose is not scanned.
+
+    Like ``facts._tool_errors`` over the same scanners (``summary.scan``), but the head
+    lines always come first and in order; facts puts a head line that is already an
+    error line at its place among them (the order differs only then)."""
     lines = list(error_lines(text)) if text else []
     if m.meta.is_error and text.strip():
         lines = [*error_head(text), *lines]
@@ -644,7 +647,7 @@ def fresh_request_lines(summary: str) -> list[str]:
         body = _BULLET_RE.sub("", line)
         body = _QUOTED_RE.sub("", body).strip().lower()
         if body.startswith(_REQUEST_OPENERS):
-            flagged.append(_clip(line, 160))
+            flagged.append(cut_end(line, 160))
     return flagged
 
 

@@ -275,6 +275,9 @@ def _group_end(middle: Sequence[Message], i: int, results: Mapping[str, int]) ->
     return max(last, i) + 1
 
 
+# Long on purpose: the six rules share one pass over the middle and its fold state
+# (rule 1 folds a collapsed group into the next assistant message); split per rule,
+# that state would have to be threaded through each.
 def apply_rules(
     messages: Sequence[Message],
     start: int,

@@ -819,14 +819,33 @@ def test_secrets_never_reach_the_server_nor_the_summary(server: LiveServer) -> N
 
 def test_provider_objects_never_hold_the_key() -> None:
     provider = make_provider(
-        ProviderConfig("p", ProviderKind.OPENAI, "http://127.0.0.1:1/v1", "m", KEY_VAR)
+        ProviderConfig("p", "http://127.0.0.1:1/v1", "m", KEY_VAR, kind=ProviderKind.OPENAI)
     )
     assert KEY not in repr(provider)
     assert not any(getattr(provider, f) == KEY for f in provider.__dataclass_fields__)
     assert isinstance(
-        make_provider(ProviderConfig("a", ProviderKind.ANTHROPIC, "http://127.0.0.1:1", "m")),
+        make_provider(ProviderConfig("a", "http://127.0.0.1:1", "m", kind=ProviderKind.ANTHROPIC)),
         AnthropicProvider,
     )
+
+
+def test_one_definition_of_the_endpoint_settings() -> None:
+    """Config and both providers share the fields; make_provider carries every one."""
+    from dataclasses import fields
+
+    from tinyjuice.providers.endpoint import ENDPOINT_SETTINGS, Endpoint
+
+    assert ENDPOINT_SETTINGS == ("base_url", "model", "api_key_env", "timeout", "fallback_model")
+    for kind, cls in (
+        (ProviderKind.OPENAI, OpenAICompatProvider),
+        (ProviderKind.ANTHROPIC, AnthropicProvider),
+    ):
+        assert issubclass(cls, Endpoint) and issubclass(ProviderConfig, Endpoint)
+        config = ProviderConfig("n", "http://127.0.0.1:9/v1", "m", "VAR_X", 7.5, "small", kind=kind)
+        provider = make_provider(config)
+        assert type(provider) is cls
+        for f in fields(Endpoint):
+            assert getattr(provider, f.name) == getattr(config, f.name), f.name
 
 
 def test_with_main_model_only_when_a_fallback_model_is_configured() -> None:

@@ -38,30 +38,34 @@ from tinyjuice.redact import (
 )
 from tinyjuice.rules import tool_output_text
 from tinyjuice.summary import (
+    HANDOFF_PREFIX,
+    error_head,
+    is_summary_message,
+)
+from tinyjuice.summary.fallback import (
     _ASK_CHARS,
     _COMMAND_CHARS,
-    _DIGEST_RE,
     _ERROR_CHARS,
-    _PATH_KEYS,
-    _PATH_RE,
-    _PATH_SCAN_RE,
-    _URL_RE,
-    HANDOFF_PREFIX,
     _call_summary,
     _clip,
     _collect,
     _Collector,
+    _errors_in,
+    _one_line,
+    _turn_line,
+)
+from tinyjuice.summary.scan import (
+    _DIGEST_RE,
+    _PATH_KEYS,
+    _PATH_RE,
+    _PATH_SCAN_RE,
+    _URL_RE,
     _command_text,
     _error_lines_many,
-    _errors_in,
     _is_shell_tool,
-    _one_line,
     _paths_in,
     _paths_many,
     _string_leaves,
-    _turn_line,
-    error_head,
-    is_summary_message,
 )
 from tinyjuice.tokens import RoughCounter
 

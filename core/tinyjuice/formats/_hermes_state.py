@@ -447,6 +447,7 @@ def write_session(
         )
 
 
+# Long on purpose: one transaction writing a session's rows in the schema's order.
 def write_session_rows(
     conn: sqlite3.Connection,
     transcript: Transcript,

@@ -22,6 +22,7 @@ from tinyjuice.model import (
     ToolCall,
     Trigger,
 )
+from tinyjuice.summary.markers import SUMMARY_STARTS
 
 __all__ = [
     "SUMMARY_PREFIXES",
@@ -43,12 +44,8 @@ __all__ = [
     "tool_call",
 ]
 
-#: Content prefixes that mark an agent-written compaction summary.
-SUMMARY_PREFIXES: tuple[str, ...] = (
-    "[CONTEXT COMPACTION — REFERENCE ONLY]",
-    "[CONTEXT COMPACTION",
-    "[CONTEXT SUMMARY]:",
-)
+#: Content prefixes that mark an agent-written compaction summary (one home: markers).
+SUMMARY_PREFIXES: tuple[str, ...] = SUMMARY_STARTS
 
 _INJECTED: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("environment", re.compile(r"^\s*<environment_context>", re.S)),

@@ -574,6 +574,8 @@ def _fast_user(
     return results
 
 
+# Long for speed: one pass over the request with no per-field helper calls; the
+# format tests pin what it reads.
 def read(source: Source, options: LoadOptions) -> Transcript:
     doc = source.doc
     top_extra: dict[str, Any] = {}

@@ -739,6 +739,8 @@ def _lines_of(source: Source) -> list[JsonLine]:
     raise LoadError(source.path, "not JSON lines", expected="a Claude Code session (.jsonl)")
 
 
+# Long for speed: one pass over every line with no per-field helper calls (it loads
+# 100k-line sessions); tests/core/test_scan_equivalence.py and the format tests pin it.
 def read(source: Source, options: LoadOptions) -> Transcript:
     parsed: list[_Line] = []
     skipped_bad: list[tuple[int, str]] = []

@@ -208,6 +208,8 @@ def _fast_calls(calls: list[Any]) -> tuple[ToolCall, ...] | None:
     return tuple(out)
 
 
+# Long for speed: the fast path of one message (no per-field helper calls); it must
+# equal the readable path, which the format tests check.
 def fast_message(
     raw: Any, index: int, known: tuple[frozenset[str], frozenset[str]]
 ) -> Message | None:

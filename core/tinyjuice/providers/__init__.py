@@ -5,15 +5,17 @@ Details: docs/providers.md (`tinyjuice.providers`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from tinyjuice.providers.anthropic import ANTHROPIC_VERSION, AnthropicProvider
+from tinyjuice.providers.endpoint import ENDPOINT_SETTINGS, Endpoint
 from tinyjuice.providers.openai_compat import OpenAICompatProvider
 
 __all__ = [
     "ANTHROPIC_VERSION",
     "AnthropicProvider",
+    "Endpoint",
     "OpenAICompatProvider",
     "ProviderConfig",
     "ProviderKind",
@@ -29,27 +31,14 @@ class ProviderKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class ProviderConfig:
-    """One configured provider. Holds the *name* of the key variable, never the key."""
+class ProviderConfig(Endpoint):
+    """One configured provider: an endpoint and which API it speaks (``kind=``)."""
 
-    name: str
-    kind: ProviderKind
-    base_url: str
-    model: str
-    api_key_env: str | None = None
-    timeout: float = 60.0
-    fallback_model: str | None = None
+    kind: ProviderKind = field(kw_only=True)
 
 
 def make_provider(config: ProviderConfig) -> OpenAICompatProvider | AnthropicProvider:
     """The provider object for ``config``."""
     kind = ProviderKind(config.kind)
     cls = AnthropicProvider if kind is ProviderKind.ANTHROPIC else OpenAICompatProvider
-    return cls(
-        name=config.name,
-        base_url=config.base_url,
-        model=config.model,
-        api_key_env=config.api_key_env,
-        timeout=config.timeout,
-        fallback_model=config.fallback_model,
-    )
+    return cls(config.name, **{key: getattr(config, key) for key in ENDPOINT_SETTINGS})

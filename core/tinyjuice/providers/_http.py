@@ -89,6 +89,8 @@ def max_output_tokens(request: SummaryRequest, configured: int | None) -> int:
     return max(1024, int(request.token_budget * 1.5))
 
 
+# Long on purpose: one HTTP exchange, each failure mapped to its class where it
+# happens (connect, status, body, deadline).
 def post_json(
     *,
     provider: str,

@@ -7,8 +7,8 @@ means it was cut off.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tinyjuice.providers._http import (
@@ -19,6 +19,7 @@ from tinyjuice.providers._http import (
     redacted_prompt,
     scrub,
 )
+from tinyjuice.providers.endpoint import Endpoint
 from tinyjuice.redact import redact_text
 from tinyjuice.summary import FailureClass, SummaryError, SummaryRequest, SummaryText
 
@@ -29,33 +30,19 @@ ANTHROPIC_VERSION = "2023-06-01"
 
 
 @dataclass(frozen=True, slots=True)
-class AnthropicProvider:
+class AnthropicProvider(Endpoint):
     """A :class:`~tinyjuice.summary.SummaryProvider` over the Messages API.
 
     The key is read from the environment variable ``api_key_env`` on every call and sent
     as ``x-api-key``; it is never stored on the object.
     """
 
-    name: str
-    base_url: str
-    model: str
-    api_key_env: str | None = None
-    timeout: float = 60.0
-    fallback_model: str | None = None
     max_output_tokens: int | None = None
 
     @property
     def url(self) -> str:
         base = self.base_url.rstrip("/")
         return base + ("/messages" if base.endswith("/v1") else "/v1/messages")
-
-    @property
-    def with_main_model(self) -> Callable[[], AnthropicProvider] | None:
-        """The same endpoint with ``fallback_model``, or ``None`` when none is configured."""
-        fallback = self.fallback_model
-        if not fallback or fallback == self.model:
-            return None
-        return lambda: replace(self, model=fallback, fallback_model=None)
 
     def payload(self, request: SummaryRequest) -> dict[str, Any]:
         """The JSON body: the system prompt apart, the request as one user turn."""

@@ -7,8 +7,8 @@ Ollama all speak it (``base_url`` includes the ``/v1``). The answer is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tinyjuice.providers._http import (
@@ -19,6 +19,7 @@ from tinyjuice.providers._http import (
     redacted_prompt,
     scrub,
 )
+from tinyjuice.providers.endpoint import Endpoint
 from tinyjuice.redact import redact_text
 from tinyjuice.summary import FailureClass, SummaryError, SummaryRequest, SummaryText
 
@@ -40,7 +41,7 @@ def _content_text(content: Any) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class OpenAICompatProvider:
+class OpenAICompatProvider(Endpoint):
     """A :class:`~tinyjuice.summary.SummaryProvider` over chat completions.
 
     The API key is read from the environment variable ``api_key_env`` on every call and
@@ -48,29 +49,11 @@ class OpenAICompatProvider:
     no key (local servers).
     """
 
-    name: str
-    base_url: str
-    model: str
-    api_key_env: str | None = None
-    timeout: float = 60.0
-    fallback_model: str | None = None
     max_output_tokens: int | None = None
 
     @property
     def url(self) -> str:
         return self.base_url.rstrip("/") + "/chat/completions"
-
-    @property
-    def with_main_model(self) -> Callable[[], OpenAICompatProvider] | None:
-        """The retry the failure policy asks for: the same server with ``fallback_model``.
-
-        ``None`` (no retry) when no fallback model is configured — the pipeline then goes
-        straight to the policy (cooldown, fallback summary or abort).
-        """
-        fallback = self.fallback_model
-        if not fallback or fallback == self.model:
-            return None
-        return lambda: replace(self, model=fallback, fallback_model=None)
 
     def payload(self, request: SummaryRequest) -> dict[str, Any]:
         """The JSON body sent for ``request`` (redacted prompt, model, output cap)."""

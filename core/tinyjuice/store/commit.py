@@ -421,79 +421,117 @@ def plan_commit(
         )  # fmt: skip
 
     if chosen is CommitMode.IN_PLACE:
-        if target_path is not None and target_path != source.path:
-            raise CommitError(
-                "an in-place commit writes the source itself; a target path is only for an export"
-            )
-        if target_format is not None and target_format != source.format:
-            raise CommitError(
-                "an in-place commit keeps the source's format; another format is only for an export"
-            )
-        _check_in_place_format(source)
-        fmt, out_path, session = source.format, source.path, None
-        data = _render(transcript, fmt, source, summary)
-        _check_reads_back(data, out_path, fmt, transcript)
-    elif chosen is CommitMode.CHILD:
-        if source.format == "claude-code":
-            fmt, session = "claude-code", str(uuid.uuid4())
-        elif source.format == "hermes":
-            fmt, session = "hermes", hermes_commit.new_session_id()
-        elif source.format in WRITABLE_FORMATS:
-            fmt, session = source.format, None
-        else:
-            raise CommitError(
-                f"tinyjuice cannot write {source.format} transcripts, so it cannot write a"
-                " child in that format; export it instead, to a file in one of: "
-                + ", ".join(WRITABLE_FORMATS)
-            )
-        if target_format is not None and target_format != fmt:
-            raise CommitError(
-                "a child continuation keeps the source's format; another format is only for an export"
-            )
-        out_path = target_path or _default_child_path(source, cid, session)
-        if out_path == source.path:
-            raise CommitError(
-                "a child continuation never writes over its source; choose another target path"
-            )
-        if out_path.exists():
-            raise CommitError(
-                f"{out_path} already exists; a child continuation never replaces a file"
-            )
-        child = transcript
-        if fmt == "hermes" and session is not None:
-            extra = dict(transcript.extra)
-            if source.transcript.session_id:
-                extra["parent_session_id"] = source.transcript.session_id
-            child = replace(transcript, session_id=session, extra=extra)
-        pre = report.prompt_tokens if report is not None else None
-        extra_kw: dict[str, Any] = (
-            {"session_id": session, "pre_tokens": pre} if fmt == "claude-code" else {}
+        fmt, out_path, session, data = _plan_in_place(
+            transcript, source, target_path, target_format, summary
         )
-        data = _render(child, fmt, source, summary, **extra_kw)
-        _check_reads_back(data, out_path, fmt, child)
-        transcript = child
+    elif chosen is CommitMode.CHILD:
+        fmt, out_path, session, data, transcript = _plan_child(
+            transcript, source, report, target_path, target_format, summary, cid
+        )
     else:
-        if target_path is None:
-            raise CommitError("an export needs a target path")
-        if target_path == source.path:
-            raise CommitError("an export never writes over its source; commit in place instead")
-        fmt = target_format or source.format
-        if fmt not in WRITABLE_FORMATS:
-            raise CommitError(
-                f"cannot write {fmt!r} transcripts; export to one of: "
-                + ", ".join(WRITABLE_FORMATS)
-            )
-        out_path, session = target_path, None
-        # A .jsonl target gets JSON lines; what the target format cannot hold is said.
-        jsonl = True if out_path.suffix.lower() in JSONL_SUFFIXES else None
-        data = _render(transcript, fmt, source, summary, jsonl=jsonl)
-        _check_reads_back(data, out_path, fmt, transcript)
+        fmt, out_path, data = _plan_export(transcript, source, target_path, target_format, summary)
+        session = None
         notes += [f"{fmt} export drops {loss}" for loss in conversion_losses(transcript, fmt)]
     _writable_dir(out_path)
     return CommitPlan(
         cid, chosen, source, transcript, report, SourceKind.FILE, out_path, session, fmt, data,
         tuple(notes), _appendix(result),
     )  # fmt: skip
+
+
+def _plan_in_place(
+    transcript: Transcript,
+    source: LoadedSource,
+    target_path: Path | None,
+    target_format: str | None,
+    summary: Message | None,
+) -> tuple[str, Path, None, bytes]:
+    """``(format, path, session, data)`` of an in-place commit of a file."""
+    if target_path is not None and target_path != source.path:
+        raise CommitError(
+            "an in-place commit writes the source itself; a target path is only for an export"
+        )
+    if target_format is not None and target_format != source.format:
+        raise CommitError(
+            "an in-place commit keeps the source's format; another format is only for an export"
+        )
+    _check_in_place_format(source)
+    fmt, out_path = source.format, source.path
+    data = _render(transcript, fmt, source, summary)
+    _check_reads_back(data, out_path, fmt, transcript)
+    return fmt, out_path, None, data
+
+
+def _plan_child(
+    transcript: Transcript,
+    source: LoadedSource,
+    report: CompactionReport | None,
+    target_path: Path | None,
+    target_format: str | None,
+    summary: Message | None,
+    cid: str,
+) -> tuple[str, Path, str | None, bytes, Transcript]:
+    """``(format, path, session, data, child)`` of a child continuation in a file."""
+    if source.format == "claude-code":
+        fmt, session = "claude-code", str(uuid.uuid4())
+    elif source.format == "hermes":
+        fmt, session = "hermes", hermes_commit.new_session_id()
+    elif source.format in WRITABLE_FORMATS:
+        fmt, session = source.format, None
+    else:
+        raise CommitError(
+            f"tinyjuice cannot write {source.format} transcripts, so it cannot write a"
+            " child in that format; export it instead, to a file in one of: "
+            + ", ".join(WRITABLE_FORMATS)
+        )
+    if target_format is not None and target_format != fmt:
+        raise CommitError(
+            "a child continuation keeps the source's format; another format is only for an export"
+        )
+    out_path = target_path or _default_child_path(source, cid, session)
+    if out_path == source.path:
+        raise CommitError(
+            "a child continuation never writes over its source; choose another target path"
+        )
+    if out_path.exists():
+        raise CommitError(f"{out_path} already exists; a child continuation never replaces a file")
+    child = transcript
+    if fmt == "hermes" and session is not None:
+        extra = dict(transcript.extra)
+        if source.transcript.session_id:
+            extra["parent_session_id"] = source.transcript.session_id
+        child = replace(transcript, session_id=session, extra=extra)
+    pre = report.prompt_tokens if report is not None else None
+    extra_kw: dict[str, Any] = (
+        {"session_id": session, "pre_tokens": pre} if fmt == "claude-code" else {}
+    )
+    data = _render(child, fmt, source, summary, **extra_kw)
+    _check_reads_back(data, out_path, fmt, child)
+    return fmt, out_path, session, data, child
+
+
+def _plan_export(
+    transcript: Transcript,
+    source: LoadedSource,
+    target_path: Path | None,
+    target_format: str | None,
+    summary: Message | None,
+) -> tuple[str, Path, bytes]:
+    """``(format, path, data)`` of an export to another file."""
+    if target_path is None:
+        raise CommitError("an export needs a target path")
+    if target_path == source.path:
+        raise CommitError("an export never writes over its source; commit in place instead")
+    fmt = target_format or source.format
+    if fmt not in WRITABLE_FORMATS:
+        raise CommitError(
+            f"cannot write {fmt!r} transcripts; export to one of: " + ", ".join(WRITABLE_FORMATS)
+        )
+    # A .jsonl target gets JSON lines; what the target format cannot hold is said.
+    jsonl = True if target_path.suffix.lower() in JSONL_SUFFIXES else None
+    data = _render(transcript, fmt, source, summary, jsonl=jsonl)
+    _check_reads_back(data, target_path, fmt, transcript)
+    return fmt, target_path, data
 
 
 def _appendix(result: CompactionResult | Transcript) -> bytes | None:
@@ -1106,6 +1144,8 @@ def _synth_line(m: Message, model: str | None) -> dict[str, Any]:
     return line
 
 
+# Long on purpose: writes Claude Code's compaction lines in file order (boundary,
+# summary, kept lines re-linked by parentUuid); the order is the format.
 def claude_code_continuation(
     transcript: Transcript,
     source: LoadedSource,

@@ -1,0 +1,815 @@
+"""The deterministic, model-free :func:`fallback_summary` and its budget allocation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tinyjuice.budget import SummaryKind
+from tinyjuice.model import Message, Role, TextPart, ToolCall
+from tinyjuice.redact import redact_clip
+from tinyjuice.rules import tool_output_text
+from tinyjuice.summary.contract import StructuredSummary
+from tinyjuice.summary.markers import strip_summary_wrappers
+from tinyjuice.summary.scan import (
+    _DIGEST_RE,
+    _KEY_ARG_NAMES,
+    _PATH_KEYS,
+    _URL_RE,
+    _command_text,
+    _error_lines_many,
+    _is_shell_tool,
+    _paths_many,
+    _scalar_text,
+    _string_leaves,
+    _undiff_paths,
+    error_head,
+    error_lines,
+)
+from tinyjuice.summary.wrapper import is_summary_message
+from tinyjuice.text import flatten, one_line
+from tinyjuice.tokens import TokenCounter, default_counter
+
+#: Budget priority (first = kept first) and the label of each category.
+_CATEGORIES: tuple[tuple[str, str], ...] = (
+    ("artifacts", "artifact trail entries"),
+    ("rules", "rules"),
+    ("asks", "user asks"),
+    ("paths", "paths"),
+    ("commands", "commands"),
+    ("errors", "errors"),
+    ("urls", "URLs"),
+    ("tools", "tool names"),
+    ("tool_calls", "tool calls"),
+    ("digests", "tool results"),
+    ("last_turns", "last turns"),
+)
+
+_ASK_CHARS = 2000
+_COMMAND_CHARS = 300
+_ERROR_CHARS = 300
+_TURN_CHARS = 200
+_ARG_CHARS = 80
+
+
+class _RedactedItems(Mapping[str, tuple[str, ...]]):
+    """Items per category, redacted when first read.
+
+    What the budget left out can run to tens of thousands of items on a long session;
+    most callers only need the counts, so each category is redacted on first access
+    (and kept), which reads exactly like a mapping redacted up front.
+    """
+
+    __slots__ = ("_done", "_raw")
+
+    def __init__(self, raw: Mapping[str, Sequence[str]]) -> None:
+        self._raw = {key: tuple(v) for key, v in raw.items() if v}
+        self._done: dict[str, tuple[str, ...]] = {}
+
+    def __getitem__(self, key: str) -> tuple[str, ...]:
+        done = self._done.get(key)
+        if done is None:
+            from tinyjuice.redact import redact_text
+
+            done = self._done[key] = tuple(redact_text(i) for i in self._raw[key])
+        return done
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackSummary:
+    """A summary built locally without a model (low confidence).
+
+    ``text`` is the unwrapped body (:func:`render_summary_message` wraps it);
+    ``included`` / ``omitted`` count items per category (asks, paths, commands, errors,
+    urls, tools, tool_calls, digests, last_turns); ``omitted`` are the ones left out to fit
+    the budget, and ``omitted_items`` names them (redacted), so a review can show exactly
+    what the budget cost.
+    """
+
+    text: str
+    summary: StructuredSummary
+    included: Mapping[str, int]
+    omitted: Mapping[str, int]
+    tokens: int
+    source_messages: int
+    confidence: Literal["low"] = "low"
+    omitted_items: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Every item left out, as markdown (redacted); "" when nothing was. Stored in the
+    #: archive by a commit under ``appendix_id`` (its sha256, whose first digits the
+    #: summary's note names).
+    appendix: str = ""
+    appendix_id: str | None = None
+
+    @property
+    def kind(self) -> SummaryKind:
+        return SummaryKind.FALLBACK
+
+
+#: Characters of a long item redacted before it is clipped (the clip shows far fewer).
+_CLIP_READ = 16_384
+
+
+def _one_line(text: str, limit: int) -> str:
+    """:func:`tinyjuice.text.one_line`, redacted: a cut never leaves part of a key."""
+    flat = flatten(text)
+    if len(flat) <= limit:
+        return flat
+    # Clipped after redacting, and redacted again.
+    return redact_clip(text[: max(_CLIP_READ, 4 * limit)], lambda r: one_line(r, limit))
+
+
+def _clip(text: str, limit: int) -> str:
+    """Multi-line (a user's ask keeps its lines), redacted, the cut counted in characters."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    more = len(text) - limit
+    return redact_clip(text, lambda r: f"{r[:limit]} …[{more:,} more chars]")
+
+
+def _call_summary(call: ToolCall, args: Any) -> str:
+    if isinstance(args, dict):
+        picked = [k for k in _KEY_ARG_NAMES if k in args and not isinstance(args[k], dict | list)]
+        if not picked:
+            picked = [k for k, v in args.items() if not isinstance(v, dict | list)][:2]
+        shown = ", ".join(f"{k}={_one_line(_scalar_text(args[k]), _ARG_CHARS)}" for k in picked[:3])
+    elif args is None and call.arguments:
+        shown = _one_line(call.arguments, _ARG_CHARS)
+    else:
+        shown = "" if args is None else _one_line(_scalar_text(args), _ARG_CHARS)
+    return f"{call.name}({shown})"
+
+
+class _Collector:
+    """First-seen-ordered, de-duplicated items per category."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, None]] = {key: {} for key, _ in _CATEGORIES}
+        self.call_counts: dict[str, list[Any]] = {}
+
+    def add(self, category: str, item: str) -> None:
+        if item:
+            self.items[category].setdefault(item, None)
+
+    def add_call(self, rendered: str, call_id: str) -> None:
+        entry = self.call_counts.get(rendered)
+        if entry is None:
+            self.call_counts[rendered] = [1, call_id]
+        else:
+            entry[0] += 1
+
+
+def _errors_in(text: str, out: _Collector, label: str) -> None:
+    for line in error_lines(text):
+        out.add("errors", label + _one_line(line, _ERROR_CHARS))
+
+
+@dataclass(slots=True)
+class _Pending:
+    """Texts to scan for paths and error lines in one batched pass, in first-seen order
+    (flat lists: no per-item containers)."""
+
+    path_texts: list[str] = field(default_factory=list)
+    #: A path argument named by its key, listed just before the scan of its text.
+    named_paths: dict[int, str] = field(default_factory=dict)
+    error_texts: list[str] = field(default_factory=list)
+    error_labels: list[str] = field(default_factory=list)
+    #: The first line of an error result, listed after the lines found in its text.
+    error_firsts: dict[int, str] = field(default_factory=dict)
+
+    def urls(self, text: str, add: Callable[[str, str], None]) -> None:
+        if "://" in text:
+            for u in _URL_RE.finditer(text):
+                add("urls", u.group(0).rstrip(".,:;!?'\""))
+
+
+def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
+    out = _Collector()
+    add = out.add
+    asks: list[str] = []
+    # Paths and error lines are found in one batched scan after this loop.
+    todo = _Pending()
+    path_texts, error_texts, error_labels = todo.path_texts, todo.error_texts, todo.error_labels
+    calls = _Calls(out, todo)
+    tool_role = Role.TOOL
+    user_role = Role.USER
+    for m in middle:
+        parts = m.parts
+        text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else m.text
+        role = m.role
+        if (
+            role is user_role
+            and m.is_real_user
+            and not m.meta.generated_by
+            and not is_summary_message(m)
+            and text.strip()
+        ):
+            asks.append(_clip(text, _ASK_CHARS))
+        if role is tool_role:
+            name = m.tool_name
+            if name:
+                add("tools", name)
+            if text:
+                path_texts.append(text)
+                todo.urls(text, add)
+                stripped = text.strip()
+                if m.meta.is_error and stripped:
+                    first = " — ".join(error_head(text))
+                    todo.error_firsts[len(error_texts)] = f"[{name or 'tool'}] " + _one_line(
+                        first, _ERROR_CHARS
+                    )
+                if stripped and (
+                    m.meta.generated_by == "digest"
+                    or ("\n" not in stripped and len(stripped) < 400 and _DIGEST_RE.match(stripped))
+                ):
+                    add("digests", _one_line(stripped, 400))
+                # {"output": …, "exit_code": 1} results are scanned through their output.
+                error_texts.append(tool_output_text(text) if text[:1] == "{" else text)
+                error_labels.append(f"[{name or 'tool'}] ")
+        elif text:
+            path_texts.append(text)
+            todo.urls(text, add)
+            if role is not Role.ASSISTANT:
+                # Errors are what tools (or the user, pasting) reported: "failed" in the
+                # assistant's own prose is not one (tinyjuice.facts).
+                error_texts.append(text)
+                error_labels.append("")
+        for call in m.tool_calls:
+            calls.add(call)
+    _add_scanned(out, todo)
+    for ask in reversed(asks):
+        add("asks", ask)
+    for rendered, (count, call_id) in out.call_counts.items():
+        suffix = f" ×{count}, first id {call_id}" if count > 1 else f" id {call_id}"
+        add("tool_calls", rendered + suffix)
+    for m in middle[len(middle) - last_turns :] if last_turns > 0 else ():
+        add("last_turns", _turn_line(m))
+    return out
+
+
+class _Calls:
+    """Collects tool calls: the call itself, its paths, URLs and shell commands."""
+
+    __slots__ = ("_out", "_rendered", "_shell", "_todo")
+
+    def __init__(self, out: _Collector, todo: _Pending) -> None:
+        self._out = out
+        self._todo = todo
+        self._shell: dict[str, bool] = {}
+        self._rendered: dict[str, dict[str, str]] = {}
+
+    def add(self, call: ToolCall) -> None:
+        out, todo = self._out, self._todo
+        add, path_texts = out.add, todo.path_texts
+        # A call repeated verbatim (same tool, same arguments) adds nothing new but
+        # its count: everything else it holds was collected at its first occurrence.
+        same_tool = self._rendered.get(call.name)
+        if same_tool is None:
+            same_tool = self._rendered[call.name] = {}
+        rendered = same_tool.get(call.arguments)
+        if rendered is not None:
+            out.add_call(rendered, call.id)
+            return
+        add("tools", call.name)
+        args = call.parsed_arguments()
+        rendered = same_tool[call.arguments] = _call_summary(call, args)
+        out.add_call(rendered, call.id)
+        if args is None:
+            path_texts.append(call.arguments)
+            return
+        if type(args) is dict and not any(isinstance(v, dict | list) for v in args.values()):
+            leaves: Iterable[tuple[str | None, Any]] = args.items()
+        else:
+            leaves = _string_leaves(args)
+        for key, leaf in leaves:
+            if not isinstance(leaf, str):
+                continue
+            if key in _PATH_KEYS and len(leaf) <= 500 and leaf.strip():
+                todo.named_paths[len(path_texts)] = leaf.strip()
+            path_texts.append(leaf)
+            todo.urls(leaf, add)
+        is_shell = self._shell.get(call.name)
+        if is_shell is None:
+            is_shell = self._shell[call.name] = _is_shell_tool(call.name)
+        if is_shell and isinstance(args, dict):
+            for key in ("command", "cmd"):
+                cmd = _command_text(args.get(key))
+                if cmd:
+                    add("commands", "`" + _one_line(cmd, _COMMAND_CHARS) + "`")
+
+
+def _add_scanned(out: _Collector, todo: _Pending) -> None:
+    """The paths and error lines of the pending texts, in first-seen order."""
+    add = out.add
+    found = _paths_many(todo.path_texts)
+    named_paths = todo.named_paths
+    for k in sorted({*found, *named_paths}):
+        named = named_paths.get(k)
+        if named is not None:
+            add("paths", named)
+        for p in found.get(k, ()):
+            add("paths", p)
+    out.items["paths"] = _undiff_paths(out.items["paths"])
+    lines = _error_lines_many(todo.error_texts)
+    for k in sorted({*lines, *todo.error_firsts}):
+        label = todo.error_labels[k]
+        for line in lines.get(k, ()):
+            add("errors", label + _one_line(line, _ERROR_CHARS))
+        first_line = todo.error_firsts.get(k)
+        if first_line is not None:
+            add("errors", first_line)
+
+
+def _turn_line(m: Message) -> str:
+    if m.role is Role.TOOL:
+        label = f"tool result {m.tool_name or ''}".strip()
+    elif is_summary_message(m):
+        label = "earlier summary"
+    else:
+        label = m.role.value
+    text = strip_summary_wrappers(m.text) if is_summary_message(m) else m.text
+    body = _one_line(text, _TURN_CHARS) if text.strip() else ""
+    if m.tool_calls:
+        called = "called " + ", ".join(c.name for c in m.tool_calls)
+        body = f"{body} ({called})" if body else called
+    if m.media:
+        body = (body + " " if body else "") + f"[{len(m.media)} media]"
+    return f"[{label}] {body or '(empty)'}"
+
+
+def _bullet(item: str) -> str:
+    # Continuation lines are indented four spaces, so a "# heading" inside a quoted ask
+    # cannot be read back as a section heading.
+    return "- " + item.replace("\n", "\n    ")
+
+
+def _note(
+    n_messages: int,
+    omitted: Mapping[str, int],
+    focus: str | None = None,
+    appendix_id: str | None = None,
+) -> str:
+    note = (
+        f"Deterministic fallback summary of {n_messages:,} earlier message(s), generated "
+        "locally without a model; it may be incomplete."
+    )
+    if focus:
+        note += f" Focus: {_one_line(focus, 200)} (matching items are listed first)."
+    left = [f"{omitted[key]:,} {label}" for key, label in _CATEGORIES if omitted.get(key)]
+    if left:
+        note += " Left out to fit the budget: " + ", ".join(left) + "."
+    if left and appendix_id:
+        note += (
+            f" Every item left out is in appendix sha256:{appendix_id}, archived with the "
+            f"commit (`tjui recover {appendix_id} -o FILE`)."
+        )
+    return note
+
+
+def _assemble(
+    n_messages: int,
+    chosen: Mapping[str, list[str]],
+    omitted: Mapping[str, int],
+    focus: str | None = None,
+    appendix_id: str | None = None,
+) -> StructuredSummary:
+    def block(key: str) -> str:
+        return "\n".join(_bullet(i) for i in chosen.get(key, ()))
+
+    def labelled(*pairs: tuple[str, str]) -> str:
+        out = [f"{label}:\n{block(key)}" for label, key in pairs if chosen.get(key)]
+        return "\n".join(out)
+
+    asks = block("asks")
+    if asks:
+        asks = (
+            "Newest first, verbatim; historical — the latest user message overrides them.\n" + asks
+        )
+    return StructuredSummary(
+        historical_task_snapshot=_note(n_messages, omitted, focus, appendix_id),
+        pending_asks=asks,
+        relevant_files=labelled(
+            ("Artifact trail (every file a tool touched: what was done)", "artifacts"),
+            ("Other paths", "paths"),
+        )
+        if chosen.get("artifacts")
+        else block("paths"),
+        completed_actions=labelled(
+            ("Tools used", "tools"),
+            ("Commands run", "commands"),
+            ("Tool calls", "tool_calls"),
+            ("Tool results", "digests"),
+        ),
+        blockers=block("errors"),
+        constraints_preferences=block("rules"),
+        critical_context=labelled(("URLs", "urls")),
+        active_state=labelled(("Last turns before the compacted span", "last_turns")),
+    )
+
+
+#: Anchors: what a continuation cannot re-derive and what a summary review measures.
+#: They are all served before any of the verbose categories gets a token.
+_ANCHORS: tuple[str, ...] = (
+    "artifacts",
+    "rules",
+    "asks",
+    "paths",
+    "commands",
+    "errors",
+    "urls",
+    "tools",
+)
+_VERBOSE: tuple[str, ...] = ("tool_calls", "digests", "last_turns")
+
+#: Pass-one share per category, priority order, unused shares flowing down: anchors
+#: share the whole room; verbose categories share what the anchors left.
+_SHARES: dict[str, float] = {
+    "artifacts": 0.20,
+    "rules": 0.08,
+    "asks": 0.27,
+    "paths": 0.10,
+    "commands": 0.14,
+    "errors": 0.12,
+    "urls": 0.06,
+    "tools": 0.03,
+    "tool_calls": 0.50,
+    "digests": 0.30,
+    "last_turns": 0.20,
+}
+
+
+def _allocate(
+    items: Mapping[str, list[str]], room: int, counter: TokenCounter
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Choose items per category within ``room`` tokens (see :func:`fallback_summary`).
+
+    Returns the chosen items and the omitted ones, per category.
+    """
+    costs: dict[str, list[int]] = {}
+    for key, _ in _CATEGORIES:
+        lines = items[key]
+        costs[key] = (
+            [c + 1 for c in counter.count_many([_bullet(i) for i in lines])] if lines else []
+        )
+    taken: dict[str, list[bool]] = {key: [False] * len(items[key]) for key, _ in _CATEGORIES}
+    picked: dict[str, list[str]] = {key: list(items[key]) for key, _ in _CATEGORIES}
+    used = 0
+
+    def share_out(group: tuple[str, ...], group_room: int) -> None:
+        # Each category, in priority order, gets its share plus what the ones above left
+        # unused; within it, items too large for what is left are skipped.
+        nonlocal used
+        carry = 0
+        for key in group:
+            allowance = int(group_room * _SHARES[key]) + carry
+            for i, cost in enumerate(costs[key]):
+                if cost <= allowance:
+                    taken[key][i] = True
+                    allowance -= cost
+                    used += cost
+            carry = max(0, allowance)
+
+    def leftovers(group: tuple[str, ...]) -> None:
+        # The room still left goes to the skipped items, highest priority first.
+        nonlocal used
+        for key in group:
+            for i, cost in enumerate(costs[key]):
+                if taken[key][i]:
+                    continue
+                if cost <= room - used:
+                    taken[key][i] = True
+                    used += cost
+                elif key == "asks" and i == 0 and room - used > 40:
+                    # The newest ask never disappears entirely: keep as much as fits.
+                    clipped = _clip(picked[key][0], (room - used) * 3)
+                    picked[key][0] = clipped
+                    taken[key][0] = True
+                    used += counter.count(_bullet(clipped)) + 1
+
+    share_out(_ANCHORS, room)
+    leftovers(_ANCHORS)
+    share_out(_VERBOSE, max(0, room - used))
+    leftovers(_VERBOSE)
+    chosen = {
+        key: [item for item, ok in zip(picked[key], taken[key], strict=True) if ok]
+        for key, _ in _CATEGORIES
+    }
+    omitted = {
+        key: [item for item, ok in zip(picked[key], taken[key], strict=True) if not ok]
+        for key, _ in _CATEGORIES
+    }
+    return chosen, omitted
+
+
+#: Categories a focus topic reorders (asks stay newest first, last turns in order).
+_FOCUSABLE: tuple[str, ...] = (
+    "artifacts",
+    "paths",
+    "commands",
+    "errors",
+    "urls",
+    "tools",
+    "tool_calls",
+    "digests",
+)
+_FOCUS_STOPWORDS = frozenset(("the", "and", "for", "with", "from", "into", "about", "that"))
+
+
+def _focus_terms(focus: str | None) -> tuple[str, ...]:
+    """The words of a focus topic worth matching (3+ characters, lower case)."""
+    if not focus:
+        return ()
+    words = re.findall(r"[\w./-]{3,}", focus.lower())
+    return tuple(dict.fromkeys(w for w in words if w not in _FOCUS_STOPWORDS))
+
+
+def _focus_first(items: list[str], terms: tuple[str, ...]) -> list[str]:
+    """``items`` with those that mention a focus term first (each group in its order)."""
+    hit = [i for i in items if any(t in i.lower() for t in terms)]
+    if not hit or len(hit) == len(items):
+        return items
+    hits = set(hit)
+    return hit + [i for i in items if i not in hits]
+
+
+# Long docstring on purpose: it is the fallback's budget contract (50 lines of code).
+def fallback_summary(
+    middle: Sequence[Message],
+    *,
+    budget_tokens: int,
+    counter: TokenCounter | None = None,
+    last_turns: int = 3,
+    redact: bool = True,
+    focus: str | None = None,
+    appendix: bool = True,
+) -> FallbackSummary:
+    """A model-free summary of ``middle`` (messages that were ALREADY redacted).
+
+    Extracts, in first-seen order without duplicates: the real user asks (verbatim, newest
+    first, each clipped at 2,000 chars), every path (text and tool arguments, plus JSON
+    fields ``path``, ``workdir``, ``file_path``, ``output_path``, ``filename``, ``cwd``),
+    shell commands (``command``/``cmd`` of terminal/shell/bash-like tools), URLs,
+    error/blocker lines, the names of the tools used, tool calls with key arguments and
+    call ids, digest lines of tool results, and the last ``last_turns`` messages (short).
+
+    Path rule: Windows absolute paths; unix paths starting with ``/``, ``~/``, ``./`` or
+    ``../`` (a single segment without extension only for well-known roots such as
+    ``/tmp``, so slash commands are skipped); relative paths with a slash when they end in
+    an extension or a slash, or have two slashes ("and/or" and dates are skipped); bare file names
+    with a known extension; common dotfiles.
+
+    The *artifact trail* comes first: every file a tool call touched with what was done
+    to it (``path — read, edited``; :func:`tinyjuice.facts.file_actions`), under Relevant
+    Files, and those paths leave the plain path list.
+
+    The body is clamped to ``budget_tokens`` (the explanatory note always stays). The
+    compact *anchors* come first — artifact trail > rules > asks > paths > commands >
+    errors > URLs > tool names — and only the room they leave goes to the verbose parts —
+    tool calls > tool results > last turns — so whenever the budget can hold every
+    anchor, all of them are in. *Rules* are those of injected context in the span (a
+    CLAUDE.md / AGENTS.md, a skill: :func:`tinyjuice.survival.find_rules`), under
+    Constraints & Preferences. Within each group pass one gives every category, in
+    priority order, a share (anchors: 20, 8, 27, 10, 14, 12, 6 and 3% of the budget;
+    verbose: 50, 30 and 20% of what the anchors left) plus whatever the categories above
+    left unused,
+    so thousands of old asks cannot crowd out every path; pass two hands the room still
+    left to skipped items, highest priority first. The newest ask is always kept (clipped
+    to the room left if it alone is too big). What was left out is counted per category
+    in ``omitted``, named in ``omitted_items`` and counted in the text ("Left out to fit
+    the budget: …"); ``appendix`` lists every such item and the note names its id
+    (``appendix_id``, the first 16 hex digits of its sha256), under which a commit
+    archives it, so nothing is silently lost (``appendix=False``: no appendix, for
+    callers that archive nothing, such as ``tjui batch``).
+    A ``focus`` topic puts the paths, commands, errors, URLs, tools, tool calls and tool
+    results that mention one of its words first in their category (so they are the ones a
+    tight budget keeps), and the note names it; asks and last turns keep their order.
+    With ``redact`` the chosen items go through :func:`tinyjuice.redact.redact_text` once
+    more, and so do the items of ``omitted_items`` (each category when first read).
+    Linear in the size of ``middle``.
+    """
+    counter = counter or default_counter()
+    items, focus = _gather(middle, last_turns, focus)
+    totals = {key: len(v) for key, v in items.items()}
+
+    # Fixed cost: the note at its longest, every heading and label that may appear.
+    fixed_text = _assemble(
+        len(middle),
+        {key: [""] for key in items if items[key]},
+        {key: n for key, n in totals.items() if n},
+        focus,
+        "f" * _APPENDIX_ID_CHARS if appendix else None,
+    ).render()
+    remaining = max(0, budget_tokens - counter.count(fixed_text))
+
+    chosen, left_out = _allocate(items, remaining, counter)
+
+    if redact:
+        from tinyjuice.redact import redact_text
+
+        chosen = {key: [redact_text(i) for i in v] for key, v in chosen.items()}
+    omitted = {key: len(v) for key, v in left_out.items() if v}
+    draft = _Draft(len(middle), chosen, left_out, omitted, focus, appendix, redact)
+    listed, appendix_id, summary, text, tokens = draft.fit(budget_tokens, counter)
+
+    included = {key: len(v) for key, v in chosen.items()}
+    return FallbackSummary(
+        text=text,
+        summary=summary,
+        included=included,
+        omitted={key: omitted[key] for key, _ in _CATEGORIES if omitted.get(key)},
+        tokens=tokens,
+        source_messages=len(middle),
+        omitted_items=(
+            _RedactedItems({key: left_out[key] for key, _ in _CATEGORIES})
+            if redact
+            else {key: tuple(left_out[key]) for key, _ in _CATEGORIES if left_out[key]}
+        ),
+        appendix=listed,
+        appendix_id=appendix_id,
+    )
+
+
+def _gather(
+    middle: Sequence[Message], last_turns: int, focus: str | None
+) -> tuple[dict[str, list[str]], str | None]:
+    """The items per category (artifact trail and rules included, focus matches first),
+    and the focus when any of its words is worth matching."""
+    collected = _collect(middle, last_turns)
+    items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
+    _add_trail(middle, items)
+    _add_rules(middle, items)
+    terms = _focus_terms(focus)
+    if not terms:
+        return items, None
+    for key in _FOCUSABLE:
+        items[key] = _focus_first(items[key], terms)
+    return items, focus
+
+
+@dataclass(slots=True)
+class _Draft:
+    """The chosen and left-out items of a fallback summary, rendered until they fit."""
+
+    n_messages: int
+    chosen: dict[str, list[str]]
+    left_out: dict[str, list[str]]
+    omitted: dict[str, int]
+    focus: str | None
+    appendix: bool
+    redact: bool
+
+    def render(self) -> tuple[str, str | None, StructuredSummary, str]:
+        """``(appendix, appendix id, summary, text)`` for the items as they are now."""
+        listed = _appendix(self.n_messages, self.left_out, self.redact) if self.appendix else ""
+        appendix_id = _appendix_id(listed)
+        summary = _assemble(self.n_messages, self.chosen, self.omitted, self.focus, appendix_id)
+        return listed, appendix_id, summary, summary.render()
+
+    def fit(
+        self, budget_tokens: int, counter: TokenCounter
+    ) -> tuple[str, str | None, StructuredSummary, str, int]:
+        """Rendered within ``budget_tokens``: trimmed from the lowest priority, then the
+        room the note did not need handed back; ``(…render(), tokens)``."""
+        chosen, omitted, left_out = self.chosen, self.omitted, self.left_out
+        # Token counts are not exactly additive (and redaction may lengthen an item): trim
+        # from the lowest priority until the text fits.
+        order = [key for key, _ in reversed(_CATEGORIES)]
+        while True:
+            listed, appendix_id, summary, text = self.render()
+            tokens = counter.count(text)
+            if tokens <= budget_tokens or not any(chosen[k] for k in order):
+                break
+            excess = tokens - budget_tokens
+            while excess > 0 and any(chosen[k] for k in order):
+                key = next(k for k in order if chosen[k])
+                dropped = chosen[key].pop()
+                excess -= counter.count(_bullet(dropped)) + 1
+                omitted[key] = omitted.get(key, 0) + 1
+                left_out[key].insert(0, dropped)
+
+        if omitted and tokens < budget_tokens:
+            # The note was reserved at its longest: give the room it did not need back.
+            _Fill(chosen, left_out, omitted, self.redact).run(
+                lambda: counter.count(self.render()[3]), budget_tokens
+            )
+            listed, appendix_id, summary, text = self.render()
+            tokens = counter.count(text)
+        return listed, appendix_id, summary, text, tokens
+
+
+class _Fill:
+    """Moves left-out items back into a summary while the rendered text still fits.
+
+    The note was reserved at its longest, and a tight budget can leave room it did not
+    need. Highest priority first, each item is tried by rendering the whole summary
+    (``render`` returns its token count), at most :attr:`TRIES` times, so the cost stays
+    small however many items were left out.
+    """
+
+    TRIES = 24
+
+    def __init__(
+        self,
+        chosen: dict[str, list[str]],
+        left_out: dict[str, list[str]],
+        omitted: dict[str, int],
+        redact: bool,
+    ) -> None:
+        self.chosen, self.left_out, self.omitted, self.redact = chosen, left_out, omitted, redact
+
+    def run(self, render: Callable[[], int], budget: int) -> None:
+        from tinyjuice.redact import redact_text
+
+        tries = self.TRIES
+        for key, _ in _CATEGORIES:
+            while self.left_out.get(key) and tries > 0:
+                tries -= 1
+                item = self.left_out[key].pop(0)
+                self.chosen[key].append(redact_text(item) if self.redact else item)
+                self._count(key, -1)
+                if render() <= budget:
+                    continue
+                self.chosen[key].pop()
+                self.left_out[key].insert(0, item)
+                self._count(key, +1)
+                break
+
+    def _count(self, key: str, delta: int) -> None:
+        self.omitted[key] = self.omitted.get(key, 0) + delta
+        if not self.omitted[key]:
+            del self.omitted[key]
+
+
+#: Hex digits of an appendix id (the first characters of its sha256).
+_APPENDIX_ID_CHARS = 16
+
+
+def _add_trail(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
+    """The artifact trail (:func:`tinyjuice.facts.file_actions`) into ``items``; the
+    paths it names leave the plain path list (the trail already says them)."""
+    from tinyjuice.facts import file_actions, norm_path
+
+    trail = file_actions(middle)
+    if not trail:
+        return
+    items["artifacts"] = [a.line() for a in trail]
+    named = {norm_path(a.path) for a in trail}
+    relative = tuple("/" + k for k in named if not k.startswith(("/", "~")))
+
+    def covered(p: str) -> bool:
+        key = norm_path(p)
+        return key in named or (key.startswith("/") and key.endswith(relative))
+
+    items["paths"] = [p for p in items["paths"] if not covered(p)]
+
+
+def _add_rules(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
+    """Rules of injected context in the span (a CLAUDE.md / AGENTS.md re-read, a skill, a
+    rules section; :func:`tinyjuice.survival.find_rules`) that must outlive the
+    compaction. The user's own constraints are already in the asks, verbatim."""
+    from tinyjuice.survival import find_rules
+
+    items["rules"] = [f"[{r.source}] {r.text}" for r in find_rules(middle) if r.source != "user"]
+
+
+def _appendix(n_messages: int, left_out: Mapping[str, list[str]], redact: bool) -> str:
+    """Everything the budget left out, per category, as markdown; "" when nothing was."""
+    if not any(left_out.get(key) for key, _ in _CATEGORIES):
+        return ""
+    if redact:
+        from tinyjuice.redact import redact_text
+    else:
+
+        def redact_text(text: str) -> str:
+            return text
+
+    blocks = [
+        f"# Appendix to the fallback summary of {n_messages:,} message(s)\n"
+        "Every item the summary left out to fit its budget, by category."
+    ]
+    for key, label in _CATEGORIES:
+        lines = left_out.get(key)
+        if lines:
+            body = "\n".join(_bullet(redact_text(i)) for i in lines)
+            blocks.append(f"## {label} ({len(lines):,})\n{body}")
+    return "\n\n".join(blocks) + "\n"
+
+
+def _appendix_id(appendix: str) -> str | None:
+    """The id an appendix is archived under: the first hex digits of its sha256."""
+    if not appendix:
+        return None
+    import hashlib
+
+    return hashlib.sha256(appendix.encode()).hexdigest()[:_APPENDIX_ID_CHARS]
