@@ -1,0 +1,124 @@
+"""The session list shared by ``tjui ls`` and the browser: finding rows, and their cells.
+
+Finding is core's (:mod:`tinyjuice.discovery`); this module adds the bundled demo,
+the cache, filters, and how each figure is written in a cell.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from tinyjuice.discovery import RowCache, SessionRow, discover
+from tjui.paths import demo_session
+
+__all__ = [
+    "COLUMNS",
+    "age",
+    "cells",
+    "filter_rows",
+    "find_rows",
+    "human_size",
+    "short_tokens",
+]
+
+#: (key, heading) of each column, in display order.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("agent", "agent"),
+    ("project", "project"),
+    ("title", "title / first ask"),
+    ("last_activity", "last activity"),
+    ("messages", "msgs"),
+    ("live_tokens", "live tokens"),
+    ("live_percent", "% window"),
+    ("compactions", "compactions"),
+    ("size", "size"),
+)
+
+
+def _demo() -> list[tuple[str, Path]]:
+    try:
+        return [("demo", demo_session())]
+    except FileNotFoundError:
+        return []
+
+
+def find_rows(
+    *, agents: Sequence[str] | None = None, cache: RowCache | None = None
+) -> list[SessionRow]:
+    """Every session on this machine plus the demo, newest first (header figures)."""
+    return discover(agents=agents, extra=_demo(), cache=cache)
+
+
+def filter_rows(
+    rows: Sequence[SessionRow], *, project: str | None = None, text: str | None = None
+) -> list[SessionRow]:
+    """Rows whose project contains ``project``; and any cell containing ``text``."""
+    out = list(rows)
+    if project:
+        p = project.lower()
+        out = [r for r in out if p in (r.project or "").lower()]
+    if text:
+        words = text.lower().split()
+        out = [r for r in out if all(w in _haystack(r) for w in words)]
+    return out
+
+
+def _haystack(row: SessionRow) -> str:
+    return " ".join(
+        x for x in (row.agent, row.project, row.title, row.path, row.session) if x
+    ).lower()
+
+
+def human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # unreachable: the loop returns at GB
+
+
+def short_tokens(n: int | None) -> str:
+    if n is None:
+        return "…"
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 10_000:
+        return f"{round(n / 1000)}k"
+    return f"{n:,}"
+
+
+def age(mtime: float, now: float | None = None) -> str:
+    """How long ago, in the largest whole unit ("3m ago", "2d ago")."""
+    seconds = max(0.0, (time.time() if now is None else now) - mtime)
+    for unit, span in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= span:
+            return f"{int(seconds // span)}{unit} ago"
+    return "just now"
+
+
+def cells(row: SessionRow, now: float | None = None) -> tuple[str, ...]:
+    """The row's cells, in :data:`COLUMNS` order ("…" while a figure is still coming,
+    "~" before an estimate, "—" when the session cannot be loaded)."""
+    ex = row.exact
+    missing = "—" if row.error else "…"
+    if ex is not None:
+        messages = f"{ex.messages:,}"
+    elif row.messages_estimate is not None:
+        messages = f"~{row.messages_estimate:,}"
+    else:
+        messages = missing
+    agent = row.agent + (" (sub)" if row.parent and row.agent == "claude-code" else "")
+    return (
+        agent,
+        row.project or "",
+        row.title or (row.error or ""),
+        age(row.mtime, now),
+        messages,
+        short_tokens(ex.live_tokens) if ex else missing,
+        f"{ex.live_percent:.0f}%" if ex else missing,
+        str(ex.compactions) if ex else missing,
+        human_size(row.size),
+    )
