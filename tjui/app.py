@@ -10,6 +10,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from tjui.screens.browser import BrowserScreen
 from tjui.screens.commit import CommitDialog
 from tjui.screens.error import ErrorDialog
 from tjui.screens.help import HelpScreen
@@ -30,12 +31,23 @@ class TjuiApp(App[None]):
         Binding("question_mark", "help", "Help", id="app.help"),
     ]
 
-    def __init__(self, request: LoadRequest) -> None:
+    def __init__(
+        self, request: LoadRequest | None, *, now: Callable[[], float] | None = None
+    ) -> None:
+        """``request`` None opens the session browser (``now`` fixes its clock in tests)."""
         super().__init__()
         self.request = request
+        self.now = now
 
     def on_mount(self) -> None:
-        self.open(self.request)
+        if self.request is None:
+            self.push_screen(BrowserScreen(now=self.now) if self.now else BrowserScreen())
+        else:
+            self.open(self.request)
+
+    def has_browser(self) -> bool:
+        """Whether the inspector was opened from the browser (Esc goes back to it)."""
+        return any(isinstance(s, BrowserScreen) for s in self.screen_stack)
 
     def open(self, request: LoadRequest) -> None:
         self.request = request
@@ -44,6 +56,9 @@ class TjuiApp(App[None]):
 
     def show_error(self, title: str, message: str) -> None:
         def _after(path: Path | None) -> None:
+            if path is None and self.has_browser():
+                self.call_later(self.pop_screen)  # back to the browser
+                return
             if path is None:
                 self.exit(return_code=1, message=f"tjui: error: {message}")
                 return
@@ -60,6 +75,7 @@ class TjuiApp(App[None]):
 
     def help_sections(self) -> list[tuple[str, list[Binding]]]:
         return [
+            ("Session browser", _bindings(BrowserScreen.BINDINGS)),
             ("Messages", _bindings(MessageList.BINDINGS)),
             ("Boundary, summary and preview", _bindings(MainScreen.BINDINGS)),
             ("Preview", _bindings(PreviewScreen.BINDINGS)),
@@ -129,8 +145,14 @@ class AppOptions(TypedDict, total=False):
     model: str | None
 
 
-def run_app(path: str | Path, **kwargs: Unpack[AppOptions]) -> None:
-    app = make_app(path, **kwargs)
+def make_browser_app(*, now: Callable[[], float] | None = None) -> TjuiApp:
+    """The app opening on the session browser (``now`` fixes its clock for tests)."""
+    return TjuiApp(None, now=now)
+
+
+def run_app(path: str | Path | None, **kwargs: Unpack[AppOptions]) -> None:
+    """Run the inspector on ``path``, or the session browser when it is None."""
+    app = make_browser_app() if path is None else make_app(path, **kwargs)
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)

@@ -1,6 +1,6 @@
 """The ``tjui`` command line.
 
-``tjui [FILE]`` opens the inspector (the bundled demo session when FILE is omitted);
+``tjui [FILE]`` opens the inspector (the session browser when FILE is omitted);
 subcommands work headless and most take ``--json``. Bad input is reported as one
 clear line on stderr with exit status 2, never a traceback.
 """
@@ -79,8 +79,8 @@ def _interactive() -> bool:
 def main() -> None:
     """tjui — see and shape what fills an LLM agent's context window.
 
-    Run `tjui [FILE]` to open the inspector on a transcript (the bundled demo when
-    FILE is omitted). Formats: openai, anthropic, hermes, claude-code, codex,
+    Run `tjui [FILE]` to open the inspector on a transcript, or `tjui` alone for a
+    browser of every agent session on this machine (`tjui demo`: the bundled demo). Formats: openai, anthropic, hermes, claude-code, codex,
     sharegpt, swe-agent — detected automatically.
     """
     _check_tokenizer_env()
@@ -121,7 +121,26 @@ def open_cmd(
     context_window: int | None,
     model: str | None,
 ) -> None:
-    """Open the inspector on FILE (the bundled demo session by default)."""
+    """Open the inspector on FILE (the session browser when FILE is omitted)."""
+    _need_terminal()
+    from tjui.app import run_app
+
+    run_app(file, fmt=fmt, session=session, context_window=context_window, model=model)
+
+
+@main.command("demo")
+@context_window_option
+def demo_cmd(context_window: int | None) -> None:
+    """Open the inspector on the bundled demo session."""
+    _need_terminal()
+    from tjui.app import run_app
+    from tjui.paths import demo_session
+
+    run_app(demo_session(), context_window=context_window)
+
+
+def _need_terminal() -> None:
+    """Refuse (exit status 2) when stdin or stdout is not a terminal."""
     if not _interactive():
         streams = [n for n, s in (("stdin", sys.stdin), ("stdout", sys.stdout)) if not s.isatty()]
         commands = [f"tjui {c} FILE" for c in HEADLESS_COMMANDS]
@@ -131,11 +150,6 @@ def open_cmd(
             + ", ".join(commands[:-1])
             + f" or {commands[-1]} (see tjui --help)"
         )
-    from tjui.app import run_app
-    from tjui.paths import demo_session
-
-    path = file if file is not None else demo_session()
-    run_app(path, fmt=fmt, session=session, context_window=context_window, model=model)
 
 
 @main.command("inspect")

@@ -6,17 +6,22 @@ the cache, filters, and how each figure is written in a cell.
 
 from __future__ import annotations
 
+import multiprocessing
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from tinyjuice.discovery import RowCache, SessionRow, discover
+from tinyjuice.discovery import RowCache, SessionRow, discover, fill_row
 from tjui.paths import demo_session
 
 __all__ = [
     "COLUMNS",
+    "NUMERIC",
+    "WIDTHS",
     "age",
     "cells",
+    "fill_rows",
     "filter_rows",
     "find_rows",
     "human_size",
@@ -35,6 +40,12 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("compactions", "compactions"),
     ("size", "size"),
 )
+#: Width of each column (characters), in :data:`COLUMNS` order.
+WIDTHS: tuple[int, ...] = (17, 22, 38, 13, 6, 11, 8, 11, 9)
+#: The columns holding figures (right-aligned).
+NUMERIC: frozenset[str] = frozenset(
+    {"messages", "live_tokens", "live_percent", "compactions", "size"}
+)
 
 
 def _demo() -> list[tuple[str, Path]]:
@@ -49,6 +60,43 @@ def find_rows(
 ) -> list[SessionRow]:
     """Every session on this machine plus the demo, newest first (header figures)."""
     return discover(agents=agents, extra=_demo(), cache=cache)
+
+
+#: Sessions at least this large are loaded in a separate process (tiktoken holds the
+#: GIL while it counts; the browser's input must not wait).
+SUBPROCESS_BYTES = 4 * 1024 * 1024
+
+
+def fill_rows(
+    rows: Sequence[SessionRow],
+    cache: RowCache,
+    emit: Callable[[SessionRow], None],
+    cancelled: Callable[[], bool] = lambda: False,
+) -> None:
+    """Fill in the exact figures of every row that has none yet, in order, caching each.
+
+    ``emit`` gets each filled row; the cache is saved at the end (and when cancelled).
+    """
+    pool: ProcessPoolExecutor | None = None
+    try:
+        for row in rows:
+            if cancelled():
+                return
+            if row.exact is not None or row.error is not None:
+                continue
+            if row.size >= SUBPROCESS_BYTES:
+                if pool is None:
+                    ctx = multiprocessing.get_context("spawn")
+                    pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+                filled = pool.submit(fill_row, row).result()
+            else:
+                filled = fill_row(row)
+            cache.update_row(filled)
+            emit(filled)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+        cache.save()
 
 
 def filter_rows(
@@ -99,6 +147,16 @@ def age(mtime: float, now: float | None = None) -> str:
     return "just now"
 
 
+def short_project(project: str | None, width: int = WIDTHS[1]) -> str:
+    """A project directory for a cell: ``~`` for the home, cut from the left when long."""
+    if not project:
+        return ""
+    home = str(Path.home())
+    if project == home or project.startswith(home + "/"):
+        project = "~" + project[len(home) :]
+    return project if len(project) <= width else "…" + project[-(width - 1) :]
+
+
 def cells(row: SessionRow, now: float | None = None) -> tuple[str, ...]:
     """The row's cells, in :data:`COLUMNS` order ("…" while a figure is still coming,
     "~" before an estimate, "—" when the session cannot be loaded)."""
@@ -113,9 +171,9 @@ def cells(row: SessionRow, now: float | None = None) -> tuple[str, ...]:
     agent = row.agent + (" (sub)" if row.parent and row.agent == "claude-code" else "")
     return (
         agent,
-        row.project or "",
+        short_project(row.project),
         row.title or (row.error or ""),
-        age(row.mtime, now),
+        "bundled" if row.agent == "demo" else age(row.mtime, now),
         messages,
         short_tokens(ex.live_tokens) if ex else missing,
         f"{ex.live_percent:.0f}%" if ex else missing,

@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import click
 
-from tinyjuice.discovery import AGENTS, RowCache, SessionRow, fill_row
+from tinyjuice.discovery import AGENTS, RowCache, SessionRow
 from tjui.clikit import emit_json
-from tjui.sessionlist import COLUMNS, cells, filter_rows, find_rows
+from tjui.sessionlist import COLUMNS, cells, fill_rows, filter_rows, find_rows
 
 __all__ = ["ls_cmd", "rows_with_figures"]
 
 
 def rows_with_figures(rows: list[SessionRow], cache: RowCache) -> list[SessionRow]:
-    """Fill in the exact figures of rows that have none yet (and cache them)."""
-    out = []
-    for row in rows:
-        if row.exact is None and row.error is None:
-            row = fill_row(row)
-            cache.update_row(row)
-        out.append(row)
-    return out
+    """``rows`` with their exact figures filled in (and cached)."""
+    filled: dict[str, SessionRow] = {}
+    fill_rows(rows, cache, lambda r: filled.__setitem__(r.key, r))
+    return [filled.get(r.key, r) for r in rows]
 
 
 @click.command("ls")
@@ -48,9 +44,10 @@ def ls_cmd(agents: tuple[str, ...], project: str | None, quick: bool, as_json: b
     cache = RowCache.open()
     rows = find_rows(agents=list(agents) or None, cache=cache)
     rows = filter_rows(rows, project=project)
-    if not quick:
+    if quick:
+        cache.save()
+    else:
         rows = rows_with_figures(rows, cache)
-    cache.save()
     if as_json:
         emit_json([r.to_dict() for r in rows])
         return

@@ -375,10 +375,13 @@ class MainScreen(Screen[None]):
 
     def action_back_to_list(self) -> None:
         search = self.query_one("#search", Input)
+        closing = search.has_class("-visible") or self.has_class("-show-detail")
         if search.has_class("-visible"):
             search.remove_class("-visible")
         self.remove_class("-show-detail")
         self.query_one(MessageList).focus()
+        if not closing and self.app.has_browser():
+            self.app.pop_screen()  # back to the session browser
 
     def action_copy_message(self) -> None:
         if self.session is None or not self.session.transcript.messages:
