@@ -74,8 +74,9 @@ class TjuiApp(App[None]):
         self.switch_screen(MainScreen(request))
 
     def help_sections(self) -> list[tuple[str, list[Binding]]]:
+        browser = [("Session browser", _bindings(BrowserScreen.BINDINGS))]
         return [
-            ("Session browser", _bindings(BrowserScreen.BINDINGS)),
+            *(browser if self.has_browser() else []),
             ("Messages", _bindings(MessageList.BINDINGS)),
             ("Boundary, summary and preview", _bindings(MainScreen.BINDINGS)),
             ("Preview", _bindings(PreviewScreen.BINDINGS)),
