@@ -61,6 +61,7 @@ SECTIONS: dict[str, str] = {
     "ui": "benchmarks.ui",
     "batch": "benchmarks.batch",
     "savings": "benchmarks.savings",
+    "browser": "benchmarks.browser",
 }
 
 #: Top-level keys of results.json that are not sections.

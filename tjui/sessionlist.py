@@ -10,6 +10,7 @@ import multiprocessing
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from tinyjuice.discovery import RowCache, SessionRow, discover, fill_row
@@ -65,6 +66,12 @@ def find_rows(
 #: Sessions at least this large are loaded in a separate process (tiktoken holds the
 #: GIL while it counts; the browser's input must not wait).
 SUBPROCESS_BYTES = 4 * 1024 * 1024
+#: Sessions loaded per step of :func:`fill_rows` (one round trip to the worker process).
+FILL_CHUNK = 16
+
+
+def _fill_many(rows: Sequence[SessionRow]) -> list[SessionRow]:
+    return [fill_row(r) for r in rows]
 
 
 def fill_rows(
@@ -72,31 +79,56 @@ def fill_rows(
     cache: RowCache,
     emit: Callable[[SessionRow], None],
     cancelled: Callable[[], bool] = lambda: False,
+    *,
+    separate_process: bool = False,
 ) -> None:
     """Fill in the exact figures of every row that has none yet, in order, caching each.
 
     ``emit`` gets each filled row; the cache is saved at the end (and when cancelled).
+    With ``separate_process`` (the browser) every session is loaded in a worker
+    process, so the UI's interpreter stays free; otherwise only large ones are.
     """
-    pool: ProcessPoolExecutor | None = None
+    todo = [r for r in rows if r.exact is None and r.error is None]
+    pool: _Pool | None = _Pool() if separate_process else None
     try:
-        for row in rows:
+        for start in range(0, len(todo), FILL_CHUNK):
             if cancelled():
                 return
-            if row.exact is not None or row.error is not None:
-                continue
-            if row.size >= SUBPROCESS_BYTES:
-                if pool is None:
-                    ctx = multiprocessing.get_context("spawn")
-                    pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
-                filled = pool.submit(fill_row, row).result()
-            else:
-                filled = fill_row(row)
-            cache.update_row(filled)
-            emit(filled)
+            chunk = todo[start : start + FILL_CHUNK]
+            if pool is None and any(r.size >= SUBPROCESS_BYTES for r in chunk):
+                pool = _Pool()
+            filled = pool.fill(chunk) if pool is not None else _fill_many(chunk)
+            for row in filled:
+                cache.update_row(row)
+                emit(row)
     finally:
         if pool is not None:
-            pool.shutdown(cancel_futures=True)
+            pool.close()
         cache.save()
+
+
+class _Pool:
+    """One worker process for loading sessions; the calling thread when none can start
+    (a process cannot always be spawned, e.g. under a test harness's captured streams)."""
+
+    def __init__(self) -> None:
+        self.executor: ProcessPoolExecutor | None = None
+        self.broken = False
+
+    def fill(self, rows: Sequence[SessionRow]) -> list[SessionRow]:
+        if not self.broken:
+            try:
+                if self.executor is None:
+                    ctx = multiprocessing.get_context("spawn")
+                    self.executor = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+                return self.executor.submit(_fill_many, rows).result()
+            except (OSError, ValueError, BrokenProcessPool):
+                self.broken = True
+        return _fill_many(rows)
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(cancel_futures=True)
 
 
 def filter_rows(

@@ -49,8 +49,11 @@ def test_every_agent_is_found_with_its_header(fake_home: Path) -> None:
     assert by["Write a README for the heron CLI."].agent == "roo"
 
 
-def test_rows_are_newest_first_and_the_demo_is_last(fake_home: Path, sessions_dir: Path) -> None:
-    demo = sessions_dir / "demo.json"
+def test_rows_are_newest_first_and_the_demo_is_last(
+    fake_home: Path, sessions_dir: Path, tmp_path: Path
+) -> None:
+    demo = tmp_path / "demo.json"
+    demo.write_bytes((sessions_dir / "demo.json").read_bytes())
     os.utime(demo, (NOW + 10, NOW + 10))  # newer than every session: still last
     rows = discover(extra=[("demo", demo)])
     assert rows[-1].agent == "demo"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from tinyjuice.discovery import RowCache, SessionRow
 from tjui.screens.main import LoadRequest
@@ -43,6 +44,14 @@ if TYPE_CHECKING:
 
 #: Seconds between batches of filled-in rows reaching the table.
 FILL_BATCH = 0.25
+#: Seconds after the list is up before sessions start loading for their exact figures.
+FILL_DELAY = 0.5
+#: Rows added to the table before the first frame (the rest follow it).
+FIRST_ROWS = 100
+#: Rows added per later step (each a few tens of milliseconds; input runs between).
+MORE_ROWS = 500
+#: Seconds between those steps.
+MORE_DELAY = 0.02
 #: Seconds of quiet typing before the filter applies.
 FILTER_DELAY = 0.08
 
@@ -120,6 +129,8 @@ class BrowserScreen(Screen[None]):
         self.found_seconds: float | None = None
         self._cache: RowCache | None = None
         self._filter_timer: Timer | None = None
+        #: Bumped by each rebuild, so rows still queued from an older one are dropped.
+        self._generation = 0
 
     def compose(self) -> ComposeResult:
         yield Static("Finding sessions…", id="browser-header", markup=False)
@@ -143,6 +154,7 @@ class BrowserScreen(Screen[None]):
         start = time.perf_counter()
         cache = RowCache.open()
         rows = find_rows(cache=cache)
+        cache.save()  # the header rows, before the (long) fill: the next start is warm
         self._cache = cache
         self.post_message(self.Found(rows, time.perf_counter() - start))
 
@@ -160,7 +172,7 @@ class BrowserScreen(Screen[None]):
                 batch.clear()
                 last = time.monotonic()
 
-        fill_rows(rows, cache, emit, cancelled=lambda: worker.is_cancelled)
+        fill_rows(rows, cache, emit, cancelled=lambda: worker.is_cancelled, separate_process=True)
         if batch:
             self.post_message(self.Filled(batch))
         self.post_message(self.FillDone())
@@ -174,18 +186,27 @@ class BrowserScreen(Screen[None]):
         missing = [r for r in event.rows if r.exact is None and r.error is None]
         if missing and self._cache is not None:
             self.filling = True
-            self._fill(missing, self._cache)
-        elif self._cache is not None:
-            self._cache.save()
+            # After the rows are up: loading competes with the first paint for the CPU.
+            self.set_timer(FILL_DELAY, partial(self._start_fill, missing, self._cache))
         self._update_header()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state is not WorkerState.ERROR:
+            return
+        self.filling = False
+        what = "find sessions" if event.worker.group == "scan" else "fill in the figures"
+        self.notify(f"could not {what}: {event.worker.error}", severity="error")
+        self._update_header()
+
+    def _start_fill(self, rows: list[SessionRow], cache: RowCache) -> None:
+        self._fill(rows, cache)
 
     def on_browser_screen_filled(self, event: Filled) -> None:
         table = self.query_one(DataTable)
-        shown = {r.key for r in self.shown}
         for row in event.rows:
             self.rows[row.key] = row
-            if row.key not in shown:
-                continue
+            if row.key not in table.rows:
+                continue  # filtered out, or not added yet (it is added with its figures)
             for (column, _), value in zip(COLUMNS, _cells(row, self.now()), strict=True):
                 table.update_cell(row.key, column, value)
         self.shown = [self.rows[r.key] for r in self.shown]
@@ -207,7 +228,11 @@ class BrowserScreen(Screen[None]):
         )
 
     def _rebuild(self) -> None:
-        """Filter, sort and repaint the table, keeping the selected session when it stays."""
+        """Filter, sort and repaint the table, keeping the selected session when it stays.
+
+        The first screenful of rows goes in at once; the rest in steps after that frame
+        is drawn (thousands of rows cost a few hundred milliseconds to add).
+        """
         table = self.query_one(DataTable)
         selected = self.selected()
         text = self.query_one("#filter", Input).value
@@ -216,15 +241,29 @@ class BrowserScreen(Screen[None]):
         # The bundled demo is not a session of this machine: always the last row.
         rows = [r for r in rows if r.agent != "demo"] + [r for r in rows if r.agent == "demo"]
         self.shown = rows
-        now = self.now()
+        self._generation += 1
         table.clear()
-        for row in rows:
-            table.add_row(*_cells(row, now), key=row.key)
-        if selected is not None and selected.key in self.rows:
-            keys = [r.key for r in rows]
-            if selected.key in keys:
-                table.move_cursor(row=keys.index(selected.key), animate=False)
+        keep = selected.key if selected is not None else None
+        self._add_rows(self._generation, rows[:FIRST_ROWS], keep)
+        for step, start in enumerate(range(FIRST_ROWS, len(rows), MORE_ROWS), 1):
+            chunk = rows[start : start + MORE_ROWS]
+            gen = self._generation
+            # Timers, not call_after_refresh: each step lets a frame and input through.
+            self.set_timer(MORE_DELAY * step, partial(self._add_rows, gen, chunk, keep))
         self._update_header()
+
+    def _add_rows(self, generation: int, rows: list[SessionRow], keep: str | None) -> None:
+        if generation != self._generation:
+            return  # a newer filter or sort has rebuilt the table since
+        table = self.query_one(DataTable)
+        now = self.now()
+        start = table.row_count
+        for row in rows:
+            table.add_row(*_cells(self.rows.get(row.key, row), now), key=row.key)
+        if keep is not None:
+            keys = [r.key for r in rows]
+            if keep in keys:
+                table.move_cursor(row=start + keys.index(keep), animate=False)
 
     def selected(self) -> SessionRow | None:
         table = self.query_one(DataTable)

@@ -40,7 +40,10 @@ __all__ = [
 
 def _rows_for(c: Candidate, cache: RowCache | None) -> list[SessionRow]:
     try:
-        size, _, mtime_ns = store_stat(c.path)
+        if c.stat is not None:
+            size, mtime_ns = c.stat.st_size, c.stat.st_mtime_ns
+        else:
+            size, _, mtime_ns = store_stat(c.path)
     except OSError:
         return []
     key = str(c.path)
@@ -51,7 +54,7 @@ def _rows_for(c: Candidate, cache: RowCache | None) -> list[SessionRow]:
     if c.db:
         rows = db_rows(c.agent, c.path)
     else:
-        rows = [header_row(c.agent, c.path, c.path.stat(), parent=c.parent)]
+        rows = [header_row(c.agent, c.path, c.stat or c.path.stat(), parent=c.parent)]
     if cache is not None:
         cache.put(key, size, mtime_ns, rows)
     return rows
