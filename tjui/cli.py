@@ -463,11 +463,13 @@ def _register_commands() -> None:
     from tjui.commands.ls import ls_cmd
     from tjui.commands.store import history_cmd, recover_cmd, undo_cmd
     from tjui.commands.summaries import config_cmd, review_cmd, summarize_cmd
+    from tjui.commands.watch import watch_cmd
 
     for command in (summarize_cmd, review_cmd, config_cmd):
         main.add_command(command)
     main.add_command(explain_cmd)
     main.add_command(ls_cmd)
+    main.add_command(watch_cmd)
     main.add_command(batch)
     main.add_command(history_cmd)
     main.add_command(undo_cmd)
