@@ -128,11 +128,17 @@ def make_app(
     session: str | None = None,
     context_window: int | None = None,
     model: str | None = None,
+    warn_at: float | None = None,
 ) -> TjuiApp:
     """Build the app for a transcript (tests reuse this factory)."""
     return TjuiApp(
         LoadRequest(
-            path=Path(path), fmt=fmt, session=session, context_window=context_window, model=model
+            path=Path(path),
+            fmt=fmt,
+            session=session,
+            context_window=context_window,
+            model=model,
+            warn_at=warn_at,
         )
     )
 
@@ -144,6 +150,7 @@ class AppOptions(TypedDict, total=False):
     session: str | None
     context_window: int | None
     model: str | None
+    warn_at: float | None
 
 
 def make_browser_app(*, now: Callable[[], float] | None = None) -> TjuiApp:

@@ -114,18 +114,30 @@ def _check_tokenizer_env() -> None:
 @session_option
 @context_window_option
 @click.option("--model", default=None, metavar="M", help="Override the model name.")
+@click.option(
+    "--warn-at",
+    default=None,
+    metavar="P%",
+    help="Notify when the followed session's live context reaches P% of the window.",
+)
 def open_cmd(
     file: Path | None,
     fmt: str | None,
     session: str | None,
     context_window: int | None,
     model: str | None,
+    warn_at: str | None,
 ) -> None:
     """Open the inspector on FILE (the session browser when FILE is omitted)."""
+    from tjui.commands.watch import parse_percent
+
+    level = parse_percent(warn_at)
     _need_terminal()
     from tjui.app import run_app
 
-    run_app(file, fmt=fmt, session=session, context_window=context_window, model=model)
+    run_app(
+        file, fmt=fmt, session=session, context_window=context_window, model=model, warn_at=level
+    )
 
 
 @main.command("demo")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,13 +19,16 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
-from tinyjuice.formats import LoadError
+from tinyjuice.atomic import sha256_hex
+from tinyjuice.follow import Change, ChangeKind, LiveStatus, live_status
+from tinyjuice.formats import LoadError, LoadOptions, load_bytes
 from tinyjuice.model import Transcript
 from tinyjuice.pipeline import BoundaryPlan
 from tinyjuice.report import Profile
 from tinyjuice.store import CommitRecord, LoadedSource, SourceKind, load_source
 from tinyjuice.tokens import RoughCounter, TranscriptTokens, count_transcript, default_counter
 from tjui.counting import exact_tokens
+from tjui.live import POLL_SECONDS, LiveCommitDialog, LiveFollow
 from tjui.session import InspectorSession
 from tjui.widgets.context_bar import ContextBar
 from tjui.widgets.detail import DetailPane
@@ -48,6 +52,8 @@ class LoadRequest:
     session: str | None = None
     context_window: int | None = None
     model: str | None = None
+    #: Notify once when a followed session reaches this % of the window.
+    warn_at: float | None = None
 
 
 def header_text(session: InspectorSession, path: Path) -> str:
@@ -123,6 +129,7 @@ class MainScreen(Screen[None]):
         Binding("d", "toggle_detail", "Detail", show=False, id="main.detail"),
         Binding("y", "copy_message", "Copy", show=False, id="main.copy"),
         Binding("escape", "back_to_list", "Back to list", show=False, id="main.back"),
+        Binding("F", "toggle_follow", "Follow", show=False, id="main.follow"),
     ]
 
     @dataclass
@@ -139,6 +146,18 @@ class MainScreen(Screen[None]):
         session: InspectorSession
 
     @dataclass
+    class LiveChanged(TMessage):
+        """The followed file changed: the reloaded session (None: only the status)."""
+
+        session: InspectorSession | None
+        status: LiveStatus
+        kind: ChangeKind | None = None
+        #: The counter the status was computed with.
+        counter: str = ""
+        #: What the reloaded session was read from (a commit checks it is still current).
+        loaded: LoadedSource | None = None
+
+    @dataclass
     class SearchDone(TMessage):
         query: str
         matches: tuple[int, ...]
@@ -150,6 +169,7 @@ class MainScreen(Screen[None]):
         self.loaded: LoadedSource | None = None
         self._matches: tuple[int, ...] = ()
         self._detail_timer: Timer | None = None
+        self.live: LiveFollow | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -229,8 +249,13 @@ class MainScreen(Screen[None]):
         self.session = event.session
         self._refresh_all()
         self._show_detail(self.query_one(MessageList).cursor)
+        self._start_follow()
 
     def on_main_screen_counted(self, event: Counted) -> None:
+        if self.session is not None and len(self.session.transcript) != len(
+            event.session.transcript
+        ):
+            return  # the followed file grew meanwhile: the newer session is on screen
         if self.session is not None:
             # Keep any boundary the user chose while exact counts were running.
             event.session.replan(self.session.options)
@@ -239,12 +264,15 @@ class MainScreen(Screen[None]):
         lst.set_tokens(event.session.tokens.per_message, estimated=False)
         self._refresh_all()
         self._show_detail(lst.cursor)
+        if self.live is not None:
+            self._reload_live(None)  # the live status on the exact counts
 
     def _refresh_all(self) -> None:
         s = self.session
         if s is None:
             return
-        self.query_one("#file-header", Static).update(header_text(s, self.request.path))
+        live = self.live.header_suffix() if self.live is not None else ""
+        self.query_one("#file-header", Static).update(header_text(s, self.request.path) + live)
         self._refresh_boundary()
 
     def _refresh_boundary(self) -> None:
@@ -418,8 +446,9 @@ class MainScreen(Screen[None]):
             if outcome is not None and (outcome.reload or outcome.source_changed):
                 self.app.call_later(self.app.reopen, self.request)
 
+        dialog = CommitDialog if self.live is None else partial(LiveCommitDialog, live=self.live)
         self.app.push_screen(
-            CommitDialog(
+            dialog(
                 self.session,
                 self.loaded or self.request.path,
                 fmt=self.request.fmt,
@@ -462,6 +491,88 @@ class MainScreen(Screen[None]):
             TimelineScreen(s.transcript, s.tokens, context_window=s.options.context_window),
             self.go_to,
         )
+
+    # ------------------------------------------------------------------ follow
+
+    def _start_follow(self) -> None:
+        """Follow the open file (not a Hermes state.db session) as the agent writes it."""
+        loaded = self.loaded
+        if self.live is not None or loaded is None or loaded.ref.is_db:
+            return
+        self.live = LiveFollow.start(loaded.path, loaded.data, self.request.warn_at)
+        if self.live is not None:
+            self.set_interval(POLL_SECONDS, self._poll_live)
+            self._reload_live(None)
+
+    def _poll_live(self) -> None:
+        change = self.live.poll() if self.live is not None else None
+        if change is not None and change.kind is not ChangeKind.MISSING:
+            self._reload_live(change)
+
+    @work(thread=True, exclusive=True, group="live", name="live", exit_on_error=False)
+    def _reload_live(self, change: Change | None) -> None:
+        """Load what the file holds now (None: just the status of what is on screen)."""
+        req, current = self.request, self.session
+        if current is None:
+            return
+        session = loaded = None
+        if change is not None:
+            options = LoadOptions(session=req.session)
+            transcript = load_bytes(change.data, req.path, req.fmt, options=options)
+            if self.loaded is not None:
+                loaded = replace(
+                    self.loaded,
+                    data=change.data,
+                    sha256=sha256_hex(change.data),
+                    size=len(change.data),
+                    transcript=transcript,
+                )
+            if req.model:
+                transcript = replace(transcript, model=req.model)
+            tokens = count_transcript(transcript, current.counter)
+            session = InspectorSession.build(
+                transcript, tokens, current.counter, context_window=req.context_window
+            )
+            session.replan(current.options)  # the boundary stays where the user put it
+        shown = session or current
+        status = live_status(shown.transcript, shown.tokens, context_window=req.context_window)
+        kind = change.kind if change else None
+        self.post_message(self.LiveChanged(session, status, kind, shown.tokens.counter, loaded))
+
+    def on_main_screen_live_changed(self, event: LiveChanged) -> None:
+        if self.live is None or self.session is None:
+            return
+        if event.session is None and event.counter != self.session.tokens.counter:
+            return  # a status from counts the screen has since refined
+        if event.session is not None:
+            self.session = event.session
+            self.loaded = event.loaded or self.loaded
+            lst = self.query_one(MessageList)
+            tokens = event.session.tokens
+            lst.set_transcript(
+                event.session.transcript, tokens.per_message, estimated=tokens.counter == "rough"
+            )
+        # (A JSON document is rewritten on every turn: that is no news.)
+        if event.kind is ChangeKind.TRUNCATED or (
+            event.kind is ChangeKind.REPLACED and self.live.tail.jsonl
+        ):
+            self.notify(f"{self.request.path.name} was {event.kind.value}: reloaded")
+        if self.live.crossed_warning(event.status, event.counter):
+            self.notify(
+                f"the live context is at {event.status.percent:.0f}% of the window"
+                f" (warning level {self.live.warn_at:g}%); {event.status.prediction()}",
+                title="Context warning",
+                severity="warning",
+            )
+        self._refresh_all()
+
+    def action_toggle_follow(self) -> None:
+        if self.live is None:
+            self.notify("this session cannot be followed (not a file)")
+            return
+        self.live.following = not self.live.following
+        self.notify("following the file" if self.live.following else "follow paused (F resumes)")
+        self._refresh_all()
 
     # ------------------------------------------------------------------ search
 
