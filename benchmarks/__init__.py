@@ -62,6 +62,7 @@ SECTIONS: dict[str, str] = {
     "batch": "benchmarks.batch",
     "savings": "benchmarks.savings",
     "browser": "benchmarks.browser",
+    "follow": "benchmarks.follow",
 }
 
 #: Top-level keys of results.json that are not sections.
