@@ -63,6 +63,9 @@ SECTIONS: dict[str, str] = {
     "savings": "benchmarks.savings",
     "browser": "benchmarks.browser",
     "follow": "benchmarks.follow",
+    "review": "benchmarks.review",
+    "speed": "benchmarks.speed",
+    "hermes": "benchmarks.hermes",
 }
 
 #: Top-level keys of results.json that are not sections.

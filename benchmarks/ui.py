@@ -6,7 +6,10 @@
   sums, then redrawing the visible rows and the bar) — target ≤ 16 ms each (one
   frame), over 100 moves;
 - scrolling one page (the list's page-down action and redrawing the visible rows)
-  — ≤ 50 ms.
+  — ≤ 50 ms;
+- selecting a 70k-token message (a pytest log as a tool result) and painting the
+  detail pane with it: from the cursor move until a composed frame shows its body,
+  the worker that prepares the body included — ≤ 50 ms.
 
 Pilot's ``press`` is not used for timing: it sleeps until the process looks idle,
 which measures the test harness rather than the app. Textual's own cost to
@@ -24,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from benchmarks import REPO_ROOT, RunContext, target_row
@@ -34,6 +38,80 @@ TITLE = "Inspector"
 FIRST_PAINT_LIMIT_S = 1.5
 MOVE_LIMIT_MS = 16.0
 SCROLL_LIMIT_MS = 50.0
+DETAIL_LIMIT_MS = 50.0
+#: Tokens in the benchmark's huge tool output (exact, with the default counter).
+DETAIL_TOKENS = 70_000
+
+
+def _log_lines(n: int) -> list[str]:
+    """A made-up pytest log: passing tests, debug lines, a failure every so often."""
+    lines = []
+    for i in range(n):
+        if i % 7 == 3:
+            lines.append(f"DEBUG    app.jobs.worker:worker.py:{40 + i % 60} job {i:06x} retried")
+        elif i % 53 == 0:
+            lines.append(f"E       AssertionError: expected {i} rows, got {i - 1}")
+        else:
+            lines.append(f"tests/unit/test_mod_{i % 97}.py::test_case_{i} PASSED [{i % 100:3d}%]")
+    return lines
+
+
+def write_detail_transcript(path: Path) -> int:
+    """An OpenAI transcript whose message 3 is a ~70k-token tool output; its tokens."""
+    from tinyjuice.tokens import default_counter
+
+    counter = default_counter()
+    lines = _log_lines(8000)
+    tokens = counter.count("\n".join(lines))
+    lines = _log_lines(int(len(lines) * DETAIL_TOKENS / tokens) + 50)
+    log = "\n".join(lines)
+    call = {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
+    messages = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Run the whole test suite."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": log},
+        {"role": "assistant", "content": "Two failures; fixing them next."},
+        {"role": "user", "content": "Go ahead."},
+    ]
+    path.write_text(json.dumps({"messages": messages}))
+    return counter.count(log)
+
+
+async def _measure_detail(path: str, rounds: int) -> dict[str, Any]:
+    from tjui.app import make_app
+    from tjui.screens.main import MainScreen
+    from tjui.widgets.detail import DetailPane
+    from tjui.widgets.lazy_text import LazyText
+    from tjui.widgets.message_list import MessageList
+
+    app = make_app(path)
+    select_ms: list[float] = []
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = app.screen
+        while not (
+            isinstance(screen, MainScreen)
+            and screen.session is not None
+            and screen.session.tokens.counter != "rough"
+        ):
+            await asyncio.sleep(0.01)
+            screen = app.screen
+        await pilot.pause()
+        lst = screen.query_one(MessageList)
+        pane = screen.query_one(DetailPane)
+        for i in range(rounds * 2):
+            index = 3 if i % 2 == 0 else 1  # the huge output, then a short ask
+            t = time.perf_counter()
+            lst.cursor = index
+            screen._show_detail(index)  # the list's rest-delay timer, skipped
+            while pane.filling or not all(w.is_mounted for w in pane.query(LazyText)):
+                await asyncio.sleep(0)
+            screen._refresh_layout()
+            screen._compositor.render_update(full=True)
+            if index == 3:
+                select_ms.append((time.perf_counter() - t) * 1000)
+            await pilot.pause()
+    return {"select_ms": select_ms}
 
 
 async def _measure(path: str, moves: int, pages: int) -> dict[str, Any]:
@@ -109,6 +187,36 @@ def _summary(values: list[float]) -> dict[str, float]:
     }
 
 
+def _run_detail(ctx: RunContext) -> dict[str, Any]:
+    """Selecting the 70k-token message, in its own fresh interpreter."""
+    path = ctx.work_dir / "detail-70k.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tokens = write_detail_transcript(path)
+    rounds = 5 if ctx.quick else 20
+    ctx.log(f"ui: selecting a {tokens:,}-token message, {rounds} times")
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.ui", "detail", str(path), str(rounds)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    name = f"Inspector: select a {tokens:,}-token message (detail pane painted, {rounds} times)"
+    target = f"≤ {DETAIL_LIMIT_MS:g} ms"
+    if proc.returncode != 0:
+        error = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        row = target_row(
+            "ui.detail_select", name, "error", target, None, DETAIL_LIMIT_MS, at_most=True
+        )
+        return {"error": error[0], "target": row}
+    select = _summary(json.loads(proc.stdout.strip().splitlines()[-1])["select_ms"])
+    figure = f"mean {select['mean']:.1f} ms, p95 {select['p95']:.1f} ms"
+    row = target_row(
+        "ui.detail_select", name, figure, target, select["p95"], DETAIL_LIMIT_MS, at_most=True
+    )
+    return {"tokens": tokens, "select_ms": select, "target": row}
+
+
 def run(ctx: RunContext) -> dict[str, Any]:
     n = max(ctx.sizes)
     files = ensure(ctx.work_dir, [n], ["openai"], log=ctx.log)
@@ -170,8 +278,11 @@ def run(ctx: RunContext) -> dict[str, Any]:
             at_most=True,
         ),
     ]
+    detail = _run_detail(ctx)
+    targets.append(detail.pop("target"))
     return {
         "messages": raw["messages"],
+        "detail_select": detail,
         "full_frame_ms": _summary(raw["full_frame_ms"]),
         "first_paint_s": raw["first_paint_s"],
         "boundary_move_ms": move,
@@ -181,5 +292,8 @@ def run(ctx: RunContext) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    result = asyncio.run(_measure(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
+    if sys.argv[1] == "detail":
+        result = asyncio.run(_measure_detail(sys.argv[2], int(sys.argv[3])))
+    else:
+        result = asyncio.run(_measure(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
     print(json.dumps(result))

@@ -61,6 +61,14 @@ FILE_NAMES: tuple[str, ...] = (
     "codex-rollout.jsonl",
     "sharegpt.jsonl",
     "swe-agent.traj",
+    "gemini-cli-session.jsonl",
+    "cline-task/api_conversation_history.json",
+    "cline-task/ui_messages.json",
+    "cline-task/task_metadata.json",
+    "opencode.db",
+    "aider-chat-history.md",
+    "sharegpt-glaive.jsonl",
+    "mini-swe-agent.traj.json",
     "manifest.json",
     "README.md",
 )
@@ -8084,6 +8092,8 @@ def build_claude_code(out_dir: Path) -> dict[str, Any]:
         "session_id": session,
         "lines": len(cc.lines),
         "injected_user_messages": cc.injected,
+        # The sidechain lines above all belong to one subagent.
+        "subagents": ["a7c2e91f"],
         "excluded": {
             "sidechain_messages": cc.excluded["sidechain"],
             "sidechain_lines": cc.excluded_lines["sidechain"],
@@ -9340,10 +9350,11 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     write_text(out_dir / "swe-agent.traj", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     return {
         "format": "swe-agent",
-        "rule": "Each entry of `history` is one message, demonstration entries (is_demo) included. Observations sent as role "
-        "user (message_type observation) are user messages; role tool entries are tool messages (answering "
-        "tool_call_ids). Tool calls are the entries of assistant `tool_calls`; a bare `action` string without tool_calls "
-        "is not a tool call. Usage is aggregate only (info.model_stats).",
+        "rule": "Each entry of `history` is one message, demonstration entries (is_demo) included: demonstration "
+        "observations stay user messages. Role tool entries are tool messages (answering tool_call_ids). Tool calls "
+        "are the entries of assistant `tool_calls`; outside demonstrations, an assistant `action` without tool_calls "
+        "followed by a user observation would be read as a bash call and its result (none here). Usage is aggregate "
+        "only (info.model_stats).",
         "messages": len(history),
         "roles": role_counts(m["role"] for m in history),
         "tool_calls": calls,
@@ -9355,6 +9366,409 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
         "demonstration_messages": sum(1 for m in history if m.get("is_demo")),
         "model_stats": doc["info"]["model_stats"],
     }
+
+
+# ============================================================ newer agents and datasets
+#
+# One short task, told once as data and rendered in each agent's own shape: Maya asks to
+# stop the invoices CSV export printing yen totals with two decimals. Each step is
+# (kind, target, output); the builders map kinds to their agent's tool names and count
+# what a faithful reader must produce while they write.
+
+AGENT_ASK = (
+    "The invoices CSV export prints JPY totals as 9515.00 and finance's import rejects them. "
+    "Yen has no minor unit: make the export use each currency's exponent and add a test."
+)
+AGENT_STEPS: tuple[tuple[str, str, str], ...] = (
+    ("search", "writerow", "src/app/api/routes_invoices.py:42:    writer.writerow(HEADER)\n"
+     "src/app/api/routes_invoices.py:47:        writer.writerow([inv.number, inv.currency, totals.total])"),
+    ("read", "src/app/api/routes_invoices.py", "\n".join(
+        f"{n:4d}  " + ("    writer.writerow([inv.number, inv.currency, totals.total])" if n == 47
+                       else f"    # export column {n % 7}: {['number', 'customer', 'currency', 'subtotal', 'tax', 'total', 'status'][n % 7]}")
+        for n in range(1, 61))),
+    ("shell", "python -m pytest -q tests/api/test_routes_invoices.py",
+     "F....\nFAILED tests/api/test_routes_invoices.py::test_export_csv_jpy - AssertionError: '9515.00' != '9515'\n"
+     "1 failed, 4 passed in 0.41s"),
+    ("edit", "src/app/api/routes_invoices.py", "Edited src/app/api/routes_invoices.py: totals pass through quantize(x, inv.currency)."),
+    ("shell", "python -m pytest -q tests/api", "........................  [100%]\n24 passed in 1.02s"),
+)  # fmt: skip
+#: Steps before the compaction each sample records.
+AGENT_PRE = 3
+AGENT_SUMMARY = (
+    "Goal: JPY totals in the CSV export must have no decimals. Found: routes_invoices.py:47 writes "
+    "str(totals.total); test_export_csv_jpy fails with '9515.00' != '9515'. Next: quantize per currency."
+)
+AGENT_DONE = (
+    "Fixed: the export quantizes each total with its currency's exponent; tests/api passes (24)."
+)
+
+
+def _thought(kind: str, target: str) -> str:
+    return {"search": f"Looking for where the export writes rows ({target}).",
+            "read": f"Reading {target}.", "shell": f"Running `{target}`.",
+            "edit": f"Quantizing the totals in {target}."}[kind]  # fmt: skip
+
+
+def _agent_manifest(fmt: str, rule: str, roles: list[str], calls: int, compactions: list[dict[str, Any]],
+                    model: str, **more: Any) -> dict[str, Any]:  # fmt: skip
+    return {
+        "format": fmt, "rule": rule, "messages": len(roles), "roles": role_counts(roles),
+        "tool_calls": calls, "tool_results": roles.count("tool"), "compactions": compactions,
+        "images": 0, "model": model, **more,
+    }  # fmt: skip
+
+
+def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("gemini-cli")
+    ids, clock = Ids(rng), Clock(datetime(2025, 9, 19, 9, 12, tzinfo=UTC), rng)
+    tools = {"search": ("search_file_content", "pattern"), "read": ("read_file", "absolute_path"),
+             "shell": ("run_shell_command", "command"), "edit": ("replace", "file_path")}  # fmt: skip
+    sid = ids.uuid()
+    lines: list[dict[str, Any]] = [{"sessionId": sid, "projectHash": ids.hex(64), "startTime": clock.z(),
+                                    "lastUpdated": clock.z(), "kind": "main"}]  # fmt: skip
+    roles, prompt = ["user"], 2_400
+
+    def msg(kind: str, content: Any, **more: Any) -> dict[str, Any]:
+        clock.tick()
+        return {"id": ids.uuid(), "timestamp": clock.z(), "type": kind, "content": content, **more}
+
+    lines.append(msg("user", [{"text": AGENT_ASK}]))
+    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        if k == AGENT_PRE:
+            lines.append(msg("user", "/compress"))
+            roles.append("user")
+            lines.append(msg("info", f"Chat history compressed from {prompt:,} to 640 tokens."))
+            snapshot = (
+                f"<state_snapshot>\n<overall_goal>{AGENT_SUMMARY}</overall_goal>\n</state_snapshot>"
+            )
+            lines.append({"$set": {"messages": [msg("user", [{"text": snapshot}]),
+                                                msg("gemini", [{"text": "Got it. Thanks for the additional context!"}])]}})  # fmt: skip
+            compaction = {"index": len(roles), "trigger": "manual", "pre_tokens": prompt}
+            roles += ["user", "assistant"]
+        name, key = tools[kind]
+        call = {"id": f"{name}-{ids.b62(10)}", "name": name, "args": {key: target}, "status": "executing",
+                "timestamp": clock.z()}  # fmt: skip
+        record = msg("gemini", _thought(kind, target), toolCalls=[call], model="gemini-2.5-pro",
+                     thoughts=[{"subject": kind.title(), "description": _thought(kind, target), "timestamp": clock.z()}])  # fmt: skip
+        lines.append(record)  # first written while the call runs, then again with its result
+        prompt += len(output) // 3 + 180
+        done = {**call, "status": "success", "result": [{"functionResponse": {
+            "id": call["id"], "name": name, "response": {"output": output}}}]}  # fmt: skip
+        lines.append({**record, "toolCalls": [done], "tokens": {
+            "input": prompt, "output": 60, "cached": prompt - 400, "thoughts": 24, "tool": 0,
+            "total": prompt + 84}})  # fmt: skip
+        roles += ["assistant", "tool"]
+    lines.append(msg("gemini", AGENT_DONE, model="gemini-2.5-pro"))
+    roles.append("assistant")
+    stray = msg("user", "also bump the version")
+    lines += [stray, {"$rewindTo": stray["id"]}, {"$set": {"lastUpdated": clock.z()}}]
+    write_text(
+        out_dir / "gemini-cli-session.jsonl", "".join(dumps_compact(r) + "\n" for r in lines)
+    )
+    return _agent_manifest(
+        "gemini-cli",
+        "The JSONL log replayed: message records upsert by id (a call written twice is one message), "
+        "$set.messages replaces the history, $rewindTo drops that message and later ones. user → user "
+        "(/compress is injected), gemini → assistant, each toolCalls result → a tool message after it; "
+        "info notes are not messages. The turns a compression replaced stay before its <state_snapshot> "
+        "summary, a compaction (manual after /compress, pre_tokens from the info note).",
+        roles,
+        len(AGENT_STEPS),
+        [compaction],
+        "gemini-2.5-pro",
+    )
+
+
+def build_cline(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("cline")
+    ids = Ids(rng)
+    tools = {"search": ("search_files", "regex"), "read": ("read_file", "path"),
+             "shell": ("execute_command", "command"), "edit": ("replace_in_file", "path")}  # fmt: skip
+    ts = 1_758_272_400_000
+    history: list[dict[str, Any]] = [{"role": "user", "ts": ts, "content": [
+        {"type": "text", "text": f"<task>\n{AGENT_ASK}\n</task>"},
+        {"type": "text", "text": f"<environment_details>\n# Current Working Directory ({CWD}) Files\nsrc/\ntests/\n</environment_details>"}]}]  # fmt: skip
+    ui: list[dict[str, Any]] = [{"ts": ts, "type": "say", "say": "text", "text": AGENT_ASK}]
+    roles, prompt, condense = ["user"], 11_800, "c" + ids.b62(8)
+    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        if k == AGENT_PRE:
+            for m in history[1:]:
+                m["condenseParent"] = condense
+            history.append({"role": "user", "ts": ts + 10 * k, "isSummary": True, "condenseId": condense,
+                            "content": [{"type": "text", "text": f"## Conversation Summary\n{AGENT_SUMMARY}"}]})  # fmt: skip
+            ui.append({"ts": ts + 10 * k, "type": "say", "say": "condense_context", "contextCondense": {
+                "cost": 0.0192, "prevContextTokens": prompt, "newContextTokens": 3_150, "summary": AGENT_SUMMARY}})  # fmt: skip
+            compaction = {"index": len(roles), "trigger": "unknown", "pre_tokens": prompt}
+            roles.append("user")
+        name, key = tools[kind]
+        tid = ids.toolu()
+        prompt += len(output) // 3 + 220
+        ui.append({"ts": ts + 10 * k + 1, "type": "say", "say": "api_req_started", "text": dumps_compact(
+            {"request": f"[{name}]", "tokensIn": 9, "tokensOut": 70, "cacheWrites": 700, "cacheReads": prompt - 709,
+             "cost": 0.006})})  # fmt: skip
+        history.append({"role": "assistant", "ts": ts + 10 * k + 2, "content": [
+            {"type": "text", "text": _thought(kind, target)},
+            {"type": "tool_use", "id": tid, "name": name, "input": {key: target}}]})  # fmt: skip
+        history.append({"role": "user", "ts": ts + 10 * k + 3, "content": [
+            {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": output}]}]})  # fmt: skip
+        roles += ["assistant", "tool"]
+    history.append(
+        {"role": "assistant", "ts": ts + 99, "content": [{"type": "text", "text": AGENT_DONE}]}
+    )
+    roles.append("assistant")
+    task = out_dir / "cline-task"
+    task.mkdir(exist_ok=True)
+    write_text(
+        task / "api_conversation_history.json", json.dumps(history, ensure_ascii=False) + "\n"
+    )
+    write_text(task / "ui_messages.json", json.dumps(ui, ensure_ascii=False) + "\n")
+    meta = {"files_in_context": [{"path": "src/app/api/routes_invoices.py", "record_state": "active",
+            "record_source": "read_tool"}], "model_usage": [{"ts": ts, "model_id": "claude-sonnet-4-20250514",
+            "model_provider_id": "anthropic", "mode": "act"}]}  # fmt: skip
+    write_text(task / "task_metadata.json", json.dumps(meta, ensure_ascii=False, indent=2) + "\n")
+    return _agent_manifest(
+        "cline",
+        "api_conversation_history.json read as Anthropic messages (a user message of only tool_result blocks "
+        "is tool messages). Roo's isSummary message is a compaction (trigger unknown, pre_tokens from the "
+        "matching condense_context ui message); the turns it replaced keep condenseParent. Usage from each "
+        "api_req_started ui message; the model from task_metadata.json.",
+        roles,
+        len(AGENT_STEPS),
+        [compaction],
+        "claude-sonnet-4-20250514",
+    )
+
+
+_OPENCODE_SCHEMA = """
+CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, directory TEXT NOT NULL,
+  title TEXT NOT NULL, version TEXT NOT NULL, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);
+CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
+  time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
+  time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+"""
+
+
+def build_opencode(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("opencode")
+    ids = Ids(rng)
+    tools = {"search": ("grep", "pattern"), "read": ("read", "filePath"), "shell": ("bash", "command"),
+             "edit": ("edit", "filePath")}  # fmt: skip
+    t0, sid, old = 1_758_272_400_000, "ses_" + ids.b62(26), "ses_" + ids.b62(26)
+    messages: list[tuple[str, str, int, dict[str, Any]]] = []
+    parts: list[tuple[str, str, str, int, dict[str, Any]]] = []
+
+    def message(session: str, data: dict[str, Any], *body: dict[str, Any]) -> None:
+        mid, at = "msg_" + f"{len(messages):04d}" + ids.b62(20), t0 + 1000 * len(messages)
+        messages.append((mid, session, at, {**data, "time": {"created": at}}))
+        for p in body:
+            parts.append(("prt_" + f"{len(parts):05d}" + ids.b62(19), mid, session, at, p))
+
+    asst = {"role": "assistant", "modelID": "claude-sonnet-4-5", "providerID": "anthropic", "mode": "build",
+            "path": {"cwd": CWD, "root": CWD}, "cost": 0}  # fmt: skip
+    message(old, {"role": "user"}, {"type": "text", "text": "what does `make seed` load?"})
+    message(sid, {"role": "user"}, {"type": "text", "text": AGENT_ASK})
+    roles, prompt = ["user"], 9_600
+    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        if k == AGENT_PRE:
+            message(sid, {"role": "user"}, {"type": "compaction", "auto": False})
+            compaction = {"index": len(roles), "trigger": "manual", "pre_tokens": None}
+            message(sid, {**asst, "mode": "compaction", "summary": True, "tokens": {
+                "input": 40, "output": 180, "reasoning": 0, "cache": {"read": prompt, "write": 0}}},
+                {"type": "text", "text": AGENT_SUMMARY})  # fmt: skip
+            roles.append("assistant")
+        name, key = tools[kind]
+        prompt += len(output) // 3 + 200
+        state = {"status": "completed", "input": {key: target}, "output": output, "title": target,
+                 "metadata": {}, "time": {"start": t0, "end": t0 + 900}}  # fmt: skip
+        message(sid, {**asst, "tokens": {"input": 12, "output": 64, "reasoning": 0,
+                                         "cache": {"read": prompt, "write": 300}}},
+                {"type": "step-start"}, {"type": "text", "text": _thought(kind, target)},
+                {"type": "tool", "callID": ids.toolu(), "tool": name, "state": state},
+                {"type": "step-finish", "reason": "tool-calls", "cost": 0})  # fmt: skip
+        roles += ["assistant", "tool"]
+    message(sid, {**asst, "tokens": {"input": 8, "output": 40, "reasoning": 0, "cache": {"read": prompt, "write": 0}}},
+            {"type": "text", "text": AGENT_DONE})  # fmt: skip
+    roles.append("assistant")
+    path = out_dir / "opencode.db"
+    path.unlink(missing_ok=True)
+    con = sqlite3.connect(path)
+    con.executescript(_OPENCODE_SCHEMA)
+    con.execute(
+        "INSERT INTO session VALUES (?,?,?,?,?,?,?,?)",
+        (old, "global", None, CWD, "make seed", "0.15.0", t0, t0 + 500),
+    )
+    con.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?)", (sid, "global", None, CWD, "JPY CSV export", "0.15.0", t0, t0 + 99_000))  # fmt: skip
+    con.executemany(
+        "INSERT INTO message VALUES (?,?,?,?,?)",
+        [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
+    )
+    con.executemany("INSERT INTO part VALUES (?,?,?,?,?,?)", [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts])  # fmt: skip
+    con.commit()
+    con.execute("VACUUM")
+    con.close()
+    return _agent_manifest(
+        "opencode",
+        "opencode.db: the most recently updated session. Each message's parts in id order: a user message's text "
+        "parts are one user message (one holding only a compaction part is no message); an assistant message is "
+        "one assistant message (text, reasoning, tool calls) then one tool message per completed or failed tool "
+        "part. An assistant message with summary: true is a compaction (manual: the compaction part says auto: "
+        "false); usage from each assistant message's tokens.",
+        roles,
+        len(AGENT_STEPS),
+        [compaction],
+        "claude-sonnet-4-5",
+        sessions=2,
+    )
+
+
+def build_aider(out_dir: Path) -> dict[str, Any]:
+    out: list[str] = []
+
+    def typed(text: str) -> None:  # Aider's user_input: "#### " per line, "  " line breaks
+        out.append("\n#### " + "  \n#### ".join(text.splitlines()) + "  \n")
+
+    def said(*lines: str) -> None:  # tool_output: "> " + text + "  "
+        out.extend(f"> {ln}  \n" if ln else ">  \n" for ln in lines)
+
+    banner = ("Aider v0.86.1", "Main model: anthropic/claude-sonnet-4-20250514 with diff edit format",
+              "Git repo: .git with 214 files", "Repo-map: using 4096 tokens, auto refresh")  # fmt: skip
+    out.append("\n# aider chat started at 2025-09-18 16:40:02\n\n")
+    said(*banner)
+    typed("which module formats money?")
+    out.append("\n`app/utils/money.py` — `format_money` and `quantize`.\n\n")
+    said("Tokens: 3.1k sent, 24 received. Cost: $0.0097 message, $0.0097 session.")
+    out.append("\n# aider chat started at 2025-09-19 09:12:44\n\n")
+    said(*banner)
+    roles = ["user"]
+    typed("/add src/app/api/routes_invoices.py tests/api/test_routes_invoices.py")
+    said(
+        "Added src/app/api/routes_invoices.py to the chat",
+        "Added tests/api/test_routes_invoices.py to the chat",
+    )
+    roles += ["user", "user"]
+    typed(AGENT_ASK)
+    edit = ("I'll quantize each total with its currency's exponent:\n\nsrc/app/api/routes_invoices.py\n```python\n"
+            "<<<<<<< SEARCH\n        writer.writerow([inv.number, inv.currency, totals.total])\n=======\n"
+            "        writer.writerow([inv.number, inv.currency, quantize(totals.total, inv.currency)])\n"
+            ">>>>>>> REPLACE\n```")  # fmt: skip
+    out.append(f"\n{edit}\n\n")
+    said("Tokens: 8.4k sent, 2.2k cache write, 5.9k cache hit, 196 received. Cost: $0.02 message, $0.03 session.",
+         "Applied edit to src/app/api/routes_invoices.py", "Commit 9c41e02 fix: quantize CSV totals per currency")  # fmt: skip
+    roles += ["user", "assistant", "tool"]
+    typed("/run python -m pytest -q tests/api")
+    said(
+        *AGENT_STEPS[4][2].splitlines(),
+        "Add 0.1k tokens of command output to the chat? (Y)es/(N)o [Yes]: y",
+    )
+    roles += ["user", "user"]
+    typed("/clear")
+    roles.append("user")
+    compaction = {"index": len(roles), "trigger": "manual", "pre_tokens": None}
+    typed("now add a JPY row to the export test")
+    out.append(
+        "\nAdded `test_export_csv_jpy_has_no_decimals` to tests/api/test_routes_invoices.py.\n\n"
+    )
+    roles += ["user", "assistant"]
+    write_text(out_dir / "aider-chat-history.md", "".join(out))
+    return _agent_manifest(
+        "aider",
+        "The last '# aider chat started' run. '#### ' lines are one user message (a /command is injected); reply "
+        "prose is one assistant message; a block of '> ' lines after a reply is the tool result of a synthetic "
+        "aider call, elsewhere injected context. /clear is a compaction (manual, no summary) at the next message.",
+        roles,
+        1,
+        [compaction],
+        "anthropic/claude-sonnet-4-20250514",
+        runs=2,
+    )
+
+
+_GLAIVE_TOOLS = [{"name": "convert_amount", "description": "Convert an amount between currencies",
+                  "parameters": {"type": "object", "properties": {"amount": {"type": "number"},
+                                 "from_currency": {"type": "string"}, "to_currency": {"type": "string"}},
+                                 "required": ["amount", "from_currency", "to_currency"]}},
+                 {"name": "invoice_status", "description": "Look up an invoice",
+                  "parameters": {"type": "object", "properties": {"number": {"type": "string"}}, "required": ["number"]}}]  # fmt: skip
+_GLAIVE_ROWS = (
+    ("How much is 9515 JPY in USD?", "convert_amount", {"amount": 9515, "from_currency": "JPY", "to_currency": "USD"},
+     {"converted": 64.21, "rate": 0.006748}, "9515 JPY is about 64.21 USD."),
+    ("Is invoice INV-2025-0418 paid?", "invoice_status", {"number": "INV-2025-0418"},
+     {"status": "open", "due": "2025-10-01", "total": "9515", "currency": "JPY"}, "Not yet: it is open, due 1 October."),
+    ("And 120 EUR in JPY?", "convert_amount", {"amount": 120, "from_currency": "EUR", "to_currency": "JPY"},
+     {"converted": 20874, "rate": 173.95}, "120 EUR is about 20,874 JPY."),
+)  # fmt: skip
+
+
+def build_glaive(out_dir: Path) -> dict[str, Any]:
+    lines = []
+    for ask, name, args, result, answer in _GLAIVE_ROWS:
+        lines.append({"conversations": [
+            {"from": "human", "value": ask},
+            {"from": "function_call", "value": json.dumps({"name": name, "arguments": args})},
+            {"from": "observation", "value": json.dumps(result)},
+            {"from": "gpt", "value": answer}],
+            "system": "You are a helpful assistant with access to the following functions. Use them if required.",
+            "tools": json.dumps(_GLAIVE_TOOLS)})  # fmt: skip
+    write_text(out_dir / "sharegpt-glaive.jsonl", "".join(dumps_compact(r) + "\n" for r in lines))
+    return _agent_manifest(
+        "sharegpt",
+        "LLaMA-Factory / glaive ShareGPT, one conversation per line (counts for the first): function_call turns "
+        "are assistant messages holding that call, observation turns its tool result; the top-level system "
+        "string is the system prompt and tools (a JSON string) the schemas.",
+        ["user", "assistant", "tool", "assistant"],
+        1,
+        [],
+        None,
+        conversations=len(lines),
+    )
+
+
+def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer. Reply with "
+         "a THOUGHT and exactly one bash code block."},
+        {"role": "user", "content": f"<pr_description>\n{AGENT_ASK}\n</pr_description>"}]  # fmt: skip
+    roles, calls = ["system", "user"], 0
+    commands = {"search": "grep -rn {} src/app/api", "read": "nl -ba {} | sed -n '1,60p'", "shell": "{}",
+                "edit": "sed -i 's/totals.total])/quantize(totals.total, inv.currency)])/' {}"}  # fmt: skip
+    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        action = commands[kind].format(target)
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": f"THOUGHT: {_thought(kind, target)}\n\n```bash\n{action}\n```",
+            }
+        )
+        msgs.append({"role": "user", "content": f"<returncode>{1 if 'FAILED' in output else 0}</returncode>\n<output>\n{output}\n</output>"})  # fmt: skip
+        roles += ["assistant", "tool"]
+        calls += 1
+        if k == 1:
+            msgs.append(
+                {"role": "assistant", "content": "THOUGHT: The totals are written unformatted."}
+            )
+            msgs.append({"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 0 actions."})  # fmt: skip
+            roles += ["assistant", "user"]
+    msgs.append({"role": "assistant", "content": "THOUGHT: Done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff\n```"})  # fmt: skip
+    roles.append("assistant")
+    doc = {"info": {"exit_status": "Submitted", "submission": "diff --git a/src/app/api/routes_invoices.py ...",
+                    "model_stats": {"instance_cost": 0.0412, "api_calls": len(roles) // 2},
+                    "config": {"model": {"model_name": "anthropic/claude-sonnet-4-20250514"}},
+                    "mini_version": "1.9.0"},
+           "messages": msgs, "trajectory_format": "mini-swe-agent-1"}  # fmt: skip
+    write_text(
+        out_dir / "mini-swe-agent.traj.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    )
+    return _agent_manifest(
+        "swe-agent",
+        "mini-SWE-agent: messages in order; an assistant reply's ```bash block is one tool call and the user "
+        "message after it (<returncode>/<output>) its tool result. A user message after a reply with no action "
+        "(the format-error notice) stays a user message, injected, not an ask.",
+        roles,
+        calls,
+        [],
+        "anthropic/claude-sonnet-4-20250514",
+    )
 
 
 # ================================================================= manifest, README, main
@@ -9369,6 +9783,12 @@ BUILDERS: tuple[tuple[str, Callable[[Path], dict[str, Any]]], ...] = (
     ("codex-rollout.jsonl", build_codex),
     ("sharegpt.jsonl", build_sharegpt),
     ("swe-agent.traj", build_swe_agent),
+    ("gemini-cli-session.jsonl", build_gemini_cli),
+    ("cline-task/api_conversation_history.json", build_cline),
+    ("opencode.db", build_opencode),
+    ("aider-chat-history.md", build_aider),
+    ("sharegpt-glaive.jsonl", build_glaive),
+    ("mini-swe-agent.traj.json", build_mini_swe_agent),
 )
 
 _DESCRIPTIONS: dict[str, str] = {
@@ -9397,6 +9817,20 @@ _DESCRIPTIONS: dict[str, str] = {
     "swe-agent.traj": "SWE-agent trajectory: system prompt, a thought/action demonstration with observation user "
     "messages, then a function-calling run (tool_calls, role tool with tool_call_ids), trajectory steps and "
     "info.model_stats.",
+    "gemini-cli-session.jsonl": "Gemini CLI JSONL session log: tool calls written twice (running, then with "
+    "result and tokens), thoughts, a /compress whose $set.messages replaces the history with a <state_snapshot>, "
+    "an info note with the token counts, and a rewound message.",
+    "cline-task/api_conversation_history.json": "Roo Code / Cline task directory: Anthropic-shaped history with a "
+    "non-destructive condense (condenseParent, an isSummary message), ui_messages.json with api_req_started usage "
+    "and a condense_context event, task_metadata.json with the model.",
+    "opencode.db": "opencode SQLite database (session/message/part): two sessions; the newer one has tool parts, "
+    "step markers, a /compact (compaction part + summary assistant message) and per-message tokens.",
+    "aider-chat-history.md": "Aider .aider.chat.history.md: two runs; the last has /add, an edit block with the "
+    "Tokens/Applied edit/Commit output, a /run, and a /clear.",
+    "sharegpt-glaive.jsonl": "LLaMA-Factory / glaive-style ShareGPT: three conversations with function_call and "
+    "observation turns, a top-level system prompt and tools as a JSON string.",
+    "mini-swe-agent.traj.json": "mini-SWE-agent trajectory: bash actions with <returncode>/<output> observations "
+    "sent as user messages, one format-error notice, info.model_stats.",
 }
 
 
@@ -9427,7 +9861,9 @@ follow up on payments, webhooks and reconciliation.
 For each file, what a faithful reader should produce, computed by the generator from its own data
 structures while it builds the file (never by re-reading it): `format`, `messages`, `roles` (only roles that
 occur), `tool_calls`, `tool_results`, `compactions` (`index` of the summary message, `trigger`, `pre_tokens`),
-`images`, and format-specific extras. Each entry carries its counting `rule`; where a format is ambiguous the
+`images`, `live` / `history` (where the agent's context starts again: the last compaction's summary in the
+Claude Code and Codex logs, which keep the history before it; 0 in the others, which hold the compacted list
+itself), `subagents` where a session has them, and format-specific extras. Each entry carries its counting `rule`; where a format is ambiguous the
 rule says which reading was chosen (for example, each Anthropic `tool_result` block and each ShareGPT
 `<tool_response>` block is its own tool message; Claude Code keeps the pre-compaction history by crossing
 `logicalParentUuid`; Codex merges a run of consecutive call items into one assistant message).
@@ -9447,10 +9883,29 @@ and, only if the bytes differ, falls back to comparing its schema and rows.
 """
 
 
+#: Formats whose files keep the history a compaction replaced: the agent's live context
+#: starts again at the last compaction's summary. The other samples hold the compacted
+#: list itself (a summary between a protected head and the tail), all of it live.
+_RESETTING_FORMATS = frozenset({"claude-code", "codex", "gemini-cli", "cline", "opencode", "aider"})
+
+
+def _live(entry: dict[str, Any]) -> dict[str, Any]:
+    """The ``live`` / ``history`` split a reader should report for a manifest entry."""
+    start = 0
+    if entry["format"] in _RESETTING_FORMATS and entry.get("compactions"):
+        start = entry["compactions"][-1]["index"]
+    return {
+        "live": {"from_index": start, "messages": entry["messages"] - start},
+        "history": {"messages": start},
+    }
+
+
 def generate(out_dir: Path) -> dict[str, Any]:
     """Write every sample, the manifest and the README into ``out_dir``; return the manifest."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {name: builder(out_dir) for name, builder in BUILDERS}
+    for entry in files.values():
+        entry.update(_live(entry))
     manifest = {
         "generator": "scripts/make_sessions.py",
         "seed": SEED,

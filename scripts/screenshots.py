@@ -22,9 +22,9 @@ BROWSER = "browser"
 
 
 async def shoot(scene: Scene) -> Path:
-    app = make_app(scene.transcript or demo_session())
+    app = make_app(scene.transcript() if scene.transcript else demo_session())
     async with app.run_test(size=scene.size) as pilot:
-        await scene.run(pilot)
+        await scene.play(pilot)
         await pilot.pause()
         svg = app.export_screenshot(title=f"tjui — {scene.name}")
     path = OUT / f"{scene.name}.svg"

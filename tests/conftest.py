@@ -21,6 +21,9 @@ def sessions_dir() -> Path:
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TJUI_HOME", str(tmp_path / "tjui-home"))
     monkeypatch.setenv("TJUI_CONFIG", str(tmp_path / "tjui-config.toml"))
+    # The analysis cache too: never the user's, never shared between tests.
+    monkeypatch.setenv("TJUI_CACHE_DIR", str(tmp_path / "tjui-cache"))
+    monkeypatch.delenv("TJUI_NO_CACHE", raising=False)
 
 
 @pytest.fixture(autouse=True)

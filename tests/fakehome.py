@@ -279,7 +279,11 @@ def _opencode(base: Path) -> None:
             " directory TEXT, title TEXT, version TEXT, time_created INTEGER, time_updated INTEGER)"
         )
         conn.execute(
-            "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT)"
+            "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER,"
+            " data TEXT)"
+        )
+        conn.execute(
+            "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, data TEXT)"
         )
         conn.execute(
             "INSERT INTO session VALUES (?,?,?,?,?,?,?,?)",
@@ -294,10 +298,15 @@ def _opencode(base: Path) -> None:
                 int((NOW - 3 * 86400) * 1000),
             ),
         )
-        for i, role in enumerate(("user", "assistant", "user")):
+        texts = ("Why are the quarry tests slow?", "Fixtures rebuild the DB.", "Cache it then.")
+        for i, (role, text) in enumerate(zip(("user", "assistant", "user"), texts, strict=True)):
             conn.execute(
                 "INSERT INTO message VALUES (?,?,?,?)",
-                (f"msg_{i}", "ses_0001", i, json.dumps({"role": role})),
+                (f"msg_{i}", "ses_0001", i, json.dumps({"role": role, "time": {"created": i}})),
+            )
+            conn.execute(
+                "INSERT INTO part VALUES (?,?,?,?)",
+                (f"prt_{i}", f"msg_{i}", "ses_0001", json.dumps({"type": "text", "text": text})),
             )
     conn.close()
     os.utime(db, (NOW - 3 * 86400, NOW - 3 * 86400))
@@ -314,10 +323,21 @@ def _opencode(base: Path) -> None:
         },
         age=5 * 86400,
     )
-    for i, role in enumerate(("user", "assistant")):
+    for i, (role, text) in enumerate((("user", "Port it to click."), ("assistant", "Ported."))):
         _json(
             storage / "message" / "ses_0000" / f"msg_{i}.json",
-            {"id": f"msg_{i}", "sessionID": "ses_0000", "role": role},
+            {"id": f"msg_{i}", "sessionID": "ses_0000", "role": role, "time": {"created": i}},
+            age=5 * 86400,
+        )
+        _json(
+            storage / "part" / f"msg_{i}" / f"prt_{i}.json",
+            {
+                "id": f"prt_{i}",
+                "messageID": f"msg_{i}",
+                "sessionID": "ses_0000",
+                "type": "text",
+                "text": text,
+            },
             age=5 * 86400,
         )
 
@@ -344,6 +364,16 @@ def _cline(base: Path, ext: str, ask: str, age: float) -> None:
         age=age,
     )
     _json(task / "task_metadata.json", {"files_in_context": [], "model_usage": []}, age=age)
+
+
+def broken_session(roots: dict[str, Path] | Path) -> Path:
+    """A Codex rollout that is not JSON: listed from its header, never loadable."""
+    base = roots["TJUI_CODEX_HOME"] if isinstance(roots, dict) else roots / ".codex"
+    path = base / "sessions" / "2026" / "11" / "10" / "rollout-2026-11-10T00-00-00-broken.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("this is {not a rollout\n", encoding="utf-8")
+    os.utime(path, (NOW - 20 * 86400, NOW - 20 * 86400))
+    return path
 
 
 def build_fake_home(home: Path) -> dict[str, Path]:

@@ -18,6 +18,7 @@ from tjui.screens.history import HistoryScreen
 from tjui.screens.main import LoadRequest, MainScreen
 from tjui.screens.preview import PreviewScreen
 from tjui.screens.timeline import TimelineScreen
+from tjui.widgets.context_bar import bar_palette
 from tjui.widgets.message_list import MessageList
 
 
@@ -38,6 +39,10 @@ class TjuiApp(App[None]):
         super().__init__()
         self.request = request
         self.now = now
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        # The context bar's category colours, per theme brightness.
+        return bar_palette(dark=self.current_theme.dark)
 
     def on_mount(self) -> None:
         if self.request is None:
@@ -78,7 +83,7 @@ class TjuiApp(App[None]):
         return [
             *(browser if self.has_browser() else []),
             ("Messages", _bindings(MessageList.BINDINGS)),
-            ("Boundary, summary and preview", _bindings(MainScreen.BINDINGS)),
+            ("Boundary, summary and preview", _own(_bindings(MainScreen.BINDINGS))),
             ("Preview", _bindings(PreviewScreen.BINDINGS)),
             ("Why it fired (timeline)", _bindings(TimelineScreen.BINDINGS)),
             ("Commit dialog", _bindings(CommitDialog.BINDINGS)),
@@ -99,7 +104,7 @@ class TjuiApp(App[None]):
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help: show every key", "List all key bindings", self.action_help)
         if isinstance(screen, MainScreen):
-            for binding in _bindings(MainScreen.BINDINGS):
+            for binding in _own(_bindings(MainScreen.BINDINGS)):
                 if binding.action in ("back_to_list",):
                     continue
                 yield SystemCommand(
@@ -112,6 +117,11 @@ class TjuiApp(App[None]):
 def _bindings(bindings: Iterable[BindingType]) -> list[Binding]:
     """``BINDINGS`` as Binding objects (a tuple entry is made one; keys stay as written)."""
     return [b if isinstance(b, Binding) else Binding(*b) for b in bindings]
+
+
+def _own(bindings: list[Binding]) -> list[Binding]:
+    """A screen's bindings without the app's it repeats (Help, Quit) for the footer."""
+    return [b for b in bindings if not b.action.startswith("app.")]
 
 
 def _runner(screen: Screen[Any], action: str) -> Callable[[], Awaitable[None]]:
@@ -129,6 +139,7 @@ def make_app(
     context_window: int | None = None,
     model: str | None = None,
     warn_at: float | None = None,
+    whole_file: bool = False,
 ) -> TjuiApp:
     """Build the app for a transcript (tests reuse this factory)."""
     return TjuiApp(
@@ -139,6 +150,7 @@ def make_app(
             context_window=context_window,
             model=model,
             warn_at=warn_at,
+            whole_file=whole_file,
         )
     )
 
@@ -151,6 +163,7 @@ class AppOptions(TypedDict, total=False):
     context_window: int | None
     model: str | None
     warn_at: float | None
+    whole_file: bool
 
 
 def make_browser_app(*, now: Callable[[], float] | None = None) -> TjuiApp:

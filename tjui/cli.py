@@ -7,26 +7,30 @@ clear line on stderr with exit status 2, never a traceback.
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
 from tinyjuice.formats import FORMAT_NAMES, WRITABLE_FORMATS, LoadError
 from tjui.clikit import (
     boundary_options,
+    check_policy,
     context_window_option,
     emit_json,
     ensure_parent_dir,
     fail,
     format_option,
     lenient_option,
+    live_split_or_fail,
     load_or_fail,
     output_option,
+    policy_option,
+    require_messages,
     session_option,
+    whole_file_option,
 )
 from tjui.commands.store import commit_from_cli, commit_options, echo_commit, load_for_commit
 from tjui.commands.summaries import provider_option, resolve_provider
@@ -44,22 +48,89 @@ def _looks_like_command(word: str) -> bool:
     return not any(c in word for c in {"/", ".", os.sep, os.altsep or "/"})
 
 
+#: Commands whose modules are imported only when they run (start-up time): module,
+#: attribute, and the first paragraph of their help for `tjui --help` (a test checks it
+#: is theirs).
+_LAZY: dict[str, tuple[str, str, str]] = {
+    "batch": (
+        "tjui.commands.batch",
+        "batch",
+        "Compress trajectories to a token target: JSONL datasets (ShareGPT, OpenAI"
+        " messages, … one trajectory per line) and directories of transcript files.",
+    ),
+    "cache": (
+        "tjui.commands.cache",
+        "cache_group",
+        "The analysis cache: exact token counts and results kept between runs.",
+    ),
+    "explain": (
+        "tjui.commands.explain",
+        "explain_cmd",
+        "Why compaction fired: each past compaction, the threshold and its rule, and now.",
+    ),
+    "ls": (
+        "tjui.commands.ls",
+        "ls_cmd",
+        "List the agent sessions on this machine, newest first.",
+    ),
+    "watch": (
+        "tjui.commands.watch",
+        "watch_cmd",
+        "Follow FILE as the agent writes it: live tokens, % of the window, turns to the next"
+        " compaction.",
+    ),
+}
+
+
 class _DefaultToOpen(click.Group):
     """A group where ``tjui FILE`` (or bare ``tjui``) means ``tjui open [FILE]``.
 
     A first argument that is neither a command nor an existing path but looks like a
     command name (``tjui inspectt``) is reported as a mistyped command, not opened.
+    The commands of :data:`_LAZY` are imported when first looked up.
     """
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _LAZY:
+            import importlib
+
+            module, attr, _ = _LAZY[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Click's command list, with the lazy commands' help taken from :data:`_LAZY`."""
+        names = [n for n in self.list_commands(ctx) if n in _LAZY or not self.commands[n].hidden]
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows: list[tuple[str, str]] = []
+        for name in names:
+            cmd = self.commands.get(name)
+            if cmd is None:
+                # A stand-in with the same help shortens it exactly as the command would.
+                stand_in = click.Command(name, help=_LAZY[name][2])
+                rows.append((name, stand_in.get_short_help_str(limit)))
+            else:
+                rows.append((name, cmd.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.commands and args[0] not in _GROUP_FLAGS):
+        known = args and (args[0] in self.commands or args[0] in _LAZY)
+        if not args or (not known and args[0] not in _GROUP_FLAGS):
             if args and _looks_like_command(args[0]) and not Path(args[0]).exists():
                 self._no_such_command(args[0])
             args = ["open", *args]
         return super().parse_args(ctx, args)
 
     def _no_such_command(self, word: str) -> None:
-        names = sorted(name for name, cmd in self.commands.items() if not cmd.hidden)
+        import difflib
+
+        names = sorted({*_LAZY, *(name for name, cmd in self.commands.items() if not cmd.hidden)})
         close = difflib.get_close_matches(word, names, n=1)
         if close:
             fail(f"No such command '{word}'. Did you mean '{close[0]}'?")
@@ -69,9 +140,19 @@ class _DefaultToOpen(click.Group):
         )
 
 
-def _interactive() -> bool:
-    """Whether the inspector can run: stdin and stdout are both terminals."""
-    return sys.stdin.isatty() and sys.stdout.isatty()
+def _is_tty(name: str) -> bool:
+    stream: TextIO = getattr(sys, name)
+    return stream.isatty()
+
+
+def _not_terminals() -> list[str]:
+    """The standard streams that are not terminals (the inspector needs all three:
+    with stderr redirected, Textual would draw the whole UI into that file)."""
+    return [name for name in ("stdin", "stdout", "stderr") if not _is_tty(name)]
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
 
 
 @click.group(cls=_DefaultToOpen, context_settings={"help_option_names": ["-h", "--help"]})
@@ -80,7 +161,8 @@ def main() -> None:
     """tjui — see and shape what fills an LLM agent's context window.
 
     Run `tjui [FILE]` to open the inspector on a transcript, or `tjui` alone for a
-    browser of every agent session on this machine (`tjui demo`: the bundled demo). Formats: openai, anthropic, hermes, claude-code, codex,
+    browser of every agent session on this machine (`tjui demo`: the bundled demo).
+    Formats: openai, anthropic, hermes, claude-code, codex,
     sharegpt, swe-agent — detected automatically.
     """
     _check_tokenizer_env()
@@ -114,6 +196,7 @@ def _check_tokenizer_env() -> None:
 @session_option
 @context_window_option
 @click.option("--model", default=None, metavar="M", help="Override the model name.")
+@whole_file_option
 @click.option(
     "--warn-at",
     default=None,
@@ -126,6 +209,7 @@ def open_cmd(
     session: str | None,
     context_window: int | None,
     model: str | None,
+    whole_file: bool,
     warn_at: str | None,
 ) -> None:
     """Open the inspector on FILE (the session browser when FILE is omitted)."""
@@ -136,7 +220,13 @@ def open_cmd(
     from tjui.app import run_app
 
     run_app(
-        file, fmt=fmt, session=session, context_window=context_window, model=model, warn_at=level
+        file,
+        fmt=fmt,
+        session=session,
+        context_window=context_window,
+        model=model,
+        whole_file=whole_file,
+        warn_at=level,
     )
 
 
@@ -152,16 +242,21 @@ def demo_cmd(context_window: int | None) -> None:
 
 
 def _need_terminal() -> None:
-    """Refuse (exit status 2) when stdin or stdout is not a terminal."""
-    if not _interactive():
-        streams = [n for n, s in (("stdin", sys.stdin), ("stdout", sys.stdout)) if not s.isatty()]
+    """Refuse (exit status 2) when stdin, stdout or stderr is not a terminal."""
+    streams = _not_terminals()
+    if streams:
         commands = [f"tjui {c} FILE" for c in HEADLESS_COMMANDS]
-        fail(
-            f"the inspector needs a terminal ({' and '.join(streams) or 'stdin/stdout'}"
+        message = (
+            f"the inspector needs a terminal ({_and(streams)}"
             f" {'is' if len(streams) == 1 else 'are'} not a TTY); without one, use "
             + ", ".join(commands[:-1])
             + f" or {commands[-1]} (see tjui --help)"
         )
+        if streams == ["stderr"]:
+            # `tjui 2>err.log`: the message goes to the file as every error does, and to
+            # the terminal the user is looking at.
+            click.echo(f"tjui: error: {message}")
+        fail(message)
 
 
 @main.command("inspect")
@@ -170,6 +265,7 @@ def _need_terminal() -> None:
 @session_option
 @lenient_option
 @context_window_option
+@whole_file_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def inspect_cmd(
     file: Path,
@@ -177,23 +273,48 @@ def inspect_cmd(
     session: str | None,
     lenient: bool,
     context_window: int | None,
+    whole_file: bool,
     as_json: bool,
 ) -> None:
-    """Summarise a transcript: counts, tokens by role and kind, past compactions."""
+    """Summarise a transcript: the live context (what the agent sends next) and the
+    history before its last compaction, counts, tokens by role and kind, compactions,
+    subagents. The other figures are for the whole file."""
     from dataclasses import replace
 
     from tinyjuice.report import DEFAULT_CONTEXT_WINDOW
     from tinyjuice.stats import compute_stats
+    from tinyjuice.subagents import folder_fingerprint, list_subagents
+    from tinyjuice.tokens import default_counter
+    from tjui.cached import CachedSource
 
-    transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
-    stats = compute_stats(transcript, context_window=context_window)
+    source = CachedSource(file, fmt, session=session, lenient=lenient)
+    params = {
+        "path": str(file),
+        "context_window": context_window,
+        "whole_file": whole_file,
+        "subagents": folder_fingerprint(file),
+    }
+    if as_json and (cached := source.result("inspect", params)) is not None:
+        emit_json(cached)
+        return
+    counter = default_counter()
+    stats = compute_stats(
+        source.transcript,
+        counter,
+        tokens=source.tokens(counter),
+        context_window=context_window,
+        whole_file=whole_file,
+    )
+    stats = replace(stats, subagents=[s.to_dict() for s in list_subagents(source.transcript)])
     if stats.context_window is None:
         # The window compress and explain judge against when nothing names one.
         stats = replace(
             stats, context_window=DEFAULT_CONTEXT_WINDOW, context_window_source="default"
         )
     if as_json:
-        emit_json(stats.to_dict())
+        data = stats.to_dict()
+        source.remember("inspect", params, data)
+        emit_json(data)
         return
     from tjui.render import print_inspect
 
@@ -216,6 +337,11 @@ def inspect_cmd(
 @click.option(
     "--dry-run", is_flag=True, help="Only show where the boundary falls and the zone sizes."
 )
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="Count every message exactly (--dry-run estimates the middle otherwise).",
+)
 @output_option(
     "Write the compacted transcript to this file (never over FILE); missing directories"
     " are created. With --commit: the export or child target."
@@ -230,6 +356,8 @@ def inspect_cmd(
 @format_option
 @session_option
 @lenient_option
+@whole_file_option
+@policy_option
 @commit_options
 @provider_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -242,11 +370,14 @@ def compress_cmd(
     context_window: int | None,
     force: bool,
     dry_run: bool,
+    exact: bool,
     output: Path | None,
     to_format: str | None,
     fmt: str | None,
     session: str | None,
     lenient: bool,
+    whole_file: bool,
+    policy: str | None,
     do_commit: bool,
     commit_mode: str | None,
     provider: str | None,
@@ -254,12 +385,15 @@ def compress_cmd(
 ) -> None:
     """Compact a transcript with tinyjuice and report what changed.
 
-    Without --keep-last/--at the agent-style policy decides (threshold, tail budget,
-    anchors); with them you choose the boundary. FILE is modified only with --commit
-    (in place: the original is archived first; `tjui undo` restores it).
+    Without --keep-last/--at the agent's policy decides (threshold, tail budget,
+    anchors); with them you choose the boundary. Only the live context is compacted
+    (what the agent sends after its last compaction; --whole-file: every message);
+    --at counts from the start of the file. FILE is modified only with --commit (in
+    place: the original is archived first and the history before the last compaction
+    is kept as it was; `tjui undo` restores it).
     """
     from tinyjuice.formats import ConversionLoss
-    from tinyjuice.pipeline import compress, plan_boundary
+    from tinyjuice.pipeline import compress
     from tinyjuice.report import CompactionOptions, Profile
 
     if keep_last is not None and at is not None:
@@ -268,12 +402,32 @@ def compress_cmd(
         fail("--mode needs --commit")
     if do_commit and dry_run:
         fail("--commit cannot be combined with --dry-run")
-    loaded = None
-    if do_commit:
-        loaded = load_for_commit(file, fmt, session=session, lenient=lenient)
-        transcript = loaded.transcript
-    else:
-        transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+    check_policy(policy)
+    from tinyjuice.tokens import default_counter
+    from tjui.cached import CachedSource
+
+    source = None
+    plan_params = {
+        "path": str(file),
+        "keep_last": keep_last,
+        "at": at,
+        "profile": profile,
+        "policy": policy,
+        "context_window": context_window,
+        "force": force,
+        "focus": focus,
+        "exact": exact,
+        "whole_file": whole_file,
+    }
+    if not do_commit:
+        source = CachedSource(file, fmt, session=session, lenient=lenient)
+        if dry_run and (cached := source.result("plan", plan_params)) is not None:
+            _emit_plan(cached, as_json)
+            return
+    loaded, split, at = _load_live(
+        file, fmt, session, lenient, do_commit, whole_file, at, source=source
+    )
+    transcript = split.live
     out_format = to_format or transcript.format
     if output is not None and not dry_run and not do_commit:
         if output.resolve() == file.resolve():
@@ -290,21 +444,22 @@ def compress_cmd(
         focus_topic=focus,
         context_window=context_window,
         force=force,
+        policy=policy,
     )
+    counter = default_counter()
     if dry_run:
-        plan = plan_boundary(transcript, options)
-        data = plan_to_dict(plan)
-        if as_json:
-            emit_json(data)
-        else:
-            from tjui.render import print_plan
-
-            print_plan(data)
+        data = _dry_run(transcript, options, counter, source, split, exact=exact)
+        data["live"] = _live_dict(split)
+        if source is not None:
+            source.remember("plan", plan_params, data)
+        _emit_plan(data, as_json)
         return
+    tokens = _live_tokens(source.tokens(counter), split) if source is not None else None
     # A model is used only when asked for: plain `tjui compress` stays deterministic.
     summarizer = resolve_provider(provider) if provider is not None else None
-    result = compress(transcript, options, summarizer)
+    result = compress(transcript, options, summarizer, counter=counter, tokens=tokens)
     report = result.report.to_dict()
+    report["live"] = _live_dict(split)
     written: str | None = None
     losses: list[ConversionLoss] = []
     written_format: str | None = None
@@ -313,13 +468,18 @@ def compress_cmd(
         if output is not None and result.changed:
             ensure_parent_dir(output)
         commit = commit_from_cli(
-            result, loaded, mode=commit_mode, output=output, to_format=to_format
+            result,
+            loaded,
+            mode=commit_mode,
+            output=output,
+            to_format=to_format,
+            split=split,
         )
         report["commit"] = commit
         if commit.get("committed"):
             written, written_format = commit.get("target_path"), commit.get("target_format")
     elif output is not None and result.changed:
-        losses = _write_output(result.transcript, output, out_format, warn=not as_json)
+        losses = _write_output(result.transcript, output, out_format, warn=not as_json, source=file)
         written, written_format = str(output), out_format
     report["output"] = {"path": written, "format": written_format, "dropped": _dropped(losses)}
     if as_json:
@@ -338,6 +498,78 @@ def compress_cmd(
         )
     if result.report.status.value == "aborted":
         sys.exit(1)
+
+
+def _load_live(
+    file: Path,
+    fmt: str | None,
+    session: str | None,
+    lenient: bool,
+    for_commit: bool,
+    whole_file: bool,
+    at: int | None,
+    *,
+    source: Any = None,
+) -> tuple[Any, Any, int | None]:
+    """(the source loaded for a commit or None, the live split, ``--at`` made relative
+    to the live context); exits on a file that cannot be read or holds no messages."""
+    loaded = None
+    if for_commit:
+        loaded = load_for_commit(file, fmt, session=session, lenient=lenient)
+        transcript = loaded.transcript
+    elif source is not None:
+        transcript = source.transcript
+    else:
+        transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+    require_messages(transcript, file)
+    split, at = live_split_or_fail(transcript, whole_file, at)
+    return loaded, split, at
+
+
+def _live_dict(split: Any) -> dict[str, Any]:
+    """Where the compacted part starts in the file (boundary indices count from there)."""
+    return {"from_index": split.start, "history_messages": split.start}
+
+
+def _dry_run(
+    transcript: Any, options: Any, counter: Any, source: Any, split: Any, *, exact: bool
+) -> dict[str, Any]:
+    """The plan as a dict, counting exactly only what decides it unless ``exact`` (or the
+    cache holds exact counts for the file); ``counts`` says which figures are which."""
+    from tinyjuice.decisive import plan_counting_what_decides
+    from tinyjuice.pipeline import plan_boundary
+    from tinyjuice.tokens import CountKind
+
+    stored = _live_tokens(source.stored_tokens(counter), split) if source is not None else None
+    if stored is None and not exact and counter.kind is CountKind.EXACT:
+        decisive = plan_counting_what_decides(transcript, options, counter)
+        return {**plan_to_dict(decisive.plan), "counts": decisive.kinds(counter)}
+    if stored is not None:
+        tokens = stored
+    elif source is not None:
+        tokens = _live_tokens(source.tokens(counter), split)
+    else:
+        tokens = None
+    plan = plan_boundary(transcript, options, tokens, counter=counter)
+    kind = counter.kind.value
+    return {
+        **plan_to_dict(plan),
+        "counts": {"head": kind, "middle": kind, "tail": kind, "total": kind},
+    }
+
+
+def _emit_plan(data: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        emit_json(data)
+    else:
+        from tjui.render import print_plan
+
+        print_plan(data)
+
+
+def _live_tokens(tokens: Any, split: Any) -> Any:
+    """The file's counts cut to the live part (what ``split.live`` holds)."""
+    return tokens.tail(split.start) if tokens is not None else None
 
 
 def plan_to_dict(plan: Any) -> dict[str, Any]:
@@ -370,16 +602,20 @@ def plan_to_dict(plan: Any) -> dict[str, Any]:
     }
 
 
-def _write_output(transcript: Any, output: Path, fmt: str, *, warn: bool) -> list[Any]:
+def _write_output(
+    transcript: Any, output: Path, fmt: str, *, warn: bool, source: Path
+) -> list[Any]:
     """Save ``transcript`` to ``output`` in ``fmt`` (parents created); what it dropped.
 
+    A new OUT gets ``source``'s permission bits (a private transcript stays private).
     With ``warn`` each loss is also said on stderr."""
+    from tinyjuice.atomic import file_mode
     from tinyjuice.formats import SaveError, conversion_losses, save
 
     ensure_parent_dir(output)
     try:
         losses = conversion_losses(transcript, fmt)
-        save(transcript, output, fmt)
+        save(transcript, output, fmt, mode=file_mode(source))
     except (SaveError, OSError) as exc:
         fail(f"could not write {output}: {exc}")
     if warn:
@@ -423,9 +659,10 @@ def convert_cmd(
     if output is None:
         fail("convert needs -o OUT (the file to write)")
     transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+    require_messages(transcript, file)
     if output.resolve() == file.resolve():
         fail(f"refusing to write over the input {file}; choose another -o path")
-    losses = _write_output(transcript, output, to_format, warn=not as_json)
+    losses = _write_output(transcript, output, to_format, warn=not as_json, source=file)
     if as_json:
         emit_json(
             {
@@ -444,14 +681,17 @@ def convert_cmd(
 
 
 @main.command("sessions")
-@click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def sessions_cmd(file: Path, as_json: bool) -> None:
-    """List the sessions in a Hermes state.db."""
-    from tinyjuice.formats import hermes
+    """List the sessions in a Hermes state.db, an opencode.db or an opencode storage/ tree."""
+    from tinyjuice.formats import hermes, opencode
 
     try:
-        infos = hermes.list_sessions(file)
+        if file.is_dir() or opencode.is_database(file):
+            infos = opencode.list_sessions(file)
+        else:
+            infos = hermes.list_sessions(file)
     except LoadError as exc:
         fail(str(exc))
     if as_json:
@@ -470,19 +710,12 @@ def _asdict(value: Any) -> dict[str, Any]:
 
 def _register_commands() -> None:
     """Commands that live in their own modules (tjui/commands/)."""
-    from tjui.commands.batch import batch
-    from tjui.commands.explain import explain_cmd
-    from tjui.commands.ls import ls_cmd
     from tjui.commands.store import history_cmd, recover_cmd, undo_cmd
     from tjui.commands.summaries import config_cmd, review_cmd, summarize_cmd
-    from tjui.commands.watch import watch_cmd
 
+    # batch, cache and explain are imported when used (see _LAZY).
     for command in (summarize_cmd, review_cmd, config_cmd):
         main.add_command(command)
-    main.add_command(explain_cmd)
-    main.add_command(ls_cmd)
-    main.add_command(watch_cmd)
-    main.add_command(batch)
     main.add_command(history_cmd)
     main.add_command(undo_cmd)
     main.add_command(recover_cmd)

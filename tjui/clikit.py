@@ -63,8 +63,10 @@ def session_option(f: F) -> F:
         default=None,
         metavar="ID",
         help=(
-            "Hermes state.db: the session to open (newest when omitted). ShareGPT file of"
-            " several trajectories: the one to open, by id or 1-based number (first by default)."
+            "Hermes state.db or opencode database/storage: the session to open (newest when"
+            " omitted). ShareGPT file of several trajectories: the one to open, by id or 1-based"
+            " number (first by default). Aider history: the run, by 1-based number (last by"
+            " default)."
         ),
     )(f)
 
@@ -88,6 +90,69 @@ def load_or_fail(
         return load(path, fmt, session=session, lenient=lenient)
     except LoadError as exc:
         fail(str(exc))
+
+
+def whole_file_option(f: F) -> F:
+    return click.option(
+        "--whole-file",
+        is_flag=True,
+        help=(
+            "Work on every message in the file, the history before the agent's last"
+            " compaction included (default: the live context the agent sends next)."
+        ),
+    )(f)
+
+
+def policy_option(f: F) -> F:
+    return click.option(
+        "--policy",
+        default=None,
+        metavar="P",
+        help=(
+            "Trigger policy: hermes, claude-code, codex, opencode, rules, custom, with"
+            " settings as name:key=value (default: the transcript's own agent's)."
+        ),
+    )(f)
+
+
+def check_policy(spec: str | None) -> None:
+    """Exit with a clear error when ``spec`` is not a valid policy spec."""
+    if spec is None:
+        return
+    from tinyjuice.policies import parse_policy
+
+    try:
+        parse_policy(spec)
+    except ValueError as exc:
+        fail(f"--policy: {exc}")
+
+
+def require_messages(transcript: Transcript, path: str | Path) -> None:
+    """Exit (status 2) when a loaded transcript holds no messages: never write an empty one."""
+    if transcript.messages:
+        return
+    why = f" ({transcript.warnings[-1]})" if transcript.warnings else ""
+    fail(f"{path}: the transcript holds no messages{why}; nothing to work on")
+
+
+def live_split_or_fail(transcript: Transcript, whole_file: bool, at: int | None = None) -> Any:
+    """The transcript cut at its last reset (``--whole-file``: whole) and ``--at`` made
+    relative to it; exits when ``--at`` points into the history before the reset.
+
+    Returns ``(split, at)``.
+    """
+    from tinyjuice.live import live_split
+
+    split = live_split(transcript, whole_file=whole_file)
+    if at is not None and split.start:
+        if at < split.start:
+            fail(
+                f"--at {at} is before the agent's last compaction (the live context starts"
+                f" at message {split.start}); that history is already compacted — pass"
+                " --whole-file to work on it"
+            )
+        at -= split.start
+    return split, at
 
 
 def context_window_option(f: F) -> F:

@@ -48,6 +48,28 @@ def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "—"
 
 
+def _live_rows(overview: Table, stats: TranscriptStats) -> None:
+    """The headline rows: what the agent sends next, the compacted history, subagents."""
+    live, history = stats.live, stats.history
+    if history.get("messages"):
+        overview.add_row(
+            "live context",
+            Text(
+                f"{live['tokens']:,} tokens in {live['messages']:,} messages"
+                f"  [from message {live['from_index']:,}, after the last compaction]"
+            ),
+        )
+        overview.add_row(
+            "history",
+            Text(
+                f"{history['tokens']:,} tokens in {history['messages']:,} messages"
+                "  [already compacted, no longer sent]"
+            ),
+        )
+    if stats.subagents:
+        overview.add_row("subagents", ", ".join(s["id"] for s in stats.subagents))
+
+
 def print_inspect(stats: TranscriptStats, out: Console | None = None) -> None:
     out = out or console()
     kind = stats.tokens_kind.value
@@ -63,6 +85,7 @@ def print_inspect(stats: TranscriptStats, out: Console | None = None) -> None:
     if stats.context_window_source:
         window += f"  ({stats.context_window_source})"
     overview.add_row("context window", window)
+    _live_rows(overview, stats)
     overview.add_row("messages", f"{stats.messages:,}")
     overview.add_row("tool calls", f"{stats.tool_calls:,}")
     overview.add_row("images", f"{stats.images:,}")
@@ -71,7 +94,9 @@ def print_inspect(stats: TranscriptStats, out: Console | None = None) -> None:
         f"tokens ({kind})",
         Text(f"{stats.tokens_total:,}  [{kind}, {stats.tokens_counter}]"),
     )
-    if stats.measured_prompt_tokens is not None:
+    if stats.history.get("messages") and stats.live.get("measured_prompt") is None:
+        overview.add_row("prompt (measured)", "none measured since the last compaction")
+    elif stats.measured_prompt_tokens is not None:
         readings = "reading" if stats.measured_points == 1 else "readings"
         measured = Text(
             f"{stats.measured_prompt_tokens:,}  "
@@ -170,6 +195,20 @@ def _zones_table(zones: dict[str, Any]) -> Table:
     return table
 
 
+def _print_live(data: dict[str, Any], out: Console) -> None:
+    """Say that only the live context was worked on (message indices count from it)."""
+    start = (data.get("live") or {}).get("from_index") or 0
+    if start:
+        out.print(
+            Text(
+                f"live context: messages from {start:,} on (boundary indices count from there);"
+                f" the {start:,} before the agent's last compaction are left as they are"
+                " (--whole-file to include them)",
+                style="dim",
+            )
+        )
+
+
 def print_plan(plan: dict[str, Any], out: Console | None = None) -> None:
     out = out or console()
     b = plan["boundary"]
@@ -180,6 +219,7 @@ def print_plan(plan: dict[str, Any], out: Console | None = None) -> None:
         out.print(Text(reason[:1].upper() + reason[1:], style="yellow"))
     else:
         out.print(Text(f"Would compress messages {b['start']}–{b['end'] - 1}", style="bold"))
+    _print_live(plan, out)
     if b["snap_reason"]:
         out.print(Text(f"boundary: {b['snap_reason']}", style="dim"))
     out.print(_zones_table(plan["zones"]))
@@ -191,6 +231,12 @@ def print_plan(plan: dict[str, Any], out: Console | None = None) -> None:
             f"prompt now {plan['total']['tokens']:,} tokens → at most"
             f" {plan['projected_tokens']:,} (the rules profile's saving shows once its rules"
             " run: compress without --dry-run, or preview with p in the inspector)"
+        )
+    elif plan.get("counts", {}).get("total") == "estimated":
+        out.print(
+            f"prompt now ~{plan['total']['tokens']:,} tokens (the middle estimated; head and"
+            f" tail exact; --exact counts it all) → projected ~{plan['projected_tokens']:,}"
+            f" (summary target {plan['summary_budget']:,})"
         )
     else:
         out.print(
@@ -204,6 +250,7 @@ def print_report(report: dict[str, Any], out: Console | None = None) -> None:
     status = report["status"]
     style = {"compacted": "bold green", "aborted": "bold red"}.get(status, "bold yellow")
     out.print(Text(f"{status}: {report['reason']}", style=style))
+    _print_live(report, out)
     before, after = report["before"], report["after"]
     if status == "compacted":
         out.print(

@@ -7,14 +7,16 @@ sums), so moving the boundary costs a few microseconds, not a re-count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from tinyjuice.analysis import TranscriptAnalysis
 from tinyjuice.boundary import BoundaryIndex
 from tinyjuice.breakdown import ContextBreakdown, compute_breakdown
+from tinyjuice.live import LiveSplit
 from tinyjuice.model import Transcript
-from tinyjuice.pipeline import BoundaryPlan, plan_boundary
-from tinyjuice.policies import Threshold, pick_policy
-from tinyjuice.report import CompactionOptions, Profile
+from tinyjuice.pipeline import BoundaryPlan, compress, plan_boundary
+from tinyjuice.policies import Threshold, agent_threshold, resolve_window
+from tinyjuice.report import CompactionOptions, CompactionResult, Profile
 from tinyjuice.tokens import TokenCounter, TranscriptTokens
 
 
@@ -29,6 +31,60 @@ class InspectorSession:
     breakdown: ContextBreakdown
     #: The trigger of the agent that wrote the transcript (its policy, on this window).
     trigger: Threshold | None = None
+    #: The file cut at the agent's last compaction: ``transcript`` is its live part.
+    split: LiveSplit | None = None
+    #: How many subagents the session has (counted in the breakdown).
+    subagents: int = 0
+
+    @property
+    def live_from(self) -> int:
+        """Index in the file of the live context's first message (0: no reset shown)."""
+        return self.split.start if self.split is not None else 0
+
+    @property
+    def whole(self) -> Transcript:
+        """The transcript as loaded, history before the last compaction included."""
+        return self.split.whole if self.split is not None else self.transcript
+
+    #: The compaction last computed (main screen, preview or commit dialog) and the
+    #: settings it was computed for: every screen shows its figures while they hold.
+    computed: CompactionResult | None = None
+    computed_for: tuple[object, ...] | None = None
+
+    # ------------------------------------------------------- computed result
+
+    def settings_key(self) -> tuple[object, ...]:
+        """What a compaction result depends on: boundary, profile, focus, counter."""
+        o = self.options
+        return (self.plan.end, o.profile, o.focus_topic, self.counter.name, self.tokens.kind)
+
+    def remember(self, result: CompactionResult, key: tuple[object, ...]) -> None:
+        """Keep ``result`` (computed for ``key``) as the figure every screen shows."""
+        self.computed, self.computed_for = result, key
+
+    @property
+    def current_result(self) -> CompactionResult | None:
+        """The computed compaction for the settings on screen now, if there is one."""
+        return self.computed if self.computed_for == self.settings_key() else None
+
+    def compute(self, options: CompactionOptions | None = None) -> CompactionResult:
+        """Run core's ``compress`` for the boundary on screen (fallback summary) and
+        remember it. Safe in a worker thread: it reads the session, never mutates it
+        but for the final ``remember``."""
+        key = self.settings_key()
+        result = compress(
+            self.transcript,
+            options or self.compaction_options(),
+            tokens=self.tokens,
+            counter=self.counter,
+            index=self.index,
+            analysis=self.analysis,
+        )
+        self.remember(result, key)
+        return result
+
+    #: Per-message work (redaction) the preview's compress() runs reuse.
+    analysis: TranscriptAnalysis = field(default_factory=TranscriptAnalysis)
 
     @classmethod
     def build(
@@ -39,7 +95,10 @@ class InspectorSession:
         *,
         context_window: int | None = None,
         index: BoundaryIndex | None = None,
+        split: LiveSplit | None = None,
+        subagents: int = 0,
     ) -> InspectorSession:
+        """A session on ``transcript`` (the live part of ``split`` when given)."""
         index = index or BoundaryIndex(transcript.messages)
         options = CompactionOptions(context_window=context_window, force=True)
         plan = plan_boundary(transcript, options, tokens, index=index, counter=counter)
@@ -51,9 +110,11 @@ class InspectorSession:
             tokens,
             counter=counter,
             context_max_tokens=plan.context_window,
+            subagents=subagents,
         )
+        trigger = _trigger(transcript, plan)
         return cls(
-            transcript, tokens, counter, index, options, plan, breakdown, _trigger(transcript, plan)
+            transcript, tokens, counter, index, options, plan, breakdown, trigger, split, subagents
         )
 
     # ----------------------------------------------------------- boundary
@@ -97,7 +158,11 @@ class InspectorSession:
             self.transcript, self.options, tokens, index=self.index, counter=counter
         )
         breakdown = compute_breakdown(
-            self.transcript, tokens, counter=counter, context_max_tokens=plan.context_window
+            self.transcript,
+            tokens,
+            counter=counter,
+            context_max_tokens=plan.context_window,
+            subagents=self.subagents,
         )
         return InspectorSession(
             self.transcript,
@@ -108,13 +173,17 @@ class InspectorSession:
             plan,
             breakdown,
             self.trigger,
+            self.split,
+            self.subagents,
+            analysis=self.analysis,
         )
 
 
 def _trigger(transcript: Transcript, plan: BoundaryPlan) -> Threshold | None:
-    """The agent's own trigger on the plan's window (None when its policy cannot apply)."""
-    policy, _ = pick_policy(transcript)
+    """The agent's own trigger on the plan's window: the policy compress and explain use."""
     try:
-        return policy.threshold(plan.context_window)
-    except ValueError:  # e.g. a reserved buffer larger than a tiny window
+        max_out = resolve_window(transcript, plan.context_window).max_output_tokens
+        _, threshold, _ = agent_threshold(transcript, plan.context_window, max_out)
+    except ValueError:  # a window no policy fits
         return None
+    return threshold

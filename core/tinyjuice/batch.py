@@ -134,6 +134,13 @@ class BatchOptions:
     redact: bool = True
     #: Settings for the rules profile (seed 001 keys); defaults when empty.
     rules: Mapping[str, Any] = field(default_factory=dict)
+    #: A trigger policy spec: each trajectory must also end below that policy's
+    #: threshold on its model's window (the lower target wins). None: the trajectory's
+    #: own agent's policy, picked from its format as ``compress`` and ``explain`` do.
+    policy: str | None = None
+    #: Compress every message, the history before an agent's last compaction included
+    #: (default: the live context; see :func:`tinyjuice.live.live_view`).
+    whole_file: bool = False
 
     def __post_init__(self) -> None:
         if self.target_tokens < 1:
@@ -463,7 +470,10 @@ def _summarise(
             out.error = f"summary provider failed ({exc.failure_class.value}): {outcome.reason}"
             if not outcome.drop_allowed:
                 return out
-    fb = fallback_summary(source, budget_tokens=budget, counter=counter, redact=redact)
+    # Nothing archives a batch's appendix: the summary only counts what it left out.
+    fb = fallback_summary(
+        source, budget_tokens=budget, counter=counter, redact=redact, appendix=False
+    )
     out.fallback += 1
     out.message = render_summary_message(
         fb.text, kind=SummaryKind.FALLBACK, role=Role.USER, redact=redact
@@ -488,12 +498,38 @@ def _rules_pass(
     if tail <= head:
         return None
     cfg = RulesConfig.from_mapping(options.rules) if options.rules else RulesConfig()
-    res = apply_rules(msgs, head, tail, cfg)
+    res = apply_rules(msgs, head, tail, cfg, redact=options.redact)
     applied = sum(res.applied.values())
     if not applied:
         return None
     new_msgs = tuple(res.messages)
     return replace(transcript, messages=new_msgs), applied, head, tail
+
+
+def effective_target(transcript: Transcript, options: BatchOptions) -> int:
+    """``options.target_tokens``, or lower: just under the policy's threshold.
+
+    The policy is ``options.policy``, else the trajectory's own agent's: the same choice
+    ``compress`` and ``explain`` make (:func:`tinyjuice.policies.agent_threshold`), on
+    the trajectory's window. A trajectory left at its agent's trigger would only be
+    compacted again by that agent.
+    """
+    from tinyjuice.policies import agent_threshold, resolve_window
+
+    window = resolve_window(transcript)
+    _, threshold, _ = agent_threshold(
+        transcript, window.context_window, window.max_output_tokens, options.policy
+    )
+    return max(1, min(options.target_tokens, threshold.threshold_tokens - 1))
+
+
+def _work_on(transcript: Transcript, options: BatchOptions) -> Transcript:
+    """The live context (the whole transcript with ``whole_file``)."""
+    if options.whole_file:
+        return transcript
+    from tinyjuice.live import live_view
+
+    return live_view(transcript)
 
 
 def compress_trajectory(
@@ -518,7 +554,7 @@ def compress_trajectory(
     msgs = transcript.messages
     n = len(msgs)
     idx = index or BoundaryIndex(msgs)
-    target = options.target_tokens
+    target = effective_target(transcript, options)
     base = TrajectoryMetrics(
         status=TrajectoryStatus.SKIPPED_UNDER_TARGET,
         tokens_before=tokens.total,
@@ -718,8 +754,9 @@ def process_line(
     except LoadError as exc:
         return _bad(exc.problem + (f" at {exc.json_path}" if exc.json_path else ""), line, started)
     try:
+        transcript = _work_on(transcript, options)
         tokens = count_transcript(transcript, counter)
-        if tokens.total <= options.target_tokens:
+        if tokens.total <= effective_target(transcript, options):
             n = len(transcript.messages)
             metrics = TrajectoryMetrics(
                 status=TrajectoryStatus.SKIPPED_UNDER_TARGET,
@@ -779,6 +816,7 @@ def process_file(
             started,
         )
     try:
+        transcript = _work_on(transcript, options)
         result = compress_trajectory(transcript, options, counter=counter, provider=provider)
         output = None
         if result.changed:

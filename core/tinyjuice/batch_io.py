@@ -38,8 +38,9 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, BinaryIO, Literal, TypeVar
 
+from tinyjuice.atomic import file_mode
 from tinyjuice.batch import (
     BatchAggregator,
     BatchOptions,
@@ -49,7 +50,8 @@ from tinyjuice.batch import (
     process_file,
     process_line,
 )
-from tinyjuice.summary import SummaryProvider
+from tinyjuice.formats._base import LoadError, check_regular
+from tinyjuice.summary import FailureClass, SummaryProvider
 from tinyjuice.tokens import TokenCounter, default_counter
 
 __all__ = [
@@ -120,6 +122,9 @@ class BatchRun:
     stopped_source: str | None = None
     stopped_line: int | None = None
     partial_lines: int = 0
+    #: Why the run was stopped early on its own: the summary provider refused the
+    #: credentials (an auth failure would repeat for every trajectory).
+    aborted: str | None = None
 
     def to_dict(self, *, timings: bool = True) -> dict[str, Any]:
         out = self.summary.to_dict(timings=timings)
@@ -128,6 +133,7 @@ class BatchRun:
                 "workers": self.workers,
                 "items": self.items,
                 "interrupted": self.interrupted,
+                "aborted": self.aborted,
                 "outputs": len(self.outputs),
                 "partial": None
                 if self.partial is None
@@ -200,7 +206,9 @@ def _walk(root: Path, skip: Path | None) -> list[Path]:
             continue
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
-            if not name.startswith(".") and not name.endswith(PARTIAL_SUFFIX):
+            if name.startswith(".") or name.endswith(PARTIAL_SUFFIX):
+                continue
+            if os.path.isfile(here / name):  # a pipe or device in the folder is not data
                 out.append(here / name)
     return out
 
@@ -222,6 +230,11 @@ def plan_jobs(inputs: Sequence[str | Path], output: str | Path) -> list[Job]:
     for s in srcs:
         if not s.exists():
             raise BatchInputError(f"{s}: no such file or directory")
+        if not s.is_dir():
+            try:
+                check_regular(s)
+            except LoadError as exc:
+                raise BatchInputError(str(exc)) from None
     pairs: list[tuple[Path, Path]] = []
     if len(srcs) == 1 and srcs[0].is_file():
         target = out / srcs[0].name if out.is_dir() else out
@@ -410,17 +423,23 @@ def _chunks(jobs: Sequence[Job]) -> Iterator[_Chunk]:
 
 
 def _atomic_write(target: Path, data: bytes | None, source: Path) -> None:
+    """Write one output file; it takes its source's permission bits."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        if data is None:
-            tmp.write_bytes(source.read_bytes())
-        else:
-            tmp.write_bytes(data)
+        with _private_open(tmp) as fh:
+            fh.write(source.read_bytes() if data is None else data)
+        os.chmod(tmp, file_mode(source))
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _private_open(path: Path) -> BinaryIO:
+    """``path`` opened for writing, created 0600 (its final mode is set when complete)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    return os.fdopen(fd, "wb", buffering=_IO_BUFFER)
 
 
 class _LinesWriter:
@@ -430,7 +449,7 @@ class _LinesWriter:
         self.job = job
         job.target.parent.mkdir(parents=True, exist_ok=True)
         self.partial = job.target.with_name(job.target.name + PARTIAL_SUFFIX)
-        self.fh = self.partial.open("wb", buffering=_IO_BUFFER)
+        self.fh = _private_open(self.partial)
         self.lines = 0
         self.last_line: int | None = None
 
@@ -444,6 +463,7 @@ class _LinesWriter:
 
     def finish(self) -> None:
         self.fh.close()
+        os.chmod(self.partial, file_mode(self.job.source))
         os.replace(self.partial, self.job.target)
 
     def abandon(self) -> None:
@@ -470,7 +490,8 @@ def run_batch(
     Summaries come from the deterministic fallback unless ``provider_factory`` is
     given: it is called once in each worker (so it must pickle: a module-level function
     or a ``functools.partial`` of one) and its provider summarises every trajectory
-    there. Auth and network failures leave the trajectory unchanged (``summary_failed``).
+    there. Auth and network failures leave the trajectory unchanged (``summary_failed``);
+    an auth failure also stops the run (``aborted`` says why): the key is wrong for all.
 
     ``on_item`` sees each result in input order (progress, bad-line reports, per-
     trajectory metrics). ``should_stop`` is polled after every written line; when it
@@ -481,6 +502,7 @@ def run_batch(
     outputs: list[str] = []
     writer: _LinesWriter | None = None
     interrupted = False
+    aborted: str | None = None
     items_done = 0
     stopped: tuple[str | None, int | None] = (None, None)
     # Load the tokenizer here first: forked workers inherit it instead of loading it each.
@@ -518,7 +540,9 @@ def run_batch(
                     agg.add(metrics, str(job.source))
                 if on_item is not None:
                     on_item(job, metrics, consumed)
-                if should_stop is not None and should_stop():
+                if metrics is not None and metrics.failure_class == FailureClass.AUTH.value:
+                    aborted = metrics.error or "the summary provider refused the credentials"
+                if aborted is not None or (should_stop is not None and should_stop()):
                     interrupted = True
                     stopped = (str(job.source), line)
                     break
@@ -546,4 +570,5 @@ def run_batch(
         stopped_source=stopped[0],
         stopped_line=stopped[1],
         partial_lines=writer.lines if writer is not None else 0,
+        aborted=aborted,
     )

@@ -41,6 +41,12 @@ Classification heuristics (system prompt, leading system messages, injected mess
     ``provider``/``server_type`` equal to ``"mcp"``) → ``mcp_tools``; the remaining
     schemas → ``tool_definitions``.
 
+Subagents
+    Besides agent definitions in the prompt, the ``subagents`` bucket holds the results of
+    the calls that ran a subagent (Claude Code's ``Task``/``Agent`` tool): what the
+    subagents' work costs the main context. ``ContextBreakdown.subagents`` is how many
+    subagents the session has (files and sidechains, when the caller lists them).
+
 Measured usage
     The last provider-reported prompt size (``Transcript.usage``) or an explicit
     ``measured_prompt_tokens`` overrides the estimated total in :attr:`total_tokens`; the
@@ -68,12 +74,16 @@ __all__ = [
     "BUCKET_KEYS",
     "CONVERSATION_KEYS",
     "STATIC_KEYS",
+    "SUBAGENT_TOOLS",
     "ContextBreakdown",
     "ContextBucket",
     "compute_breakdown",
     "is_mcp_tool",
     "tool_definitions_in",
 ]
+
+#: Tool names whose calls start a subagent (Claude Code's Task tool, later Agent).
+SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
 
 _LABELS: dict[str, str] = {
     "system_prompt": "System prompt",
@@ -134,6 +144,20 @@ class ContextBreakdown:
     counter: str
     #: Index of the message the measured usage belongs to, when known.
     measured_at_message: int | None = None
+    #: How many subagents the session has (when the caller says; see list_subagents).
+    subagents: int = 0
+    #: What counting finds in the prompt the measurement covers (static + messages up
+    #: to the measured one); None without a measurement.
+    counted_at_measurement: int | None = None
+
+    @property
+    def unrecorded_tokens(self) -> int:
+        """The measured prompt minus what the transcript records up to that reading: the
+        agent's own system prompt and tool schemas (and tokenizer differences) that the
+        file never wrote down. 0 without a measurement; never negative."""
+        if self.measured_prompt_tokens is None or self.counted_at_measurement is None:
+            return 0
+        return max(0, self.measured_prompt_tokens - self.counted_at_measurement)
 
     @property
     def total_tokens(self) -> int:
@@ -191,6 +215,7 @@ class ContextBreakdown:
             "estimated_total_tokens": self.estimated_total_tokens,
             "measured_prompt_tokens": self.measured_prompt_tokens,
             "measured_at_message": self.measured_at_message,
+            "unrecorded_tokens": self.unrecorded_tokens,
             "context_max_tokens": self.context_max_tokens,
             "total_tokens": self.total_tokens,
             "total_kind": self.total_kind.value,
@@ -390,6 +415,7 @@ def compute_breakdown(
     counter: TokenCounter | None = None,
     measured_prompt_tokens: int | None = None,
     context_max_tokens: int | None = None,
+    subagents: int = 0,
 ) -> ContextBreakdown:
     """Buckets for ``transcript`` from its precomputed ``tokens``.
 
@@ -435,7 +461,8 @@ def compute_breakdown(
         elif m.meta.is_injected or m.role in (Role.SYSTEM, Role.DEVELOPER):
             _split_piece(m.text, rest, counter, sink, "injected")
         elif m.role is Role.TOOL:
-            sink["tool_output"] += rest
+            # A subagent's report (Claude Code's Task/Agent result) is the subagent's cost.
+            sink["subagents" if m.tool_name in SUBAGENT_TOOLS else "tool_output"] += rest
         elif m.role is Role.USER:
             sink["user"] += rest
         else:
@@ -460,6 +487,11 @@ def compute_breakdown(
     window = context_max_tokens or transcript.context_window
     if window is None and last is not None:
         window = last.context_window
+    counted_at = None
+    if measured_prompt_tokens is not None:
+        n = len(transcript.messages)
+        upto = n if measured_at is None else min(n, max(0, measured_at + 1))
+        counted_at = tokens.system_prompt + tokens.tools + tokens.prefix[upto]
     return ContextBreakdown(
         categories=categories,
         estimated_total_tokens=sum(sink.values()),
@@ -467,4 +499,6 @@ def compute_breakdown(
         context_max_tokens=window,
         counter=tokens.counter,
         measured_at_message=measured_at,
+        subagents=subagents,
+        counted_at_measurement=counted_at,
     )

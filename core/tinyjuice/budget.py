@@ -86,6 +86,8 @@ class ThresholdRule(StrEnum):
     RATIO = "ratio"  # int(effective × ratio) was above the floor
     FLOOR = "floor"  # the floor was higher than int(effective × ratio)
     SMALL_WINDOW = "small_window"  # the floor reached the window: 85% of it instead
+    BUFFER = "buffer"  # another agent's policy: the window minus a reserved buffer
+    LIMIT = "limit"  # another agent's policy: a configured token limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +104,15 @@ class Budget:
     floor: int = DEFAULT_FLOOR
     #: The ratio the caller configured, before any raise.
     configured_ratio: float = DEFAULT_THRESHOLD_RATIO
+    #: How another agent's policy derived the threshold (see :mod:`tinyjuice.policies`);
+    #: the explanation when set.
+    note: str | None = None
 
     @property
     def explanation(self) -> str:
         """One line saying how the threshold was derived (no transcript content)."""
+        if self.note is not None:
+            return self.note
         eff = f"{self.effective_window:,}"
         if self.output_reservation:
             eff = (

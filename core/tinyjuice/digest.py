@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import orjson
 
 from tinyjuice.model import Message, Part, Role, TextPart, ToolCall
+from tinyjuice.redact import redact_clip
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -161,7 +162,15 @@ def _shrink_str(s: str, cap: int) -> str:
     n = len(s)
     if n <= cap + SHRINK_MARKER_MAX:
         return s
-    removed = n - cap
+    return redact_clip(s, lambda r: _cut_str(r, cap, n))
+
+
+def _cut_str(s: str, cap: int, original: int) -> str:
+    """``s`` cut to ``cap`` characters plus a marker naming how many the original lost."""
+    n = len(s)
+    if n <= cap:
+        return s
+    removed = original - cap
     if _PATHLIKE.fullmatch(s) is not None:
         tail = cap // 3
         head = cap - tail
@@ -369,13 +378,30 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+#: Characters of a long value redacted before it is clipped for a digest line.
+_CLIP_READ = 16_384
+
+
 def _clip(text: str, limit: int) -> str:
     flat = _one_line(text)
+    if len(flat) <= limit:
+        return flat
+    # Clipped after redacting (no key cut in half), redacted again; on one line.
+    return redact_clip(text[:_CLIP_READ], lambda r: _cut_end(_one_line(r), limit))
+
+
+def _cut_end(flat: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _clip_middle(text: str, limit: int) -> str:
     flat = _one_line(text)
+    if len(flat) <= limit:
+        return flat
+    return redact_clip(text[:_CLIP_READ], lambda r: _cut_middle(_one_line(r), limit))
+
+
+def _cut_middle(flat: str, limit: int) -> str:
     if len(flat) <= limit:
         return flat
     tail = limit // 3

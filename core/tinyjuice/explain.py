@@ -47,15 +47,13 @@ from tinyjuice.budget import (
 from tinyjuice.model import CompactionEvent, Transcript, Trigger
 from tinyjuice.models import ModelLimits
 from tinyjuice.policies import (
-    HermesPolicy,
     Rule,
     Threshold,
     TriggerPolicy,
     UsagePoint,
     UsageSeries,
     WindowInfo,
-    parse_policy,
-    pick_policy,
+    agent_threshold,
     replay,
     resolve_window,
     usage_series,
@@ -95,6 +93,9 @@ class EventFlag(StrEnum):
     LOW_SAVINGS = "low_savings"
     CONSECUTIVE_LOW_SAVINGS = "consecutive_low_savings"
     ESTIMATE_INFLATED_BY_TOOL_SCHEMAS = "estimate_inflated_by_tool_schemas"
+    #: A rule of the compacted turns (CLAUDE.md, AGENTS.md, a skill, the user's "never
+    #: …") is neither in the summary nor still in context (tinyjuice.survival).
+    RULES_LOST = "rules_lost"
 
 
 class TokenSource(StrEnum):
@@ -168,6 +169,8 @@ class EventExplanation:
     #: (``blocked`` or ``low_savings``); None otherwise.
     anti_thrash: str | None = None
     inflation: Inflation | None = None
+    #: The rules this compaction lost, with the index of the message that held each.
+    rules_lost: tuple[tuple[str, int], ...] = ()
 
     @property
     def manual(self) -> bool:
@@ -245,6 +248,13 @@ class EventExplanation:
                     f"estimate inflated: counted {inf.estimate:,} vs measured {inf.measured:,} "
                     f"(+{inf.excess:,}), mostly tool schemas ({inf.tool_tokens:,})"
                 )
+            elif flag is EventFlag.RULES_LOST and self.rules_lost:
+                shown = "; ".join(f"#{i} {_clip(t)}" for t, i in self.rules_lost[:3])
+                more = f" (+{len(self.rules_lost) - 3} more)" if len(self.rules_lost) > 3 else ""
+                out.append(
+                    f"lost {len(self.rules_lost)} rule(s) the summary should have kept: "
+                    f"{shown}{more}"
+                )
         if self.anti_thrash is not None:
             out.append(f"the policy's anti-thrash would have held it back ({self.anti_thrash})")
         return tuple(out)
@@ -267,8 +277,43 @@ class EventExplanation:
             "still_over_threshold": self.still_over,
             "flags": [f.value for f in self.flags],
             "anti_thrash": self.anti_thrash,
+            "rules_lost": [{"text": t, "index": i} for t, i in self.rules_lost],
             "reasons": list(self.reasons()),
         }
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def rules_lost_by_event(transcript: Transcript) -> dict[int, tuple[tuple[str, int], ...]]:
+    """``{event.message_index: ((rule, index), …)}`` for every compaction whose summary
+    lost a rule of the turns it replaced (:mod:`tinyjuice.survival`; kept = the
+    messages after the summary, up to the next compaction, where an agent re-injects
+    its rules files)."""
+    from tinyjuice.survival import check_rules, find_rules
+
+    msgs = transcript.messages
+    events = sorted(
+        (e for e in transcript.compactions if e.summary_index is not None),
+        key=lambda e: e.summary_index or 0,
+    )
+    out: dict[int, tuple[tuple[str, int], ...]] = {}
+    previous = 0
+    for k, e in enumerate(events):
+        at = e.summary_index or 0
+        if not 0 <= at < len(msgs):
+            continue
+        nxt = events[k + 1].summary_index if k + 1 < len(events) else None
+        after = msgs[at + 1 : nxt if nxt is not None else len(msgs)]
+        report = check_rules(
+            find_rules(msgs[previous:at], start_index=previous), msgs[at].text, after
+        )
+        if report.lost:
+            out[e.message_index] = tuple((c.rule.text, c.rule.index) for c in report.lost)
+        previous = at
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,23 +509,10 @@ def explain(
     entries. Pass ``tokens`` (or a prebuilt ``series``, e.g. when only the policy
     changes) to skip counting: the rest is O(messages).
     """
-    if policy is None:
-        chosen, why = pick_policy(transcript)
-    elif isinstance(policy, str):
-        chosen, why = parse_policy(policy), "given"
-    else:
-        chosen, why = policy, "given"
     window = resolve_window(transcript, context_window, limits)
-    try:
-        threshold = chosen.threshold(window.context_window, window.max_output_tokens)
-    except ValueError as exc:
-        if policy is not None:
-            raise
-        # The agent's own policy does not fit this window (e.g. a 33K buffer in a 32K
-        # window): fall back to Hermes, whose small-window rule fits any window.
-        why = f"{why}; {chosen.name.value} does not fit: {exc}; using hermes"
-        chosen = HermesPolicy()
-        threshold = chosen.threshold(window.context_window, window.max_output_tokens)
+    chosen, threshold, why = agent_threshold(
+        transcript, window.context_window, window.max_output_tokens, policy
+    )
     if series is None:
         if tokens is None:
             tokens = count_transcript(transcript, counter)
@@ -492,6 +524,7 @@ def explain(
     pi = 0
 
     events = sorted(transcript.compactions, key=lambda e: e.message_index)
+    lost_rules = rules_lost_by_event(transcript)
     out: list[EventExplanation] = []
     prev_low = False
     for number, event in enumerate(events, start=1):
@@ -532,6 +565,9 @@ def explain(
         inflation = _inflation(before, series.tool_tokens)
         if inflation is not None:
             flags.append(EventFlag.ESTIMATE_INFLATED_BY_TOOL_SCHEMAS)
+        lost = lost_rules.get(event.message_index, ())
+        if lost:
+            flags.append(EventFlag.RULES_LOST)
         out.append(
             EventExplanation(
                 number=number,
@@ -547,6 +583,7 @@ def explain(
                 post_index=post_index,
                 anti_thrash=held,
                 inflation=inflation,
+                rules_lost=lost,
             )
         )
 

@@ -6,6 +6,30 @@ every writer renders them back. They are immutable (frozen, slotted dataclasses)
 
 Mappings held by these values (``extra``, ``hints``, tool schemas) are treated as
 read-only by convention: nothing in tinyjuice mutates them after construction.
+
+**The live context.** Many agents log append-only: after a compaction the file still
+holds every earlier turn, but the agent's next call sends only what follows the reset
+(its summary and the turns since). The contract every reader follows:
+
+- A reader adds one :class:`CompactionEvent` per compaction, in message order, with
+  ``message_index`` = the first message of the context the agent continued with (the
+  summary, or the messages it re-sent before the summary: Codex's
+  ``replacement_history``, Hermes' re-inserted head rows) and ``summary_index`` = the
+  summary message when the transcript holds one (that message has ``meta.is_summary``).
+- ``resets_context`` (default ``True``) says the messages before ``message_index`` are
+  history the agent no longer sends. A reader whose file holds only the compacted list
+  itself (a protected head kept before the summary: OpenAI, Anthropic, ShareGPT and
+  Hermes session files) sets it ``False``: nothing in that file is history.
+- :attr:`Transcript.live_start` is the ``message_index`` of the LAST event that resets
+  the context (0 when none does): ``messages[live_start:]`` is the live context
+  (:meth:`Transcript.live_messages`), ``messages[:live_start]`` the history before it
+  (:meth:`Transcript.history_messages`). :func:`tinyjuice.live.live_view` builds the
+  live context as a transcript of its own (usage and events re-indexed), which is what
+  compaction, the inspector and ``inspect``'s headline figures work on.
+
+So a new reader only has to fill ``compactions`` correctly (a reader that finds
+compactions only as summary messages can use ``formats._common.summary_events``, with
+``resets=True`` when its file is an append-only log).
 """
 
 from __future__ import annotations
@@ -245,9 +269,10 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class CompactionEvent:
-    """A compaction recorded in the transcript."""
+    """A compaction recorded in the transcript (see the module docstring's contract)."""
 
-    #: Index of the first message after the compaction (the summary when there is one).
+    #: Index of the first message after the compaction: the first message of the context
+    #: the agent continued with (the summary when nothing was re-sent before it).
     message_index: int
     trigger: Trigger = Trigger.UNKNOWN
     pre_tokens: int | None = None
@@ -256,6 +281,10 @@ class CompactionEvent:
     summary_index: int | None = None
     source_id: str | None = None
     extra: Mapping[str, Any] = EMPTY
+    #: Whether the messages before ``message_index`` are history the agent no longer
+    #: sends (an append-only log). ``False``: the list was compacted in place and the
+    #: file holds only what is sent (a summary between a protected head and the tail).
+    resets_context: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +311,31 @@ class Transcript:
 
     def __len__(self) -> int:
         return len(self.messages)
+
+    @property
+    def live_start(self) -> int:
+        """Index of the first message of the live context (0 when nothing reset it).
+
+        The ``message_index`` of the last compaction event that resets the context,
+        clamped to the message count.
+        """
+        for ev in reversed(self.compactions):
+            if ev.resets_context:
+                return max(0, min(ev.message_index, len(self.messages)))
+        return 0
+
+    @property
+    def reset_event(self) -> CompactionEvent | None:
+        """The compaction the live context starts at (None when nothing reset it)."""
+        return next((ev for ev in reversed(self.compactions) if ev.resets_context), None)
+
+    def live_messages(self) -> tuple[Message, ...]:
+        """What the agent sends on its next call (besides system prompt and tools)."""
+        return self.messages[self.live_start :]
+
+    def history_messages(self) -> tuple[Message, ...]:
+        """The messages before the last reset: already compacted, no longer sent."""
+        return self.messages[: self.live_start]
 
     @property
     def system_text(self) -> str:

@@ -39,8 +39,12 @@ MODEL_LIMITS: Mapping[str, ModelLimits] = {
     "o3": ModelLimits(200_000, 100_000),
     "codex-mini": ModelLimits(200_000, 100_000),
     # Google
+    "gemini-3-pro": ModelLimits(1_048_576, 65_536),
     "gemini-2.5-pro": ModelLimits(1_048_576, 65_536),
     "gemini-2.5-flash": ModelLimits(1_048_576, 65_536),
+    "gemini-2.0-flash": ModelLimits(1_048_576, 8_192),
+    "gemini-1.5-pro": ModelLimits(2_097_152, 8_192),
+    "gemini-1.5-flash": ModelLimits(1_048_576, 8_192),
     # Open models (common serving defaults)
     "qwen3-coder": ModelLimits(262_144, 65_536),
     "qwen3": ModelLimits(131_072, 32_768),

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tinyjuice._gc import gc_paused
 from tinyjuice.boundary import (
@@ -54,6 +54,7 @@ from tinyjuice.lease import CompactionLease
 from tinyjuice.media import FlatMediaReducer
 from tinyjuice.model import CompactionEvent, Message, Role, TextPart, Transcript, Trigger
 from tinyjuice.models import resolve_context_window
+from tinyjuice.policies import PolicyName, agent_threshold, pick_policy, threshold_budget
 from tinyjuice.redact import redact_message, redact_messages, redact_text
 from tinyjuice.report import (
     DEFAULT_CONTEXT_WINDOW,
@@ -90,9 +91,13 @@ from tinyjuice.tokens import (
     TokenCounter,
     TranscriptTokens,
     count_transcript,
+    counted_kind,
     default_counter,
     message_tokens,
 )
+
+if TYPE_CHECKING:
+    from tinyjuice.analysis import TranscriptAnalysis
 
 __all__ = ["BoundaryPlan", "compress", "plan_boundary"]
 
@@ -145,15 +150,38 @@ class BoundaryPlan:
 
 
 def _window(transcript: Transcript, options: CompactionOptions) -> tuple[int, str, int | None]:
-    window, source, _model_max_out = resolve_context_window(
+    """(window, where it came from, the model's max output tokens from the table)."""
+    window, source, model_max_out = resolve_context_window(
         transcript.context_window, transcript.model, options.context_window
     )
     if window is None:
-        return DEFAULT_CONTEXT_WINDOW, "default", options.max_output_tokens
-    return window, source or "default", options.max_output_tokens
+        return DEFAULT_CONTEXT_WINDOW, "default", model_max_out
+    return window, source or "default", model_max_out
 
 
-def _budget(options: CompactionOptions, window: int, rules: RulesConfig) -> Budget:
+def _budget(
+    options: CompactionOptions,
+    window: int,
+    rules: RulesConfig,
+    transcript: Transcript,
+    model_max_out: int | None = None,
+) -> Budget:
+    """The threshold the run judges by: the same policy ``explain`` and the inspector use.
+
+    ``options.policy`` when given; else the rules profile's own trigger, or the
+    transcript's agent's policy (Hermes' rule with the options' knobs for Hermes).
+    """
+    if options.policy is None:
+        if options.profile is Profile.RULES:
+            return _hermes_budget(options, window, rules)
+        if pick_policy(transcript)[0].name is PolicyName.HERMES:
+            return _hermes_budget(options, window, rules)
+    max_out = options.max_output_tokens or model_max_out
+    _, threshold, _ = agent_threshold(transcript, window, max_out, options.policy)
+    return threshold_budget(threshold)
+
+
+def _hermes_budget(options: CompactionOptions, window: int, rules: RulesConfig) -> Budget:
     if options.profile is Profile.RULES:
         return compute_budget(
             window,
@@ -199,8 +227,8 @@ def plan_boundary(
         tokens = count_transcript(transcript, counter or default_counter())
     idx = index or BoundaryIndex(msgs)
     rules = RulesConfig.from_mapping(opts.rules) if opts.rules else RulesConfig()
-    window, window_source, _ = _window(transcript, opts)
-    budget = _budget(opts, window, rules)
+    window, window_source, model_max_out = _window(transcript, opts)
+    budget = _budget(opts, window, rules, transcript, model_max_out)
     count = max(state.compaction_count if state else 0, len(transcript.compactions))
     if count == 0 and idx.has_summary():
         # A summary in the messages means an earlier compaction (e.g. a resumed session):
@@ -336,6 +364,8 @@ class _Run:
     warnings: list[str] = field(default_factory=list)
     #: The boundary index compress() built itself (None when the caller passed one).
     own_index: BoundaryIndex | None = None
+    #: Redaction, remembered across runs when the caller passed a TranscriptAnalysis.
+    redact_many: Callable[[Sequence[Message]], tuple[list[Message], int]] = redact_messages
 
 
 def _prompt_tokens(transcript: Transcript, tokens: TranscriptTokens) -> PromptTokens:
@@ -345,7 +375,7 @@ def _prompt_tokens(transcript: Transcript, tokens: TranscriptTokens) -> PromptTo
         at = last.message_index
         if at is None or at >= len(transcript.messages) - 3:
             return PromptTokens(last.prompt_tokens, CountKind.MEASURED)
-    return PromptTokens(tokens.total, tokens.kind)
+    return PromptTokens(tokens.total, counted_kind(transcript.messages, tokens.kind))
 
 
 def _report(run: _Run, status: Status, reason: str, **kw: Any) -> CompactionReport:
@@ -360,7 +390,7 @@ def _report(run: _Run, status: Status, reason: str, **kw: Any) -> CompactionRepo
         "after_tokens": run.tokens.total,
         "prompt_tokens": run.prompt.value,
         "prompt_tokens_kind": run.prompt.kind.value,
-        "tokens_kind": run.tokens.kind.value,
+        "tokens_kind": counted_kind(t.messages, run.tokens.kind).value,
         "counter": run.tokens.counter,
         "context_window": plan.context_window,
         "context_window_source": plan.context_window_source,
@@ -407,7 +437,9 @@ def _strike_if_automatic(run: _Run) -> None:
 
 
 def _redact_before_digest(
-    messages: Sequence[Message], opts: CompactionOptions
+    messages: Sequence[Message],
+    opts: CompactionOptions,
+    redact_many: Callable[[Sequence[Message]], tuple[list[Message], int]] = redact_messages,
 ) -> tuple[list[Message], int, set[int]]:
     """Redact what a digest can carry verbatim, before digesting.
 
@@ -427,7 +459,7 @@ def _redact_before_digest(
             and tool_kind(m.tool_name or names.get(m.tool_call_id or "")) is not ToolKind.SEARCH
         ):
             now.append(i)  # the rest is digested next, and redacted afterwards if it survives
-    redacted, changed = redact_messages([messages[i] for i in now])
+    redacted, changed = redact_many([messages[i] for i in now])
     out = list(messages)
     for i, r in zip(now, redacted, strict=True):
         out[i] = r
@@ -484,9 +516,9 @@ def _with_error_lines(pruned: Sequence[Message], originals: Sequence[Message]) -
             and p.meta.generated_by == "digest"
             and (o.meta.is_error or _failed_digest(p.text))
         ):
-            # The original may not have been redacted (it was digested): redact the
-            # lines taken from it.
-            errors = [redact_text(e) for e in error_lines(tool_output_text(o.text))]
+            # The original may not have been redacted (it was digested): redact it
+            # before its lines are picked and clipped, so no clip cuts a key in half.
+            errors = [redact_text(e) for e in error_lines(redact_text(tool_output_text(o.text)))]
             if errors:
                 text = p.text + "\n" + "\n".join(errors)
                 rest = tuple(x for x in p.parts if not isinstance(x, TextPart))
@@ -689,6 +721,9 @@ def _summarise(
         "summary_omitted": dict(fb.omitted),
         "dropped": True,
     }
+    if fb.appendix:
+        info["summary_appendix"] = fb.appendix_id
+        info["_appendix"] = fb.appendix
     if failure is not None:
         info["failure_class"] = failure.value
         info["retry_class"] = "fallback"
@@ -706,8 +741,12 @@ def compress(
     lease: CompactionLease | None = None,
     now: float | None = None,
     index: BoundaryIndex | None = None,
+    analysis: TranscriptAnalysis | None = None,
 ) -> CompactionResult:
     """Compact ``transcript``; returns the new transcript, a report and the new state.
+
+    ``analysis`` (one :class:`~tinyjuice.analysis.TranscriptAnalysis` per transcript,
+    passed to every call on it) remembers per-message work between calls.
 
     The input is never modified. Auth and network summary failures, a held lease, a
     no-op boundary, a result that would not be smaller and an unmet threshold all
@@ -740,6 +779,8 @@ def compress(
         )
         run = _Run(transcript, opts, tokens, counter, plan, _prompt_tokens(transcript, tokens), st)
         run.own_index = own_index
+        if analysis is not None:
+            run.redact_many = analysis.redact_messages
 
         if (
             opts.profile is Profile.RULES
@@ -790,6 +831,7 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
     redactions = 0
     steps: list[StepSaving] = []
     info: dict[str, Any] = {}
+    appendix: str | None = None
     digests: tuple[DigestRecord, ...] = ()
     rules_applied: Mapping[str, int] = {}
     old_tok = {id(m): n for m, n in zip(msgs, run.tokens.per_message, strict=True)}
@@ -801,11 +843,14 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
     summary_msg: Message | None = None
     if opts.profile is Profile.RULES:
         cfg = RulesConfig.from_mapping(opts.rules) if opts.rules else RulesConfig()
-        res = apply_rules(msgs, start, end, cfg)
+        # Rule 5: user messages are never touched; everything else in the middle is
+        # redacted before the rules read it (so no clip can cut a key in half), and the
+        # generated text once more after.
+        res = apply_rules(msgs, start, end, cfg, redact=opts.redact)
         rules_applied = res.applied
+        redactions = res.redacted
         new_middle = list(res.messages[start : len(res.messages) - len(tail)])
         if opts.redact:
-            # Rule 5: user messages are never touched; generated text is redacted.
             fixed = []
             for m in new_middle:
                 if m.meta.generated_by and m.role is not Role.USER:
@@ -827,7 +872,7 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
     else:
         redacted_ids: set[int] = set()
         if opts.redact:
-            middle, redactions, redacted_ids = _redact_before_digest(middle, opts)
+            middle, redactions, redacted_ids = _redact_before_digest(middle, opts, run.redact_many)
         # Digest over the whole list (only the middle is kept): indices are the
         # transcript's own, and a duplicate points at the newest copy even in the tail.
         dres = digest_tool_results(
@@ -844,7 +889,7 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
             # Everything that leaves the pipeline is redacted: digest lines, and any
             # large output that was not digested after all.
             todo = [i for i, m in enumerate(pruned) if id(m) not in redacted_ids]
-            cleaned, n = redact_messages([pruned[i] for i in todo])
+            cleaned, n = run.redact_many([pruned[i] for i in todo])
             redactions += n
             for i, r in zip(todo, cleaned, strict=True):
                 pruned[i] = r
@@ -867,6 +912,7 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
         text, info, aborted = _summarise(run, pruned, middle, pruned_tokens, provider, now)
         if aborted is not None:
             return aborted
+        appendix = info.pop("_appendix", None)
         assert text is not None
         summary_msg = render_summary_message(
             text, kind=info["summary_kind"], role=Role.USER, lineage_id=opts.lineage_id
@@ -957,6 +1003,8 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
         post_tokens=after_tokens,
         summary_index=summary_at if summary_msg is not None else None,
         extra={"generated_by": "tinyjuice", "profile": opts.profile.value},
+        # In place: the head before the summary is still sent (see tinyjuice.model).
+        resets_context=False,
     )
     new_transcript = replace(
         t, messages=tuple(combined), compactions=_remap_events(t, combined, event), usage=()
@@ -1039,4 +1087,5 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
         state=new_state,
         compacted_middle=tuple(compacted_middle),
         summary_message=summary_msg,
+        appendix=appendix,
     )

@@ -45,22 +45,24 @@ usage continues the measured curve — within a live context that is exactly "la
 measurement + the messages since". Every point keeps its plain counted estimate too,
 so a measured point can be compared with what counting alone would say.
 
-A compaction *resets* the live context when the transcript keeps the full history
-(Claude Code, Codex: the summary starts the new context) or when the messages before
-it are archived rows (Hermes ``active = 0``). Hermes logs and ShareGPT trajectories
-hold the compacted list itself (head, summary, tail), so there is nothing to reset.
+A compaction *resets* the live context when its event says so
+(``CompactionEvent.resets_context``, the contract in :mod:`tinyjuice.model`): the
+transcript keeps the full history (Claude Code, Codex: the summary starts the new
+context) or the messages before it are archived rows (Hermes ``active = 0``). Hermes
+logs and ShareGPT trajectories hold the compacted list itself (head, summary, tail), so
+there is nothing to reset.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
-from tinyjuice.budget import Budget, compute_budget
+from tinyjuice.budget import Budget, ThresholdRule, compute_budget
 from tinyjuice.model import Role, Transcript
 from tinyjuice.models import ModelLimits, lookup_model
 from tinyjuice.tokens import CountKind, TranscriptTokens
@@ -87,11 +89,13 @@ __all__ = [
     "UsagePoint",
     "UsageSeries",
     "WindowInfo",
+    "agent_threshold",
     "default_policy",
     "parse_policy",
     "pick_policy",
     "replay",
     "resolve_window",
+    "threshold_budget",
     "usage_series",
 ]
 
@@ -103,9 +107,6 @@ CODEX_LIMIT_RATIO = 0.90
 OPENCODE_RESERVE_CAP = 20_000
 #: Window used when neither the user, the transcript nor the model table knows it.
 DEFAULT_WINDOW = 128_000
-
-#: Formats whose transcript keeps the history a compaction replaced (before its summary).
-_FULL_HISTORY_FORMATS = frozenset({"claude-code", "codex"})
 
 
 class PolicyName(StrEnum):
@@ -538,7 +539,8 @@ def parse_policy(spec: str) -> TriggerPolicy:
 def pick_policy(transcript: Transcript) -> tuple[TriggerPolicy, str]:
     """The policy of the agent that wrote ``transcript``, and why it was picked.
 
-    By source format (claude-code, codex, hermes and ShareGPT trajectories → hermes),
+    By source format (claude-code, codex, opencode; hermes and ShareGPT trajectories →
+    hermes),
     then by model name (a ``codex`` model → codex); otherwise hermes, the reference
     policy the engine itself follows.
     """
@@ -547,12 +549,65 @@ def pick_policy(transcript: Transcript) -> tuple[TriggerPolicy, str]:
         return ClaudeCodePolicy(), "format claude-code"
     if fmt == "codex":
         return CodexPolicy(), "format codex"
+    if fmt == "opencode":
+        return OpencodePolicy(), "format opencode"
     if fmt in ("hermes", "sharegpt"):
         return HermesPolicy(), f"format {fmt}"
     model = (transcript.model or "").lower()
     if "codex" in model:
         return CodexPolicy(), f"model {transcript.model}"
     return HermesPolicy(), "default (no agent-specific policy for this format)"
+
+
+def agent_threshold(
+    transcript: Transcript,
+    context_window: int,
+    max_output_tokens: int | None = None,
+    policy: TriggerPolicy | str | None = None,
+) -> tuple[TriggerPolicy, Threshold, str]:
+    """(policy, its threshold on ``context_window``, why it was picked) — the one choice
+    ``compress``, ``explain``, ``batch`` and the inspector all make.
+
+    ``policy`` is a policy, a spec string, or None for the transcript's own agent's
+    (:func:`pick_policy`). When the agent's own policy does not fit the window (a 33K
+    buffer in a 32K window) Hermes' rule, which fits any window, stands in; a policy
+    that was asked for raises ``ValueError`` instead.
+    """
+    if policy is None:
+        chosen, why = pick_policy(transcript)
+    elif isinstance(policy, str):
+        chosen, why = parse_policy(policy), "given"
+    else:
+        chosen, why = policy, "given"
+    try:
+        threshold = chosen.threshold(context_window, max_output_tokens)
+    except ValueError as exc:
+        if policy is not None:
+            raise
+        why = f"{why}; {chosen.name.value} does not fit: {exc}; using hermes"
+        chosen = HermesPolicy()
+        threshold = chosen.threshold(context_window, max_output_tokens)
+    return chosen, threshold, why
+
+
+def threshold_budget(threshold: Threshold) -> Budget:
+    """The :class:`~tinyjuice.budget.Budget` the pipeline runs on, for any policy's threshold."""
+    if threshold.budget is not None:
+        return threshold.budget
+    effective = threshold.effective_window
+    ratio = threshold.ratio or threshold.threshold_tokens / max(effective, 1)
+    rule = {Rule.BUFFER: "buffer", Rule.LIMIT: "limit"}.get(threshold.rule, threshold.rule.value)
+    return Budget(
+        context_window=threshold.context_window,
+        output_reservation=threshold.output_reservation,
+        effective_window=effective,
+        threshold_tokens=threshold.threshold_tokens,
+        rule=ThresholdRule(rule),
+        ratio=ratio,
+        floor=0,
+        configured_ratio=ratio,
+        note=threshold.explanation,
+    )
 
 
 # ---------------------------------------------------------------------------- window
@@ -672,16 +727,24 @@ class UsageSeries:
 
 
 def _reset_indices(transcript: Transcript) -> tuple[int, ...]:
-    msgs = transcript.messages
-    full = transcript.format in _FULL_HISTORY_FORMATS
-    out: set[int] = set()
-    for ev in transcript.compactions:
-        i = ev.message_index
-        if not 0 < i <= len(msgs):
-            continue
-        if full or msgs[i - 1].extra.get("active") == 0:
-            out.add(i)
+    """Where compactions reset the live context (``CompactionEvent.resets_context``)."""
+    n = len(transcript.messages)
+    out = {
+        ev.message_index
+        for ev in transcript.compactions
+        if ev.resets_context and 0 < ev.message_index <= n
+    }
     return tuple(sorted(out))
+
+
+def _count_kind(kind: CountKind, media: list[int], lo: int, hi: int) -> CountKind:
+    """The kind of a plain count of messages ``[lo, hi)`` made with a counter of
+    ``kind``; ``media`` lists the messages holding images, which are counted with a flat
+    estimate — a count that includes one is an estimate (as the context bar says)."""
+    if kind is not CountKind.EXACT:
+        return kind
+    k = bisect_left(media, lo)
+    return CountKind.ESTIMATED if k < len(media) and media[k] < hi else CountKind.EXACT
 
 
 def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSeries:
@@ -717,10 +780,17 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
     offset = 0
     seg = 0
     base = static  # static − prefix[start of the live context]
+    seg_start = 0
     next_reset = resets[0] if resets else n + 1
+    media = [i for i, m in enumerate(msgs) if m.media]
+
+    def count_kind(lo: int, hi: int) -> CountKind:
+        return _count_kind(point_kind, media, lo, hi)
+
     for i in indices:
         while i >= next_reset:
             base = static - prefix[next_reset]
+            seg_start = next_reset
             seg += 1
             next_reset = resets[seg] if seg < len(resets) else n + 1
         raw = base + prefix[i]
@@ -730,7 +800,7 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
             offset = value - raw
             point_kind = CountKind.ESTIMATED
         else:
-            append(UsagePoint(i, max(0, raw + offset), point_kind, raw, seg))
+            append(UsagePoint(i, max(0, raw + offset), count_kind(seg_start, i), raw, seg))
     live = resets[-1] if resets else 0
     last = points[-1] if points else None
     if last is not None and last.message_index >= live:
@@ -739,10 +809,11 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
         if last.measured:
             next_kind = CountKind.MEASURED if not since else CountKind.ESTIMATED
         else:
-            next_kind = last.kind  # a count plus counted messages: the same kind
+            # A count plus counted messages: the same kind, unless they hold an image.
+            next_kind = count_kind(live, n) if last.kind is CountKind.EXACT else last.kind
     else:
         next_tokens = max(0, static + prefix[n] - prefix[min(live, n)] + offset)
-        next_kind = point_kind
+        next_kind = count_kind(live, n)
     return UsageSeries(
         points=tuple(points),
         static_tokens=static,

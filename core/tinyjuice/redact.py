@@ -10,19 +10,26 @@ commit hashes and file names survive for summary review.
 
 JSON tool arguments stay valid JSON: secrets are redacted inside string leaves and
 under sensitive keys, never by slicing the raw text.
+
+Text is read as it is stored, too: a text holding JSON string escapes (a tool result
+that is itself JSON, JSON nested in a string of it) is also read with them decoded, and
+every hit found there replaces whole escapes of the original (see
+:func:`find_secrets`). Generated text that clips a value uses :func:`redact_clip`, so a
+clip never shows the part of a key it cut.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
 import orjson
 
+from tinyjuice._escapes import Unescaped, decoded_views, unescape
 from tinyjuice.model import Message, Part, TextPart, ThinkingPart, ToolCall
 
 __all__ = [
@@ -31,6 +38,7 @@ __all__ = [
     "find_secrets",
     "is_sensitive_key",
     "marker",
+    "redact_clip",
     "redact_json",
     "redact_message",
     "redact_messages",
@@ -57,6 +65,25 @@ class SecretKind(StrEnum):
     URL_PASSWORD = "url_password"
     ENV_SECRET = "env_secret"
     SENSITIVE_KEY = "sensitive_key"
+    AWS_SECRET_KEY = "aws_secret_key"
+    AZURE_STORAGE_KEY = "azure_storage_key"
+    STRIPE_WEBHOOK_SECRET = "stripe_webhook_secret"
+    SLACK_APP_TOKEN = "slack_app_token"
+    NPM_TOKEN = "npm_token"
+    PYPI_TOKEN = "pypi_token"
+    SENDGRID_KEY = "sendgrid_key"
+    DIGITALOCEAN_TOKEN = "digitalocean_token"
+    SHOPIFY_TOKEN = "shopify_token"
+    DISCORD_WEBHOOK = "discord_webhook"
+    TELEGRAM_BOT_TOKEN = "telegram_bot_token"
+    GOOGLE_OAUTH_SECRET = "google_oauth_secret"
+    GOOGLE_OAUTH_TOKEN = "google_oauth_token"
+    VAULT_TOKEN = "vault_token"
+    AGE_SECRET_KEY = "age_secret_key"
+    GROQ_KEY = "groq_key"
+    LIBPQ_PASSWORD = "libpq_password"
+    PASSWORD_FIELD = "password_field"
+    NETRC_PASSWORD = "netrc_password"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +121,8 @@ class _Rule:
     group: int = 0
     #: The match may not follow a word character.
     word_start: bool = True
+    #: Runs only when :data:`_SHAPES` finds one of the newer provider shapes.
+    shape: bool = False
 
 
 def _rule(
@@ -103,17 +132,24 @@ def _rule(
     *,
     group: int = 0,
     word_start: bool = True,
+    flags: int = 0,
+    shape: bool = False,
 ) -> _Rule:
-    return _Rule(kind, re.compile(pattern), needles, group, word_start)
+    return _Rule(kind, re.compile(pattern, flags), needles, group, word_start, shape)
 
 
 _RULES: tuple[_Rule, ...] = (
     _rule(
         SecretKind.PRIVATE_KEY,
         # A whole PEM block; an unterminated one (truncated output) up to its last base64 line.
-        r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY( BLOCK)?-----"
+        # "( BLOCK|)" rather than "( BLOCK)?": a back-reference to a group that did not
+        # take part never matches, and the END line would never be found.
+        r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY( BLOCK|)-----"
         r"(?:[\s\S]*?-----END \1PRIVATE KEY\2-----"
-        r"|(?:\r?\n[A-Za-z0-9+/=]{16,})*(?:\r?\n[A-Za-z0-9+/]*={1,2}(?![A-Za-z0-9+/=]))?)",
+        # The last line of a cut block may be short: a padded one, or any base64 run the
+        # cut ended (the end of the text, a quote, an escape, an ellipsis or a marker).
+        r"|(?:\r?\n[A-Za-z0-9+/=]{16,})*(?:\r?\n[A-Za-z0-9+/]*={1,2}(?![A-Za-z0-9+/=])"
+        r"|\r?\n[A-Za-z0-9+/]+(?=\Z|[\"'\\…\[]))?)",
         (),
         word_start=False,
     ),
@@ -159,11 +195,83 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _rule(
         SecretKind.URL_PASSWORD,
-        # scheme://user:password@host — only the password goes.
-        r"://[^\s:/@\[\]\"'<>]+:" + _NOT_MARKER + r"([^\s@/\[\]\"'<>]+)@",
+        # scheme://user:password@host — only the password goes. The password may hold
+        # "@" itself: it runs to the last "@" before the host.
+        r"://[^\s:/@\[\]\"'<>]+:" + _NOT_MARKER + r"([^\s/\[\]\"'<>]+)@(?![^\s@/\"'<>]*@)",
         (),
         group=1,
         word_start=False,
+    ),
+    _rule(
+        SecretKind.AWS_SECRET_KEY,
+        # ~/.aws/credentials, env files, "SecretAccessKey" in JSON: 40 base64 characters.
+        r"(?i:aws_?secret_?access_?key|secret_?access_?key)[\"']?\s*[:=]\s*[\"']?"
+        r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+        ("secret_access_key", "secretaccesskey"),
+        group=1,
+    ),
+    _rule(
+        SecretKind.AZURE_STORAGE_KEY,
+        # Connection strings: AccountKey=…; SharedAccessKey=… (base64).
+        r"(?:AccountKey|SharedAccessKey)=" + _NOT_MARKER + r"([A-Za-z0-9+/]{20,}={0,2})",
+        ("accountkey=", "sharedaccesskey="),
+        group=1,
+    ),
+    _rule(SecretKind.STRIPE_WEBHOOK_SECRET, r"whsec_[A-Za-z0-9+/]{24,}=*" + _R, (), shape=True),
+    _rule(
+        SecretKind.SLACK_APP_TOKEN,
+        r"xapp-\d-[A-Z0-9]{6,}-\d{6,}-[A-Za-z0-9]{20,}" + _R,
+        (),
+        shape=True,
+    ),
+    _rule(SecretKind.NPM_TOKEN, r"npm_[A-Za-z0-9]{36}" + _R, (), shape=True),
+    _rule(SecretKind.PYPI_TOKEN, r"pypi-AgE[A-Za-z0-9_\-]{50,}", (), shape=True),
+    _rule(
+        SecretKind.SENDGRID_KEY, r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _R, (), shape=True
+    ),
+    _rule(SecretKind.DIGITALOCEAN_TOKEN, r"do[por]_v1_[a-f0-9]{64}" + _R, (), shape=True),
+    _rule(SecretKind.SHOPIFY_TOKEN, r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _R, (), shape=True),
+    _rule(
+        SecretKind.DISCORD_WEBHOOK,
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{20,}",
+        (),
+        word_start=False,
+    ),
+    _rule(
+        SecretKind.TELEGRAM_BOT_TOKEN,
+        # "<bot id>:<secret>": the secret goes, the numeric id stays.
+        r":(?<=[0-9]{8}:)(AA[A-Za-z0-9_\-]{33})" + _R,
+        (),
+        group=1,
+        word_start=False,
+        shape=True,
+    ),
+    _rule(SecretKind.GOOGLE_OAUTH_SECRET, r"GOCSPX-[A-Za-z0-9_\-]{28}" + _R, (), shape=True),
+    _rule(SecretKind.GOOGLE_OAUTH_TOKEN, r"ya29\.[A-Za-z0-9_\-]{20,}", (), shape=True),
+    _rule(SecretKind.VAULT_TOKEN, r"hv[sbr]\.[A-Za-z0-9_\-]{24,}" + _R, (), shape=True),
+    _rule(SecretKind.AGE_SECRET_KEY, r"AGE-SECRET-KEY-1[0-9A-Z]{58}" + _R, (), shape=True),
+    _rule(SecretKind.GROQ_KEY, r"gsk_[A-Za-z0-9]{48,}" + _R, (), shape=True),
+    _rule(
+        SecretKind.PASSWORD_FIELD,
+        # A YAML/INI-style "password: value" line: the value is the only thing after the
+        # colon (prose goes on with more words), and not a placeholder or a type name.
+        r"^[ \t]*(?:- )?[\"']?(?:[A-Za-z0-9_\-]*[_\-])?(?i:password|passwd|passphrase|secret)"
+        r"[\"']?[ \t]*:[ \t]+" + _NOT_MARKER + r"(?![$<{*~%]"
+        r"|(?i:required|optional|none|null|true|false|string|str|bytes|int|bool|any|yes|no|empty)"
+        r"[ \t]*\r?$"
+        # A type annotation ("secret: SecretStr", "password: Optional[str]"), not a value.
+        r"|[A-Z][A-Za-z]*[ \t]*\r?$|[^\s]*[\[(])"
+        r"([^\s#'\"][^\s]*)[ \t]*\r?$",
+        ("passw", "passphrase", "secret"),
+        group=1,
+        word_start=False,
+        flags=re.M,
+    ),
+    _rule(
+        SecretKind.NETRC_PASSWORD,
+        r"machine\s+\S+\s+(?:login\s+\S+\s+)?password\s+" + _NOT_MARKER + r"(\S+)",
+        ("passw",),
+        group=1,
     ),
 )
 
@@ -302,7 +410,21 @@ _NEEDLES: tuple[str, ...] = tuple(
 # secret. Alternatives are grouped by first letter so the engine tries few per position.
 _NAME_TAIL = r"[a-z0-9_\-]*[\"']?\s*[:=]"
 #: "://" before "user:password@" or a Slack webhook path.
-_URL_SECRET = r"://(?:[^\s:/@\[\]\"'<>]+:[^\s@/\[\]\"'<>]+@|hooks\.slack\.com/services/)"
+_URL_SECRET = (
+    r"://(?:[^\s:/@\[\]\"'<>]+:[^\s@/\[\]\"'<>]+@|hooks\.slack\.com/services/"
+    r"|(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/)"
+)
+#: Newer provider shapes, lower-cased, each entered at a punctuation mark and checked
+#: backwards from there (a new first letter would slow every filter down).
+_SHAPES = "|".join(
+    (
+        "_(?:(?<=whsec_)|(?<=npm_)|(?<=gsk_)|(?<=do[por]_v1_)|(?<=shp(?:at|ca|pa|ss)_))",
+        "-(?:(?<=xapp-)|(?<=gocspx-)|(?<=pypi-)age|(?<=age-secret-key-)1)",
+        r"\.(?:(?<=sg\.)[a-z0-9_\-]{22}\.|(?<=ya29\.)|(?<=hv[sbr]\.))",
+        r":aa[a-z0-9_\-]{33}",
+    )
+)
+_SHAPES_RE = re.compile(_SHAPES)
 _CANDIDATE = re.compile(
     "|".join(
         (
@@ -311,7 +433,8 @@ _CANDIDATE = re.compile(
             r"g(?:h[pousr]_|ithub_pat_|l(?:pat|dt|rt|cbt)-)",
             r"xox|hf_|eyj|bearer\s",
             _URL_SECRET,
-            r"p(?:rivate key|ass(?:w|phrase)" + _NAME_TAIL + ")",
+            r"p(?:rivate key|ass(?:w|phrase)" + _NAME_TAIL + r"|assword\s+\S)",
+            _SHAPES,
             r"k(?:ey" + _NAME_TAIL + r"|_(?:live|test)_[a-z0-9]{16})",
             "token" + _NAME_TAIL,
             "c(?:redential|ookie)" + _NAME_TAIL,
@@ -328,11 +451,12 @@ _CANDIDATE_SCAN = re.compile(
             f"k(?:(?<=tok)en{_NAME_TAIL}|ey{_NAME_TAIL}"
             + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
             f"c(?:(?<=sec)ret{_NAME_TAIL}|redential{_NAME_TAIL}|ookie{_NAME_TAIL})",
-            f"w(?<=passw){_NAME_TAIL}",
+            f"w(?<=passw)(?:{_NAME_TAIL}|ord\\s+\\S)",
             f"h(?:(?<=passph)rase{_NAME_TAIL}|(?<=auth){_NAME_TAIL})",
             "z(?<=aiz)a",
             "_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=hf_))",
             "-(?:(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glcbt-))",
+            _SHAPES,
             r"xox|j(?<=eyj)|bearer\s",
             _URL_SECRET,
             "v(?<=priv)ate key",
@@ -342,20 +466,52 @@ _CANDIDATE_SCAN = re.compile(
 _AWS_CANDIDATE = re.compile(r"A(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}")
 
 
-def find_secrets(text: str) -> list[SecretHit]:
-    """Secrets in ``text``, sorted by position, never overlapping."""
-    if not text:
-        return []
+_CONNINFO_PASSWORD = re.compile(
+    # A conninfo value: quoted, or a bare run ended by whitespace, a quote or the end.
+    # Code is not a conninfo: "password=password)" and "password=pw," are arguments, and
+    # "{pw}", "$PGPASSWORD", "%(pw)s", "<pw>" are placeholders.
+    r"(?<![\w.\-])password\s*=\s*" + _NOT_MARKER + r"(?:'((?:[^'\\\n]|\\.)+)'"
+    r"|(?![{$%<])([^\s'\",()]+)(?=[\s'\"]|$))"
+)
+_CONNINFO_KEYWORD = re.compile(
+    r"(?<![\w.\-])(?:host|hostaddr|dbname|user|port|sslmode|connect_timeout)\s*="
+)
+#: How far along its line a conninfo keyword is looked for around "password=".
+_CONNINFO_REACH = 300
+
+
+def _conninfo_hits(text: str, hits: list[_Hit]) -> None:
+    """libpq ``password=…`` in a conninfo string (``host=db user=app password=…``): any
+    value counts when another conninfo keyword stands on the same line."""
+    for m in _CONNINFO_PASSWORD.finditer(text):
+        left = max(text.rfind("\n", 0, m.start()) + 1, m.start() - _CONNINFO_REACH)
+        right = text.find("\n", m.end())
+        right = min(len(text) if right < 0 else right, m.end() + _CONNINFO_REACH)
+        if _CONNINFO_KEYWORD.search(text, left, m.start()) or _CONNINFO_KEYWORD.search(
+            text, m.end(), right
+        ):
+            g = 1 if m.group(1) is not None else 2
+            a, b = m.span(g)
+            hits.append((a, a - b, 0, SecretKind.LIBPQ_PASSWORD))
+
+
+def _lowered(text: str) -> str:
     low = text.lower()
     if len(low) != len(text):
         # A few characters lower-case to two; keep positions aligned with the original.
         low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    return low
+
+
+def _scan(text: str, low: str) -> list[_Hit]:
+    """Every hit in ``text`` read as it stands (overlapping, unsorted)."""
     if _CANDIDATE.search(low) is None:
         return []
     present = {n for n in _NEEDLES if n in low}
+    shapes = _SHAPES_RE.search(low) is not None
     hits: list[_Hit] = []
     for rule in _RULES:
-        if rule.needles and present.isdisjoint(rule.needles):
+        if (rule.needles and present.isdisjoint(rule.needles)) or (rule.shape and not shapes):
             continue
         for m in rule.pattern.finditer(text):
             if rule.word_start and m.start() > 0 and text[m.start() - 1] in _WORD_CHARS:
@@ -366,18 +522,98 @@ def find_secrets(text: str) -> list[SecretHit]:
     words = [w for w in _NAME_WORDS if w in present]
     if words:
         _name_hits(text, low, words, hits)
+    if "passw" in present:
+        _conninfo_hits(text, hits)
     _header_hits(text, low, present, hits)
-    if not hits:
-        return []
+    return hits
+
+
+# --------------------------------------------------------------- escaped text
+# A key whose lines are joined by "\n" escapes, or a name behind \", cannot be read from
+# the characters; the text is read again with one level of escapes decoded (and again
+# for nested JSON, see tinyjuice._escapes), and each hit is mapped back to the
+# characters it came from, whole escapes included.
+
+
+def _escaped_hits(text: str) -> list[_Hit]:
+    """Hits in the decoded readings of ``text``, as spans of ``text``."""
+    levels = decoded_views(text)
+    if not any(_scan(v, _lowered(v)) for v in levels):
+        return []  # the common case: nothing found, nothing to map back
+    out: list[_Hit] = []
+    views: list[Unescaped] = []
+    view = text
+    for _ in levels:
+        u = unescape(view)
+        assert u is not None
+        views.append(u)
+        view = u.text
+        for start, neg_len, prio, kind in _scan(view, _lowered(view)):
+            a, b = start, start - neg_len
+            for v in reversed(views):
+                a, b = v.start(a), v.end(b)
+            out.append((a, a - b, prio, kind))
+    return out
+
+
+def _may_hide(text: str, low: str) -> bool:
+    """Whether escapes in ``text`` may hide a hit from a plain reading: a needle is
+    there, or an escape that can hide one (``\\u`` spells letters, ``\\/`` the slashes
+    of "://")."""
+    return "\\" in text and (
+        "\\u" in low or "\\/" in text or _MESSAGE_QUICK.search(low) is not None
+    )
+
+
+def _resolve(hits: list[_Hit]) -> list[SecretHit]:
+    """Sorted, non-overlapping hits: the longest first at a start, then by priority; a
+    hit overlapping an earlier one extends it (a secret is never left half-covered)."""
     hits.sort()
     out: list[SecretHit] = []
-    last_end = -1
     for start, neg_len, _prio, kind in hits:
-        if start < last_end:
+        end = start - neg_len
+        if out and start < out[-1].end:
+            if end > out[-1].end:
+                out[-1] = SecretHit(out[-1].kind, out[-1].start, end)
             continue
-        out.append(SecretHit(kind, start, start - neg_len))
-        last_end = start - neg_len
+        out.append(SecretHit(kind, start, end))
     return out
+
+
+def find_secrets(text: str) -> list[SecretHit]:
+    """Secrets in ``text``, sorted by position, never overlapping.
+
+    Text holding JSON escapes is also read with them decoded (see :func:`_escaped_hits`).
+    """
+    if not text:
+        return []
+    low = _lowered(text)
+    hits = _scan(text, low)
+    if "\\" in text:
+        hits = _with_escapes(text, low, hits)
+    return _resolve(hits) if hits else []
+
+
+def _with_escapes(text: str, low: str, hits: list[_Hit]) -> list[_Hit]:
+    """``hits`` of a text holding backslashes, joined by the hits of its decoded readings.
+
+    A plain hit that ran over an escape (a bare value read on past ``\\n`` or up to
+    ``\\"``) yields to the decoded hits it overlaps, which end where the value does; one
+    that stands alone never ends inside an escape (half of one would break the JSON).
+    """
+    esc = _escaped_hits(text) if _may_hide(text, low) else []
+    out: list[_Hit] = []
+    for start, neg_len, prio, kind in hits:
+        end = start - neg_len
+        if "\\" in text[start:end]:
+            if any(a < end and start < a - n for a, n, _p, _k in esc):
+                continue
+            run = len(text[start:end]) - len(text[start:end].rstrip("\\"))
+            end -= run % 2
+            if end <= start:
+                continue
+        out.append((start, start - end, prio, kind))
+    return out + esc
 
 
 def redact_text(text: str) -> str:
@@ -393,6 +629,16 @@ def redact_text(text: str) -> str:
         pos = hit.end
     pieces.append(text[pos:])
     return "".join(pieces)
+
+
+def redact_clip(text: str, clip: Callable[[str], str]) -> str:
+    """``clip(text)`` that never shows part of a secret.
+
+    A clip can cut a key so that what is left no longer looks like one (an AWS secret
+    read as a path, half a PEM line); ``text`` is redacted before the clip, and what the
+    clip returns is redacted again.
+    """
+    return redact_text(clip(redact_text(text)))
 
 
 def _redact_all(value: Any) -> Any:
@@ -514,7 +760,7 @@ def redact_message(msg: Message) -> Message:
 #: fields), unconditionally: "auth" is an exactly-sensitive JSON key.
 _MESSAGE_QUICK = re.compile(
     r"sk-|aiza|a(?:kia|sia|bia|cca)|gh[pousr]_|github_pat_|gl(?:pat|dt|rt|cbt)-|xox|hf_|eyj|"
-    r"://|private key|_live_|_test_|api-key|bearer|auth|" + "|".join(_NAME_WORDS)
+    r"://|private key|_live_|_test_|api-key|bearer|auth|" + _SHAPES + "|" + "|".join(_NAME_WORDS)
 )
 
 
@@ -572,37 +818,26 @@ def _message_strings(msg: Message) -> tuple[list[str], bool]:
 _JOIN = "\n\x00"
 
 
-def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
-    """:func:`redact_message` over many messages, and how many changed.
+def _flag_strings(entries: Iterable[tuple[int, str]]) -> set[int]:
+    """The messages (by index) holding a string where a hit may start.
 
-    Every distinct string of the messages is lower-cased and scanned once, joined, for
-    anything that can start a hit (:data:`_CANDIDATE_SCAN`, and :data:`_AWS_CANDIDATE` on
-    the original case); only messages with a candidate are redacted in full. JSON whose decoded strings may differ from its characters (escapes)
-    cannot be judged by its characters: a message holding such JSON is redacted in full
-    whenever it holds any needle at all. The result is the same as calling
-    :func:`redact_message` on each (messages that cannot hold a secret are returned as the
-    same objects), at a fraction of the per-message cost.
+    Every distinct string is lower-cased and scanned once, joined with the others, for
+    :data:`_CANDIDATE_SCAN` (and :data:`_AWS_CANDIDATE` on the original case); a match
+    flags every message holding that string.
     """
-    # Each distinct string is scanned once; a hit marks every message holding it.
     index: dict[str, int] = {}
     originals: list[str] = []
-    owner: list[int] = []
-    more_owners: dict[int, list[int]] = {}
-    opaque: list[int] = []
-    for i, m in enumerate(messages):
-        strings, is_opaque = _message_strings(m)
-        if is_opaque:
-            opaque.append(i)
-        for text in strings:
-            if not text:
-                continue
-            k = index.setdefault(text, len(originals))
-            if k == len(originals):
-                originals.append(text)
-                owner.append(i)
-            elif owner[k] != i:
-                more_owners.setdefault(k, []).append(i)
-    candidates: set[int] = set()
+    owners: list[list[int]] = []
+    for i, text in entries:
+        if not text:
+            continue
+        k = index.setdefault(text, len(originals))
+        if k == len(originals):
+            originals.append(text)
+            owners.append([i])
+        elif owners[k][-1] != i:
+            owners[k].append(i)
+    flagged: set[int] = set()
     lowered = [s.lower() for s in originals]
     for pieces, pattern in ((lowered, _CANDIDATE_SCAN), (originals, _AWS_CANDIDATE)):
         starts: list[int] = []
@@ -611,9 +846,42 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
             starts.append(pos)
             pos += len(piece) + len(_JOIN)
         for hit in pattern.finditer(_JOIN.join(pieces)):
-            k = bisect_right(starts, hit.start()) - 1
-            candidates.add(owner[k])
-            candidates.update(more_owners.get(k, ()))
+            flagged.update(owners[bisect_right(starts, hit.start()) - 1])
+    return flagged
+
+
+def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
+    """:func:`redact_message` over many messages, and how many changed.
+
+    Every distinct string of the messages is scanned once, joined, for anything that can
+    start a hit (:func:`_flag_strings`); only messages with a candidate are redacted in
+    full. A text holding escapes is read decoded too, as :func:`find_secrets` reads it
+    (its decoded readings are scanned the same way, for the messages not flagged yet).
+    JSON whose decoded strings may differ from its characters cannot be judged by its
+    characters: a message holding such JSON is redacted in full whenever it holds any
+    needle at all. The result is the same as calling :func:`redact_message` on each
+    (messages that cannot hold a secret are returned as the same objects), at a fraction
+    of the per-message cost.
+    """
+    entries: list[tuple[int, str]] = []
+    escaped: dict[int, list[str]] = {}
+    opaque: list[int] = []
+    for i, m in enumerate(messages):
+        strings, is_opaque = _message_strings(m)
+        if is_opaque:
+            opaque.append(i)
+        for text in strings:
+            entries.append((i, text))
+            if "\\" in text:
+                escaped.setdefault(i, []).append(text)
+    candidates = _flag_strings(entries)
+    candidates |= _flag_strings(
+        (i, view)
+        for i, texts in escaped.items()
+        if i not in candidates
+        for text in texts
+        for view in decoded_views(text)
+    )
     for i in opaque:
         if i in candidates:
             continue

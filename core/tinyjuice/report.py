@@ -15,6 +15,7 @@ from typing import Any
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.model import Message, Transcript
+from tinyjuice.redact import redact_json
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -64,6 +65,10 @@ class CompactionOptions:
     threshold_ratio: float = 0.50
     threshold_floor: int = 64_000
     raise_ratio_small_windows: bool = True
+    #: The trigger policy (a spec such as ``"claude-code"`` or ``"hermes:ratio=0.6"``);
+    #: None picks the transcript's own agent's, as ``explain`` and the inspector do
+    #: (:func:`tinyjuice.policies.agent_threshold`). Hermes' rule uses the knobs above.
+    policy: str | None = None
     # head
     protect_system: bool = True
     protect_first_n: int = 3
@@ -154,6 +159,8 @@ class CompactionReport:
     summary_tokens: int = 0
     summary_provider: str | None = None
     summary_omitted: Mapping[str, int] = field(default_factory=dict)
+    #: The id (sha256 prefix) of the appendix holding what the summary left out.
+    summary_appendix: str | None = None
     steps: tuple[StepSaving, ...] = ()
     digests: tuple[Mapping[str, Any], ...] = ()
     rules_applied: Mapping[str, int] = field(default_factory=dict)
@@ -180,8 +187,12 @@ class CompactionReport:
         return 100.0 * self.tokens_saved / self.before_tokens if self.before_tokens else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape printed by ``tjui compress --json``."""
-        raw = asdict(self)
+        """The JSON shape printed by ``tjui compress --json``, every string redacted (a
+        reason, warning or preview may quote the transcript)."""
+        shaped: dict[str, Any] = redact_json(self._shape(asdict(self)))
+        return shaped
+
+    def _shape(self, raw: dict[str, Any]) -> dict[str, Any]:
         return {
             "status": self.status.value,
             "reason": self.reason,
@@ -217,6 +228,7 @@ class CompactionReport:
                 "tokens": self.summary_tokens,
                 "provider": self.summary_provider,
                 "omitted": dict(self.summary_omitted),
+                "appendix": self.summary_appendix,
             },
             "steps": [asdict(s) for s in self.steps],
             "digests": {"count": len(self.digests), "items": [dict(d) for d in self.digests]},
@@ -249,6 +261,9 @@ class CompactionResult:
     compacted_middle: tuple[Message, ...] = ()
     #: The inserted handoff summary, when there is one.
     summary_message: Message | None = None
+    #: What the fallback summary left out to fit its budget (redacted markdown), which a
+    #: commit archives under its sha256; the summary names its first 16 hex digits.
+    appendix: str | None = None
 
     @property
     def messages(self) -> tuple[Message, ...]:

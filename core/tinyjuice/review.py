@@ -8,12 +8,18 @@ anchors a continuation needs and says which of them the summary kept:
 category        what counts (first occurrence, de-duplicated, ``index`` = its message)
 ==============  ===========================================================================
 ``paths``       file paths in text and tool arguments (the same recogniser as the
-                fallback: see :func:`tinyjuice.summary.fallback_summary`)
+                fallback: see :func:`tinyjuice.summary.fallback_summary`); a path a
+                tool call read, created, edited, deleted or ran weighs 3. Paths seen
+                only in a listing, a search result or a file's content, and system
+                executables (``/bin/bash``), are *background*: reported apart
+                (:attr:`SummaryReview.background`), never missing
 ``commands``    the ``command``/``cmd`` of shell-like tool calls (terminal, bash, …)
 ``urls``        ``http(s)://`` URLs
-``errors``      error lines (tracebacks, ``…Error``, ``error:``, ``failed``, a non-zero
-                exit code, "No such file", "Permission denied") and the first line of
-                every tool result flagged as an error
+``errors``      error lines *tool results* returned (tracebacks' error line, ``…Error``,
+                ``error:``, ``failed``, a non-zero exit code, "No such file",
+                "Permission denied"; JSON results read through their output) and the
+                head of every result flagged as an error ("Exit code 127" and the
+                shell's line after it); never the assistant's prose
 ``numbers``     numbers with a unit: durations, sizes, percentages, counts such as
                 "47 failed" or "1,284 lines", versions such as ``3.11.4`` (not the sizes
                 tinyjuice's own tool-output digests state)
@@ -23,14 +29,20 @@ category        what counts (first occurrence, de-duplicated, ``index`` = its me
 ``latest_ask``  the newest real user message, verbatim
 ==============  ===========================================================================
 
-Matching (whitespace is normalised on both sides, and both sides are redacted first so
-a secret never appears in a review): a path is found when it appears as a whole path,
-or when the summary names it by a shorter suffix of at least two segments (an absolute
-``/repo/src/app.py`` is found by ``src/app.py``; ``{a,b}`` brace lists in the summary are
-expanded); a command or an error line when its first 100 characters appear; a tool name
-as a whole word; a number with its unit (commas and the space before the unit are
-optional); a commit hash when its first 7 characters appear; the latest ask only when
-quoted in full.
+Injected context (CLAUDE.md, reminders, slash-command echoes) holds no items: its rules
+are checked by :mod:`tinyjuice.survival`. Items carry a weight (:data:`WEIGHTS`);
+:attr:`SummaryReview.weighted` is the recall weighted by them.
+
+Matching is a reader's (both sides redacted first, so a secret never appears in a
+review; case, quotes and backticks, spacing and ``1,284``/``1284`` do not matter): a path
+is found when it appears as a whole path (``./`` ignored), or when the summary names it
+by a shorter suffix of at least two segments (an absolute ``/repo/src/app.py`` is found
+by ``src/app.py``; ``{a,b}`` brace lists in the summary are expanded); a command when its
+first 100 characters appear; an error line when its first 100 characters appear without
+the shell's ``bash: line 1:`` prefix or pytest's ``E``, or 80% of its first 20 words of
+two letters or more (lines of four such words or more); a tool name as a whole word; a
+number with its unit (commas and the space before the unit are optional); a commit
+hash when its first 7 characters appear; the latest ask only when quoted in full.
 
 Checks: the handoff prefix and end marker are present (only for summaries that start
 with the handoff prefix, i.e. tinyjuice's), the body fits the token budget (when one is
@@ -38,7 +50,9 @@ given), no secret is found in the summary, and no line reads as a fresh request 
 :func:`fresh_request_lines` for that heuristic.
 
 :func:`review_past_compactions` does the same for every summary an agent already wrote
-into a transcript, against the turns before it.
+into a transcript, against the turns before it. Every review also answers the probe
+questions of the middle from the summary (:mod:`tinyjuice.probes`) and checks which of
+its rules survived (:mod:`tinyjuice.survival`).
 """
 
 from __future__ import annotations
@@ -49,10 +63,20 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from tinyjuice.facts import (
+    Facts,
+    error_head,
+    error_lines,
+    extract_facts,
+    listing_results,
+    norm_error,
+    norm_path,
+    norm_text,
+)
 from tinyjuice.model import Message, Role, Transcript
 from tinyjuice.redact import find_secrets, redact_text
+from tinyjuice.rules import tool_output_text
 from tinyjuice.summary import (
-    _ERROR_RE,
     _PATH_KEYS,
     _URL_RE,
     END_MARKER,
@@ -107,6 +131,8 @@ class ReviewItem:
     text: str
     index: int
     found: bool
+    #: How much the item matters (see :data:`WEIGHTS`; a file a tool touched weighs 3).
+    weight: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +152,13 @@ class SummaryReview:
     budget_tokens: int | None
     source_messages: int
     start_index: int = 0
+    #: Names seen only in a listing or search result (or system executables):
+    #: ``(text, index)``, reported apart and never counted as missing.
+    background: tuple[tuple[str, int], ...] = ()
+    #: Probe questions answered from the summary (:mod:`tinyjuice.probes`).
+    probes: Any = None
+    #: Rules that must outlive the compaction and whether they did (:mod:`tinyjuice.survival`).
+    rules: Any = None
 
     def total(self, category: Category | str) -> int:
         cat = Category(category)
@@ -151,6 +184,15 @@ class SummaryReview:
         if not self.items:
             return None
         return sum(1 for i in self.items if i.found) / len(self.items)
+
+    @property
+    def weighted(self) -> float | None:
+        """Found / total weighted by what the agent did with each item (:data:`WEIGHTS`):
+        a touched file, a tool's error or the latest ask counts three times a mention."""
+        total = sum(i.weight for i in self.items)
+        if not total:
+            return None
+        return sum(i.weight for i in self.items if i.found) / total
 
     @property
     def missing(self) -> dict[str, tuple[ReviewItem, ...]]:
@@ -187,6 +229,10 @@ class SummaryReview:
             "budget_tokens": self.budget_tokens,
             "source_messages": self.source_messages,
             "start_index": self.start_index,
+            "weighted": None if self.weighted is None else round(self.weighted, 4),
+            "background": [{"text": t, "index": i} for t, i in self.background],
+            "probes": None if self.probes is None else self.probes.to_dict(),
+            "rules": None if self.rules is None else self.rules.to_dict(),
         }
 
 
@@ -278,23 +324,6 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _error_lines(text: str) -> Iterator[str]:
-    """Whole lines holding an error (the fallback's rule; ``exit 0`` is not an error)."""
-    last_start = -1
-    for m in _ERROR_RE.finditer(text):
-        code = m.group("code") or m.group("code2")
-        if code is not None and code.lstrip("-") == "0":
-            continue
-        start = text.rfind("\n", 0, m.start()) + 1
-        if start == last_start:
-            continue
-        last_start = start
-        end = text.find("\n", m.end())
-        line = _norm(text[start : len(text) if end < 0 else end])
-        if line:
-            yield line
-
-
 def _numbers(text: str) -> Iterator[str]:
     scan = _PROGRESS_RE.sub(" ", text) if "%]" in text else text
     for m in _NUMBER_RE.finditer(scan):
@@ -317,12 +346,22 @@ def _identifiers(text: str) -> Iterator[str]:
 
 
 class _Items:
+    """First-seen items per category; paths de-duplicated as a reader would compare them
+    (``./src/a.py`` is ``src/a.py``)."""
+
     def __init__(self) -> None:
         self.seen: dict[tuple[Category, str], int] = {}
+        self._paths: set[str] = set()
 
     def add(self, category: Category, text: str, index: int) -> None:
-        if text:
-            self.seen.setdefault((category, text), index)
+        if not text:
+            return
+        if category is Category.PATHS:
+            key = norm_path(text)
+            if key in self._paths:
+                return
+            self._paths.add(key)
+        self.seen.setdefault((category, text), index)
 
 
 def _source_text(m: Message) -> str:
@@ -345,72 +384,146 @@ def _undiff(items: _Items) -> None:
     items.seen = seen
 
 
+#: What an item of each category weighs in :attr:`SummaryReview.weighted`; a path a
+#: tool call read, wrote, edited, deleted or ran weighs :data:`TOUCHED_WEIGHT`.
+WEIGHTS: dict[Category, float] = {
+    Category.PATHS: 1.0,
+    Category.COMMANDS: 2.0,
+    Category.URLS: 1.0,
+    Category.ERRORS: 3.0,
+    Category.NUMBERS: 0.5,
+    Category.TOOLS: 0.5,
+    Category.IDENTIFIERS: 1.0,
+    Category.LATEST_ASK: 3.0,
+}
+TOUCHED_WEIGHT = 3.0
+
+
+#: "Traceback (most recent call last):" says an error follows; the error is the line
+#: that names it, not this header.
+_TRACEBACK_HEAD_RE = re.compile(r"^\s*Traceback \(most recent call last\):?\s*$")
+
+
+def _tool_error_lines(m: Message, text: str) -> list[str]:
+    """The error lines of a tool result: its error lines and, when it is flagged as an
+    error, its head line(s). Only tools return errors: prose is not scanned."""
+    lines = list(error_lines(text)) if text else []
+    if m.meta.is_error and text.strip():
+        lines = [*error_head(text), *lines]
+    return [_norm(line) for line in lines if not _TRACEBACK_HEAD_RE.match(line)]
+
+
+def _scan_message(out: _Items, m: Message, i: int, content: bool) -> None:
+    """Items of one message. ``content``: a tool result holding a listing, search hits
+    or a file's content — its paths are scanned (background unless seen elsewhere), its
+    numbers, identifiers and "Error" words are not facts."""
+    if m.meta.is_injected and m.meta.injected_kind != "observation":
+        # Injected context (CLAUDE.md, reminders, slash-command echoes) is re-injected,
+        # not remembered: its rules are checked by tinyjuice.survival instead. (SWE-agent
+        # observations are tool output carried as user turns: they count.)
+        return
+    text = _source_text(m)
+    if text and content:
+        for p in _paths_in(text):
+            out.add(Category.PATHS, p, i)
+        if m.tool_name:
+            out.add(Category.TOOLS, m.tool_name, i)
+        if m.meta.is_error:
+            for line in _tool_error_lines(m, text):
+                out.add(Category.ERRORS, line, i)
+    elif text:
+        for p in _paths_in(text):
+            out.add(Category.PATHS, p, i)
+        if "://" in text:
+            for u in _URL_RE.finditer(text):
+                out.add(Category.URLS, u.group(0).rstrip(".,:;!?'\""), i)
+        if m.meta.generated_by != "digest":
+            # A digest's own sizes ("120 lines, 5,230 bytes") describe what was cut.
+            for n in _numbers(text):
+                out.add(Category.NUMBERS, n, i)
+        for ident in _identifiers(text):
+            out.add(Category.IDENTIFIERS, ident, i)
+    observation = m.meta.injected_kind == "observation"
+    if (m.role is Role.TOOL or observation) and not content:
+        if m.tool_name:
+            out.add(Category.TOOLS, m.tool_name, i)
+        # {"output": …, "exit_code": 1} results are read through their output.
+        for line in _tool_error_lines(m, tool_output_text(text)):
+            out.add(Category.ERRORS, line, i)
+    for call in m.tool_calls:
+        out.add(Category.TOOLS, call.name, i)
+        args = call.parsed_arguments()
+        if args is None:
+            for p in _paths_in(call.arguments):
+                out.add(Category.PATHS, p, i)
+            continue
+        for key, leaf in _string_leaves(args):
+            if key in _PATH_KEYS and leaf.strip() and len(leaf) <= 500:
+                out.add(Category.PATHS, leaf.strip(), i)
+            for p in _paths_in(leaf):
+                out.add(Category.PATHS, p, i)
+            if "://" in leaf:
+                for u in _URL_RE.finditer(leaf):
+                    out.add(Category.URLS, u.group(0).rstrip(".,:;!?'\""), i)
+        if _is_shell_tool(call.name) and isinstance(args, dict):
+            for key in ("command", "cmd"):
+                cmd = _command_text(args.get(key))
+                if cmd:
+                    out.add(Category.COMMANDS, _norm(cmd), i)
+
+
+@dataclass(frozen=True, slots=True)
+class _Collected:
+    items: tuple[tuple[Category, str, int, float], ...]
+    background: tuple[tuple[str, int], ...]
+
+
+def _collect(middle: Sequence[Message], start_index: int, facts: Facts | None = None) -> _Collected:
+    out = _Items()
+    latest: tuple[str, int] | None = None
+    content = listing_results(middle)
+    for offset, m in enumerate(middle):
+        i = start_index + offset
+        text = _source_text(m)
+        if m.is_real_user and not is_summary_message(m) and text.strip():
+            latest = (text.strip(), i)
+        _scan_message(out, m, i, offset in content)
+    if latest is not None:
+        out.add(Category.LATEST_ASK, latest[0], latest[1])
+    _undiff(out)
+    facts = facts or extract_facts(middle, start_index=start_index)
+    touched = {norm_path(a.path) for a in facts.artifacts}
+    background = facts.background
+    aside = {norm_path(f.text) for f in background}
+    order = {c: k for k, c in enumerate(CATEGORIES)}
+    items = sorted(out.seen.items(), key=lambda kv: order[kv[0][0]])
+    result: list[tuple[Category, str, int, float]] = []
+    for (cat, text), index in items:
+        weight = WEIGHTS[cat]
+        if cat is Category.PATHS:
+            key = norm_path(text)
+            if key in aside:
+                continue
+            if key in touched:
+                weight = TOUCHED_WEIGHT
+        red = redact_text(text)
+        if cat in (Category.ERRORS, Category.COMMANDS):
+            red = _norm(red)
+        result.append((cat, red, index, weight))
+    return _Collected(tuple(result), tuple((redact_text(f.text), f.index) for f in background))
+
+
 def collect_items(
     middle: Sequence[Message], *, start_index: int = 0
 ) -> tuple[tuple[Category, str, int], ...]:
     """Every anchor of ``middle`` as ``(category, text, message index)``, first seen first.
 
     Item texts are redacted; ``index`` is ``start_index`` + the position in ``middle``.
+    Errors come from tool results only; paths that only appeared in a listing or a search
+    result (or name a system executable) are background, not items
+    (:func:`tinyjuice.facts.extract_facts`).
     """
-    out = _Items()
-    latest: tuple[str, int] | None = None
-    for offset, m in enumerate(middle):
-        i = start_index + offset
-        text = _source_text(m)
-        if m.is_real_user and not is_summary_message(m) and text.strip():
-            latest = (text.strip(), i)
-        if text:
-            for p in _paths_in(text):
-                out.add(Category.PATHS, p, i)
-            if "://" in text:
-                for u in _URL_RE.finditer(text):
-                    out.add(Category.URLS, u.group(0).rstrip(".,:;!?'\""), i)
-            for line in _error_lines(text):
-                out.add(Category.ERRORS, line, i)
-            if m.meta.generated_by != "digest":
-                # A digest's own sizes ("120 lines, 5,230 bytes") describe what was cut.
-                for n in _numbers(text):
-                    out.add(Category.NUMBERS, n, i)
-            for ident in _identifiers(text):
-                out.add(Category.IDENTIFIERS, ident, i)
-        if m.role is Role.TOOL:
-            if m.tool_name:
-                out.add(Category.TOOLS, m.tool_name, i)
-            if m.meta.is_error and text.strip():
-                first = next(line for line in text.splitlines() if line.strip())
-                out.add(Category.ERRORS, _norm(first), i)
-        for call in m.tool_calls:
-            out.add(Category.TOOLS, call.name, i)
-            args = call.parsed_arguments()
-            if args is None:
-                for p in _paths_in(call.arguments):
-                    out.add(Category.PATHS, p, i)
-                continue
-            for key, leaf in _string_leaves(args):
-                if key in _PATH_KEYS and leaf.strip() and len(leaf) <= 500:
-                    out.add(Category.PATHS, leaf.strip(), i)
-                for p in _paths_in(leaf):
-                    out.add(Category.PATHS, p, i)
-                if "://" in leaf:
-                    for u in _URL_RE.finditer(leaf):
-                        out.add(Category.URLS, u.group(0).rstrip(".,:;!?'\""), i)
-            if _is_shell_tool(call.name) and isinstance(args, dict):
-                for key in ("command", "cmd"):
-                    cmd = _command_text(args.get(key))
-                    if cmd:
-                        out.add(Category.COMMANDS, _norm(cmd), i)
-    if latest is not None:
-        out.add(Category.LATEST_ASK, latest[0], latest[1])
-    _undiff(out)
-    order = {c: k for k, c in enumerate(CATEGORIES)}
-    items = sorted(out.seen.items(), key=lambda kv: order[kv[0][0]])
-    result: list[tuple[Category, str, int]] = []
-    for (cat, text), index in items:
-        red = redact_text(text)
-        if cat in (Category.ERRORS, Category.COMMANDS):
-            red = _norm(red)
-        result.append((cat, red, index))
-    return tuple(result)
+    return tuple((c, t, i) for c, t, i, _ in _collect(middle, start_index).items)
 
 
 # --------------------------------------------------------------------------- matching
@@ -433,34 +546,56 @@ def _expand_braces(text: str) -> str:
     return text
 
 
+_WORD_RE = re.compile(r"[\w.+/-]+")
+
+
 class _Summary:
-    """The summary, prepared once for many lookups."""
+    """The summary, prepared once for many lookups. Matching is a reader's: case,
+    quoting, ``./`` and absolute prefixes, spacing and ``1,284`` vs ``1284`` do not
+    matter (:mod:`tinyjuice.facts`)."""
 
     def __init__(self, text: str) -> None:
         red = redact_text(text)
         self.flat = _norm(red)
         self.flat_lower = self.flat.lower()
+        self.plain = norm_text(red)
+        self.words = set(_WORD_RE.findall(self.plain))
         expanded = _expand_braces(self.flat) if "{" in self.flat else self.flat
         self.expanded = expanded
         self.paths: set[str] = set()
         for p in _paths_in(expanded):
-            q = p.rstrip("/").removeprefix("./")
+            q = norm_path(p)
             if "/" in q.strip("/"):
                 self.paths.add(q.lstrip("/"))
 
     def has_path(self, path: str) -> bool:
-        p = path.rstrip("/") or path
-        pat = r"(?<![\w.-])" + re.escape(p) + r"(?![\w-])"
-        if re.search(pat, self.expanded):
+        p = norm_path(path)
+        pat = r"(?<![\w.-])(?:\./)?" + re.escape(p) + r"(?![\w-])"
+        if re.search(pat, self.expanded, re.I):
             return True
-        segments = [s for s in p.replace("\\", "/").split("/") if s and s != "."]
+        segments = [s for s in p.split("/") if s and s != "."]
         return any("/".join(segments[k:]) in self.paths for k in range(1, len(segments) - 1))
 
     def has_prefix(self, text: str) -> bool:
-        return _norm(text)[:PREFIX_CHARS] in self.flat
+        return norm_text(text)[:PREFIX_CHARS] in self.plain
+
+    def has_error(self, text: str) -> bool:
+        """The error line's first 100 characters (its shell prefix and pytest's ``E``
+        dropped), or — for a line of four words or more — 80% of its first 20 words."""
+        key = norm_error(text)
+        if not key or key[:PREFIX_CHARS] in self.plain:
+            return True
+        words = _WORD_RE.findall(key)[:20]
+        words = [w.strip(".:,;()[]") for w in words]
+        words = [w for w in words if len(w) >= 2]
+        if len(words) < 4:
+            return False
+        hits = sum(1 for w in words if w in self.words)
+        return hits >= 0.8 * len(words)
 
     def has_word(self, word: str) -> bool:
-        return re.search(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", self.flat) is not None
+        pat = r"(?<![\w-])" + re.escape(word) + r"(?![\w-])"
+        return re.search(pat, self.flat, re.I) is not None
 
     def has_number(self, item: str) -> bool:
         m = _NUMBER_RE.fullmatch(item)
@@ -480,17 +615,19 @@ class _Summary:
     def has(self, category: Category, text: str) -> bool:
         if category is Category.PATHS:
             return self.has_path(text)
-        if category in (Category.COMMANDS, Category.ERRORS):
+        if category is Category.COMMANDS:
             return self.has_prefix(text)
+        if category is Category.ERRORS:
+            return self.has_error(text)
         if category is Category.URLS:
-            return text in self.flat
+            return text.lower().rstrip("/") in self.flat_lower
         if category is Category.TOOLS:
             return self.has_word(text)
         if category is Category.NUMBERS:
             return self.has_number(text)
         if category is Category.IDENTIFIERS:
             return self.has_identifier(text)
-        return _norm(text) in self.flat
+        return norm_text(text) in self.plain
 
 
 # ----------------------------------------------------------------------------- checks
@@ -620,18 +757,27 @@ def review_summary(
     start_index: int = 0,
     budget_tokens: int | None = None,
     counter: TokenCounter | None = None,
+    kept: Sequence[Message] = (),
 ) -> SummaryReview:
     """Review ``summary`` against the ``middle`` it replaces (see the module docs).
 
     ``start_index`` is the transcript index of ``middle[0]``, so every item's ``index``
     points into the transcript. ``budget_tokens`` is the summary budget; the *body*
-    (wrappers removed) is measured against it.
+    (wrappers removed) is measured against it. ``kept`` are the messages the model
+    still sees after the compaction (head and tail): a rule of the middle found there
+    survived (:mod:`tinyjuice.survival`). The probes (:mod:`tinyjuice.probes`) are
+    answered from the summary.
     """
+    from tinyjuice.probes import answer_from_summary, make_probes
+    from tinyjuice.survival import check_rules, find_rules
+
     counter = counter or default_counter()
     prepared = _Summary(summary)
+    facts = extract_facts(middle, start_index=start_index)
+    collected = _collect(middle, start_index, facts)
     items = tuple(
-        ReviewItem(cat, text, index, prepared.has(cat, text))
-        for cat, text, index in collect_items(middle, start_index=start_index)
+        ReviewItem(cat, text, index, prepared.has(cat, text), weight)
+        for cat, text, index, weight in collected.items
     )
     body_tokens = counter.count(strip_summary_wrappers(summary))
     return SummaryReview(
@@ -641,6 +787,9 @@ def review_summary(
         budget_tokens=budget_tokens,
         source_messages=len(middle),
         start_index=start_index,
+        background=collected.background,
+        probes=answer_from_summary(make_probes(middle, facts=facts), summary),
+        rules=check_rules(find_rules(middle, start_index=start_index), summary, kept),
     )
 
 
@@ -650,16 +799,23 @@ class PastCompaction:
 
     #: Index of the summary message.
     index: int
-    #: The reviewed span is ``messages[start:index]``.
+    #: The reviewed span is ``messages[start:end]``.
     start: int
     trigger: str
     pre_tokens: int | None
     review: SummaryReview
+    #: End of the reviewed span: the summary, or the first message the agent re-sent
+    #: before it (Codex's replacement history), which it did not summarise.
+    end: int | None = None
+
+    @property
+    def span_end(self) -> int:
+        return self.index if self.end is None else self.end
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index,
-            "span": [self.start, self.index],
+            "span": [self.start, self.span_end],
             "trigger": self.trigger,
             "pre_tokens": self.pre_tokens,
             **self.review.to_dict(),
@@ -680,21 +836,31 @@ def review_past_compactions(
     """
     counter = counter or default_counter()
     msgs = transcript.messages
-    events: dict[int, tuple[str, int | None]] = {}
+    events: dict[int, tuple[str, int | None, int]] = {}
     for e in transcript.compactions:
         at = e.summary_index
         if at is not None and 0 <= at < len(msgs):
-            events[at] = (e.trigger.value, e.pre_tokens)
+            # What the agent re-sent before its summary (Codex's replacement history,
+            # Hermes' re-inserted head) was not summarised: the span ends before it.
+            end = e.message_index if e.resets_context and e.message_index <= at else at
+            events[at] = (e.trigger.value, e.pre_tokens, end)
     for i, m in enumerate(msgs):
         if m.meta.is_summary and i not in events:
-            events[i] = ("unknown", None)
+            events[i] = ("unknown", None, i)
     out: list[PastCompaction] = []
     previous = 0
-    for at in sorted(events):
-        trigger, pre = events[at]
+    ats = sorted(events)
+    for k, at in enumerate(ats):
+        trigger, pre, end = events[at]
+        end = max(previous, end)
+        after = ats[k + 1] if k + 1 < len(ats) else len(msgs)
         review = review_summary(
-            msgs[previous:at], msgs[at].text, start_index=previous, counter=counter
+            msgs[previous:end],
+            msgs[at].text,
+            start_index=previous,
+            counter=counter,
+            kept=msgs[at + 1 : after],
         )
-        out.append(PastCompaction(at, previous, trigger, pre, review))
+        out.append(PastCompaction(at, previous, trigger, pre, review, end))
         previous = at
     return tuple(out)

@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from tinyjuice.model import Message, Part, Role, TextPart, ToolCall
+from tinyjuice.redact import redact_messages
 
 __all__ = [
     "RulesConfig",
@@ -118,6 +119,8 @@ class RulesResult:
     messages: tuple[Message, ...]
     #: How many times each rule fired ("collapse_pair", "truncate", "drop_system", "collapse_assistant").
     applied: Mapping[str, int] = field(default_factory=dict)
+    #: How many messages of the middle redaction changed (before any rule ran).
+    redacted: int = 0
 
 
 def extract_refs(text: str, limit: int = 40) -> list[str]:
@@ -291,9 +294,18 @@ def _group_end(middle: Sequence[Message], i: int, results: Mapping[str, int]) ->
 
 
 def apply_rules(
-    messages: Sequence[Message], start: int, end: int, config: RulesConfig | None = None
+    messages: Sequence[Message],
+    start: int,
+    end: int,
+    config: RulesConfig | None = None,
+    *,
+    redact: bool = True,
 ) -> RulesResult:
     """Apply the six rules to ``messages[start:end]``; head and tail are returned untouched.
+
+    With ``redact`` every message of the middle but the user's (rule 5) is redacted
+    first, so nothing the rules generate from it (refs, clipped labels and outputs, kept
+    error lines) can carry key material — not even the prefix of a key a clip cut.
 
     ``start``/``end`` must be legal boundaries (no tool group split); the caller
     computes them (rule 6 via :func:`rules_tail_start`).
@@ -305,6 +317,9 @@ def apply_rules(
     """
     cfg = config or RulesConfig()
     head, middle, tail = list(messages[:start]), list(messages[start:end]), list(messages[end:])
+    redacted = 0
+    if redact:
+        middle, redacted = _redact_middle(middle)
     applied: dict[str, int] = {}
 
     def bump(key: str) -> None:
@@ -411,7 +426,17 @@ def apply_rules(
 
     if cfg.collapse_consecutive_assistant:
         out = _collapse_assistants(out, bump)
-    return RulesResult(messages=(*head, *out, *tail), applied=applied)
+    return RulesResult(messages=(*head, *out, *tail), applied=applied, redacted=redacted)
+
+
+def _redact_middle(middle: list[Message]) -> tuple[list[Message], int]:
+    """``middle`` with every message but the user's redacted, and how many changed."""
+    todo = [i for i, m in enumerate(middle) if m.role is not Role.USER]
+    cleaned, changed = redact_messages([middle[i] for i in todo])
+    out = list(middle)
+    for i, m in zip(todo, cleaned, strict=True):
+        out[i] = m
+    return out, changed
 
 
 def _collapse_assistants(out: list[Message], bump: Callable[[str], None]) -> list[Message]:

@@ -78,6 +78,13 @@ class TranscriptStats:
     compactions: list[dict[str, Any]] = field(default_factory=list)
     warnings: tuple[str, ...] = ()
     sidechains: int = 0
+    #: The live context (what the agent sends next): ``messages``, ``tokens`` (system
+    #: prompt + tools + the messages from ``from_index``), ``measured_prompt``.
+    live: dict[str, Any] = field(default_factory=dict)
+    #: The messages before the last reset: ``messages``, ``tokens``.
+    history: dict[str, Any] = field(default_factory=dict)
+    #: The session's subagents (``tinyjuice.subagents.Subagent.to_dict``), when listed.
+    subagents: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +111,9 @@ class TranscriptStats:
             },
             "compactions": list(self.compactions),
             "sidechains": self.sidechains,
+            "live": dict(self.live),
+            "history": dict(self.history),
+            "subagents": list(self.subagents),
             "warnings": list(self.warnings),
         }
 
@@ -149,7 +159,10 @@ def compute_stats(
     *,
     tokens: TranscriptTokens | None = None,
     context_window: int | None = None,
+    whole_file: bool = False,
 ) -> TranscriptStats:
+    """Counts and tokens of ``transcript``; ``live``/``history`` split it at its last
+    reset (``whole_file``: the whole file is live)."""
     counter = counter or default_counter()
     tokens = tokens or count_transcript(transcript, counter)
     by_role: dict[str, int] = {}
@@ -177,7 +190,24 @@ def compute_stats(
         }
         for e in transcript.compactions
     ]
+    start = 0 if whole_file else transcript.live_start
+    history_tokens = sum(tokens.per_message[:start])
+    live_measured = next(
+        (
+            u.prompt_tokens
+            for u in reversed(transcript.usage)
+            if u.message_index is not None and u.message_index >= start
+        ),
+        None,
+    )
     return TranscriptStats(
+        live={
+            "from_index": start,
+            "messages": len(transcript.messages) - start,
+            "tokens": tokens.total - history_tokens,
+            "measured_prompt": live_measured,
+        },
+        history={"messages": start, "tokens": history_tokens},
         format=transcript.format,
         path=transcript.path,
         model=transcript.model,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import shlex
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -35,6 +35,8 @@ import orjson
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.model import EMPTY, MediaPart, Message, MessageMeta, Role, TextPart, ToolCall
+from tinyjuice.redact import redact_clip
+from tinyjuice.rules import tool_output_text
 from tinyjuice.tokens import TokenCounter, default_counter
 
 __all__ = [
@@ -56,6 +58,8 @@ __all__ = [
     "SummaryText",
     "build_summary_prompt",
     "classify_http_status",
+    "error_head",
+    "error_lines",
     "failure_outcome",
     "fallback_summary",
     "find_previous_summary",
@@ -199,7 +203,12 @@ _SECTIONS: tuple[tuple[str, str, str], ...] = (
         "Historical Pending Asks",
         "user requests not yet fulfilled, quoted verbatim and marked as historical",
     ),
-    ("relevant_files", "Relevant Files", "every file path read, written or mentioned, verbatim"),
+    (
+        "relevant_files",
+        "Relevant Files",
+        "every file path read, written or mentioned, verbatim, each touched file with what "
+        "was done to it (read / created / edited / deleted / ran)",
+    ),
     ("remaining_work", "Historical Remaining Work", "what still had to happen"),
     (
         "critical_context",
@@ -619,6 +628,21 @@ def _serialise_turns(messages: Sequence[Message], max_chars: int) -> str:
     return "\n\n".join(blocks)
 
 
+def _trail_block(messages: Sequence[Message]) -> str:
+    """The artifact trail of the turns for the prompt ("" when no tool touched a file)."""
+    from tinyjuice.facts import file_actions
+
+    trail = file_actions(messages)
+    if not trail:
+        return ""
+    lines = "\n".join(f"- {a.line()}" for a in trail)
+    return (
+        "Artifact trail (every file a tool touched, with what was done; extracted from the "
+        "tool calls). Carry ALL of it under Relevant Files, each file with its actions, "
+        f"before anything else:\n{lines}"
+    )
+
+
 def build_summary_prompt(
     request: SummaryRequest, *, max_chars_per_message: int = 6000
 ) -> list[dict[str, str]]:
@@ -648,6 +672,9 @@ def build_summary_prompt(
     else:
         parts.append("Summarize the conversation turns below.")
         parts.append(f"<turns>\n{turns}\n</turns>")
+    trail = _trail_block(request.messages)
+    if trail:
+        parts.append(trail)
     section_lines = "\n".join(f"## {title}\n({hint})" for _, title, hint in _SECTIONS)
     parts.append(
         "Write the summary in Markdown with exactly these sections, in this order, each as "
@@ -871,6 +898,8 @@ _DIGEST_RE = re.compile(r"^\[[\w.:/-]{1,60}\] \S")
 
 #: Budget priority (first = kept first) and the label of each category.
 _CATEGORIES: tuple[tuple[str, str], ...] = (
+    ("artifacts", "artifact trail entries"),
+    ("rules", "rules"),
     ("asks", "user asks"),
     ("paths", "paths"),
     ("commands", "commands"),
@@ -940,13 +969,30 @@ class FallbackSummary:
     source_messages: int
     confidence: Literal["low"] = "low"
     omitted_items: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Every item left out, as markdown (redacted); "" when nothing was. Stored in the
+    #: archive by a commit under ``appendix_id`` (its sha256, whose first digits the
+    #: summary's note names).
+    appendix: str = ""
+    appendix_id: str | None = None
 
     @property
     def kind(self) -> SummaryKind:
         return SummaryKind.FALLBACK
 
 
+#: Characters of a long item redacted before it is clipped (the clip shows far fewer).
+_CLIP_READ = 16_384
+
+
 def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    # Clipped after redacting, and redacted again: a cut never leaves part of a key.
+    return redact_clip(text[: max(_CLIP_READ, 4 * limit)], lambda r: _cut_line(r, limit))
+
+
+def _cut_line(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
@@ -955,7 +1001,8 @@ def _clip(text: str, limit: int) -> str:
     text = text.strip()
     if len(text) <= limit:
         return text
-    return f"{text[:limit]} …[{len(text) - limit:,} more chars]"
+    more = len(text) - limit
+    return redact_clip(text, lambda r: f"{r[:limit]} …[{more:,} more chars]")
 
 
 #: Device files that show up in shell commands and diffs; nothing to remember.
@@ -1071,7 +1118,14 @@ class _Collector:
             entry[0] += 1
 
 
-def _errors_in(text: str, out: _Collector, label: str) -> None:
+def error_lines(text: str) -> Iterator[str]:
+    """The whole lines of ``text`` holding an error (stripped, in order, each once).
+
+    An error is a traceback, an ``…Error``/``…Exception`` word, ``ERROR``, ``error:``,
+    ``failed``/``FAILED``, "No such file", "Permission denied" or a non-zero exit code
+    (``exit code 0`` is not an error). The one rule the fallback summary, the review and
+    :mod:`tinyjuice.facts` share; :func:`_error_lines_many` is its batched form.
+    """
     last_start = -1
     for m in _ERROR_RE.finditer(text):
         code = m.group("code") or m.group("code2")
@@ -1084,7 +1138,36 @@ def _errors_in(text: str, out: _Collector, label: str) -> None:
         end = text.find("\n", m.end())
         line = text[start : len(text) if end < 0 else end].strip()
         if line:
-            out.add("errors", label + _one_line(line, _ERROR_CHARS))
+            yield line
+
+
+_EXIT_ONLY_RE = re.compile(r"^exit(?:ed)?(?: with)? (?:code|status)[\s:=]*-?\d+$", re.I)
+_WORDY_RE = re.compile(r"[A-Za-z]{3,}")
+
+
+def error_head(text: str) -> list[str]:
+    """The line(s) naming a failed tool result: its first non-blank line, and the next
+    one too when the first only gives the exit code and the next has words ("Exit code
+    127" then the shell's "python: command not found"; not a test-progress line)."""
+    lines = []
+    for line in text.splitlines():
+        if line.strip():
+            lines.append(line.strip())
+            if len(lines) == 2:
+                break
+    if (
+        len(lines) == 2
+        and _EXIT_ONLY_RE.match(lines[0])
+        and _WORDY_RE.search(lines[1])
+        and not lines[1].startswith("Traceback (most recent call last)")
+    ):
+        return lines
+    return lines[:1]
+
+
+def _errors_in(text: str, out: _Collector, label: str) -> None:
+    for line in error_lines(text):
+        out.add("errors", label + _one_line(line, _ERROR_CHARS))
 
 
 #: Where :data:`_ERROR_RE` can match: each of its alternatives starts with one of these
@@ -1336,7 +1419,7 @@ def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
                         add("urls", u.group(0).rstrip(".,:;!?'\""))
                 stripped = text.strip()
                 if m.meta.is_error and stripped:
-                    first = next(line for line in text.splitlines() if line.strip())
+                    first = " — ".join(error_head(text))
                     error_firsts[len(error_texts)] = f"[{name or 'tool'}] " + _one_line(
                         first, _ERROR_CHARS
                     )
@@ -1345,15 +1428,19 @@ def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
                     or ("\n" not in stripped and len(stripped) < 400 and _DIGEST_RE.match(stripped))
                 ):
                     add("digests", _one_line(stripped, 400))
-                error_texts.append(text)
+                # {"output": …, "exit_code": 1} results are scanned through their output.
+                error_texts.append(tool_output_text(text) if text[:1] == "{" else text)
                 error_labels.append(f"[{name or 'tool'}] ")
         elif text:
             path_texts.append(text)
             if "://" in text:
                 for u in _URL_RE.finditer(text):
                     add("urls", u.group(0).rstrip(".,:;!?'\""))
-            error_texts.append(text)
-            error_labels.append("")
+            if role is not Role.ASSISTANT:
+                # Errors are what tools (or the user, pasting) reported: "failed" in the
+                # assistant's own prose is not one (tinyjuice.facts).
+                error_texts.append(text)
+                error_labels.append("")
         for call in m.tool_calls:
             # A call repeated verbatim (same tool, same arguments) adds nothing new but
             # its count: everything else it holds was collected at its first occurrence.
@@ -1441,7 +1528,12 @@ def _bullet(item: str) -> str:
     return "- " + item.replace("\n", "\n    ")
 
 
-def _note(n_messages: int, omitted: Mapping[str, int], focus: str | None = None) -> str:
+def _note(
+    n_messages: int,
+    omitted: Mapping[str, int],
+    focus: str | None = None,
+    appendix_id: str | None = None,
+) -> str:
     note = (
         f"Deterministic fallback summary of {n_messages:,} earlier message(s), generated "
         "locally without a model; it may be incomplete."
@@ -1451,6 +1543,11 @@ def _note(n_messages: int, omitted: Mapping[str, int], focus: str | None = None)
     left = [f"{omitted[key]:,} {label}" for key, label in _CATEGORIES if omitted.get(key)]
     if left:
         note += " Left out to fit the budget: " + ", ".join(left) + "."
+    if left and appendix_id:
+        note += (
+            f" Every item left out is in appendix sha256:{appendix_id}, archived with the "
+            f"commit (`tjui recover {appendix_id} -o FILE`)."
+        )
     return note
 
 
@@ -1459,6 +1556,7 @@ def _assemble(
     chosen: Mapping[str, list[str]],
     omitted: Mapping[str, int],
     focus: str | None = None,
+    appendix_id: str | None = None,
 ) -> StructuredSummary:
     def block(key: str) -> str:
         return "\n".join(_bullet(i) for i in chosen.get(key, ()))
@@ -1473,9 +1571,14 @@ def _assemble(
             "Newest first, verbatim; historical — the latest user message overrides them.\n" + asks
         )
     return StructuredSummary(
-        historical_task_snapshot=_note(n_messages, omitted, focus),
+        historical_task_snapshot=_note(n_messages, omitted, focus, appendix_id),
         pending_asks=asks,
-        relevant_files=block("paths"),
+        relevant_files=labelled(
+            ("Artifact trail (every file a tool touched: what was done)", "artifacts"),
+            ("Other paths", "paths"),
+        )
+        if chosen.get("artifacts")
+        else block("paths"),
         completed_actions=labelled(
             ("Tools used", "tools"),
             ("Commands run", "commands"),
@@ -1483,6 +1586,7 @@ def _assemble(
             ("Tool results", "digests"),
         ),
         blockers=block("errors"),
+        constraints_preferences=block("rules"),
         critical_context=labelled(("URLs", "urls")),
         active_state=labelled(("Last turns before the compacted span", "last_turns")),
     )
@@ -1490,18 +1594,29 @@ def _assemble(
 
 #: Anchors: what a continuation cannot re-derive and what a summary review measures.
 #: They are all served before any of the verbose categories gets a token.
-_ANCHORS: tuple[str, ...] = ("asks", "paths", "commands", "errors", "urls", "tools")
+_ANCHORS: tuple[str, ...] = (
+    "artifacts",
+    "rules",
+    "asks",
+    "paths",
+    "commands",
+    "errors",
+    "urls",
+    "tools",
+)
 _VERBOSE: tuple[str, ...] = ("tool_calls", "digests", "last_turns")
 
 #: Pass-one share per category, priority order, unused shares flowing down: anchors
 #: share the whole room; verbose categories share what the anchors left.
 _SHARES: dict[str, float] = {
-    "asks": 0.30,
-    "paths": 0.25,
-    "commands": 0.17,
-    "errors": 0.15,
-    "urls": 0.08,
-    "tools": 0.05,
+    "artifacts": 0.20,
+    "rules": 0.08,
+    "asks": 0.27,
+    "paths": 0.10,
+    "commands": 0.14,
+    "errors": 0.12,
+    "urls": 0.06,
+    "tools": 0.03,
     "tool_calls": 0.50,
     "digests": 0.30,
     "last_turns": 0.20,
@@ -1573,6 +1688,7 @@ def _allocate(
 
 #: Categories a focus topic reorders (asks stay newest first, last turns in order).
 _FOCUSABLE: tuple[str, ...] = (
+    "artifacts",
     "paths",
     "commands",
     "errors",
@@ -1609,6 +1725,7 @@ def fallback_summary(
     last_turns: int = 3,
     redact: bool = True,
     focus: str | None = None,
+    appendix: bool = True,
 ) -> FallbackSummary:
     """A model-free summary of ``middle`` (messages that were ALREADY redacted).
 
@@ -1625,18 +1742,28 @@ def fallback_summary(
     an extension or a slash, or have two slashes ("and/or" and dates are skipped); bare file names
     with a known extension; common dotfiles.
 
+    The *artifact trail* comes first: every file a tool call touched with what was done
+    to it (``path — read, edited``; :func:`tinyjuice.facts.file_actions`), under Relevant
+    Files, and those paths leave the plain path list.
+
     The body is clamped to ``budget_tokens`` (the explanatory note always stays). The
-    compact *anchors* come first — asks > paths > commands > errors > URLs > tool names —
-    and only the room they leave goes to the verbose parts — tool calls > tool results >
-    last turns — so whenever the budget can hold every path, command, error, URL and
-    tool name, all of them are in. Within each group pass one gives every category, in
-    priority order, a share (anchors: 30, 25, 17, 15, 8 and 5% of the budget; verbose: 50,
-    30 and 20% of what the anchors left) plus whatever the categories above left unused,
+    compact *anchors* come first — artifact trail > rules > asks > paths > commands >
+    errors > URLs > tool names — and only the room they leave goes to the verbose parts —
+    tool calls > tool results > last turns — so whenever the budget can hold every
+    anchor, all of them are in. *Rules* are those of injected context in the span (a
+    CLAUDE.md / AGENTS.md, a skill: :func:`tinyjuice.survival.find_rules`), under
+    Constraints & Preferences. Within each group pass one gives every category, in
+    priority order, a share (anchors: 20, 8, 27, 10, 14, 12, 6 and 3% of the budget;
+    verbose: 50, 30 and 20% of what the anchors left) plus whatever the categories above
+    left unused,
     so thousands of old asks cannot crowd out every path; pass two hands the room still
     left to skipped items, highest priority first. The newest ask is always kept (clipped
     to the room left if it alone is too big). What was left out is counted per category
     in ``omitted``, named in ``omitted_items`` and counted in the text ("Left out to fit
-    the budget: …").
+    the budget: …"); ``appendix`` lists every such item and the note names its id
+    (``appendix_id``, the first 16 hex digits of its sha256), under which a commit
+    archives it, so nothing is silently lost (``appendix=False``: no appendix, for
+    callers that archive nothing, such as ``tjui batch``).
     A ``focus`` topic puts the paths, commands, errors, URLs, tools, tool calls and tool
     results that mention one of its words first in their category (so they are the ones a
     tight budget keeps), and the note names it; asks and last turns keep their order.
@@ -1647,6 +1774,8 @@ def fallback_summary(
     counter = counter or default_counter()
     collected = _collect(middle, last_turns)
     items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
+    _add_trail(middle, items)
+    _add_rules(middle, items)
     terms = _focus_terms(focus)
     if terms:
         for key in _FOCUSABLE:
@@ -1661,6 +1790,7 @@ def fallback_summary(
         {key: [""] for key in items if items[key]},
         {key: n for key, n in totals.items() if n},
         focus,
+        "f" * _APPENDIX_ID_CHARS if appendix else None,
     ).render()
     remaining = max(0, budget_tokens - counter.count(fixed_text))
 
@@ -1672,13 +1802,17 @@ def fallback_summary(
         chosen = {key: [redact_text(i) for i in v] for key, v in chosen.items()}
     omitted = {key: len(v) for key, v in left_out.items() if v}
 
-    summary = _assemble(len(middle), chosen, omitted, focus)
-    text = summary.render()
-    tokens = counter.count(text)
     # Token counts are not exactly additive (and redaction may lengthen an item): trim
     # from the lowest priority until the text fits.
     order = [key for key, _ in reversed(_CATEGORIES)]
-    while tokens > budget_tokens and any(chosen[k] for k in order):
+    while True:
+        listed = _appendix(len(middle), left_out, redact) if appendix else ""
+        appendix_id = _appendix_id(listed)
+        summary = _assemble(len(middle), chosen, omitted, focus, appendix_id)
+        text = summary.render()
+        tokens = counter.count(text)
+        if tokens <= budget_tokens or not any(chosen[k] for k in order):
+            break
         excess = tokens - budget_tokens
         while excess > 0 and any(chosen[k] for k in order):
             key = next(k for k in order if chosen[k])
@@ -1686,7 +1820,19 @@ def fallback_summary(
             excess -= counter.count(_bullet(dropped)) + 1
             omitted[key] = omitted.get(key, 0) + 1
             left_out[key].insert(0, dropped)
-        summary = _assemble(len(middle), chosen, omitted, focus)
+
+    if omitted and tokens < budget_tokens:
+        # The note was reserved at its longest: give the room it did not need back.
+        def render() -> int:
+            listed = _appendix(len(middle), left_out, redact) if appendix else ""
+            return counter.count(
+                _assemble(len(middle), chosen, omitted, focus, _appendix_id(listed)).render()
+            )
+
+        _Fill(chosen, left_out, omitted, redact).run(render, budget_tokens)
+        listed = _appendix(len(middle), left_out, redact) if appendix else ""
+        appendix_id = _appendix_id(listed)
+        summary = _assemble(len(middle), chosen, omitted, focus, appendix_id)
         text = summary.render()
         tokens = counter.count(text)
 
@@ -1703,4 +1849,113 @@ def fallback_summary(
             if redact
             else {key: tuple(left_out[key]) for key, _ in _CATEGORIES if left_out[key]}
         ),
+        appendix=listed,
+        appendix_id=appendix_id,
     )
+
+
+class _Fill:
+    """Moves left-out items back into a summary while the rendered text still fits.
+
+    The note was reserved at its longest, and a tight budget can leave room it did not
+    need. Highest priority first, each item is tried by rendering the whole summary
+    (``render`` returns its token count), at most :attr:`TRIES` times, so the cost stays
+    small however many items were left out.
+    """
+
+    TRIES = 24
+
+    def __init__(
+        self,
+        chosen: dict[str, list[str]],
+        left_out: dict[str, list[str]],
+        omitted: dict[str, int],
+        redact: bool,
+    ) -> None:
+        self.chosen, self.left_out, self.omitted, self.redact = chosen, left_out, omitted, redact
+
+    def run(self, render: Callable[[], int], budget: int) -> None:
+        from tinyjuice.redact import redact_text
+
+        tries = self.TRIES
+        for key, _ in _CATEGORIES:
+            while self.left_out.get(key) and tries > 0:
+                tries -= 1
+                item = self.left_out[key].pop(0)
+                self.chosen[key].append(redact_text(item) if self.redact else item)
+                self._count(key, -1)
+                if render() <= budget:
+                    continue
+                self.chosen[key].pop()
+                self.left_out[key].insert(0, item)
+                self._count(key, +1)
+                break
+
+    def _count(self, key: str, delta: int) -> None:
+        self.omitted[key] = self.omitted.get(key, 0) + delta
+        if not self.omitted[key]:
+            del self.omitted[key]
+
+
+#: Hex digits of an appendix id (the first characters of its sha256).
+_APPENDIX_ID_CHARS = 16
+
+
+def _add_trail(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
+    """The artifact trail (:func:`tinyjuice.facts.file_actions`) into ``items``; the
+    paths it names leave the plain path list (the trail already says them)."""
+    from tinyjuice.facts import file_actions, norm_path
+
+    trail = file_actions(middle)
+    if not trail:
+        return
+    items["artifacts"] = [a.line() for a in trail]
+    named = {norm_path(a.path) for a in trail}
+    relative = tuple("/" + k for k in named if not k.startswith(("/", "~")))
+
+    def covered(p: str) -> bool:
+        key = norm_path(p)
+        return key in named or (key.startswith("/") and key.endswith(relative))
+
+    items["paths"] = [p for p in items["paths"] if not covered(p)]
+
+
+def _add_rules(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
+    """Rules of injected context in the span (a CLAUDE.md / AGENTS.md re-read, a skill, a
+    rules section; :func:`tinyjuice.survival.find_rules`) that must outlive the
+    compaction. The user's own constraints are already in the asks, verbatim."""
+    from tinyjuice.survival import find_rules
+
+    items["rules"] = [f"[{r.source}] {r.text}" for r in find_rules(middle) if r.source != "user"]
+
+
+def _appendix(n_messages: int, left_out: Mapping[str, list[str]], redact: bool) -> str:
+    """Everything the budget left out, per category, as markdown; "" when nothing was."""
+    if not any(left_out.get(key) for key, _ in _CATEGORIES):
+        return ""
+    if redact:
+        from tinyjuice.redact import redact_text
+    else:
+
+        def redact_text(text: str) -> str:
+            return text
+
+    blocks = [
+        f"# Appendix to the fallback summary of {n_messages:,} message(s)\n"
+        "Every item the summary left out to fit its budget, by category."
+    ]
+    for key, label in _CATEGORIES:
+        lines = left_out.get(key)
+        if lines:
+            body = "\n".join(_bullet(redact_text(i)) for i in lines)
+            blocks.append(f"## {label} ({len(lines):,})\n{body}")
+    return "\n\n".join(blocks) + "\n"
+
+
+def _appendix_id(appendix: str) -> str | None:
+    """The id an appendix is archived under: the first hex digits of its sha256."""
+    if not appendix:
+        return None
+    import hashlib
+
+    return hashlib.sha256(appendix.encode()).hexdigest()[:_APPENDIX_ID_CHARS]

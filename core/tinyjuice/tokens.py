@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 from itertools import accumulate
@@ -214,6 +214,14 @@ def _load_encoding(preferred: str | None) -> tuple[_Encoding, str] | None:
     return None
 
 
+def counted_kind(messages: Sequence[Message], kind: CountKind) -> CountKind:
+    """The kind of a count of ``messages`` made with a counter of ``kind``: images are
+    counted with a flat estimate, so a count that includes one is an estimate."""
+    if kind is CountKind.EXACT and any(m.media for m in messages):
+        return CountKind.ESTIMATED
+    return kind
+
+
 def default_counter(*, exact: bool = True, encoding: str | None = None) -> TokenCounter:
     """The best counter available offline: tiktoken when it loads, else the rough one.
 
@@ -290,6 +298,22 @@ class TranscriptTokens:
     def total(self) -> int:
         """The estimated prompt: system prompt + tool schemas + every message."""
         return self.system_prompt + self.tools + self.prefix[-1]
+
+    def tail(self, start: int) -> TranscriptTokens:
+        """The counts of messages ``[start:]`` (a live view's), system and tools as they are."""
+        if start <= 0:
+            return self
+        per = self.per_message[start:]
+        base = self.prefix[min(start, len(self.per_message))]
+        return replace(self, per_message=per, prefix=tuple(x - base for x in self.prefix[start:]))
+
+    def with_head(self, head: Sequence[int]) -> TranscriptTokens:
+        """The counts with ``head`` (the history's per-message counts) before them: the
+        inverse of :meth:`tail`, for the whole file."""
+        if not head:
+            return self
+        per = (*head, *self.per_message)
+        return replace(self, per_message=per, prefix=(0, *accumulate(per)))
 
     def range(self, start: int, end: int) -> int:
         """Tokens of messages ``[start, end)`` in O(1)."""

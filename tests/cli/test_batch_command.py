@@ -3,6 +3,7 @@ metrics, progress, refusing unsafe writes, and Ctrl-C leaving a valid partial ou
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -244,26 +246,23 @@ class _ChatHandler(BaseHTTPRequestHandler):
     """An OpenAI-compatible /chat/completions on 127.0.0.1 answering with a fixed summary."""
 
     calls = 0
+    status = 200
+
+    def payload(self) -> dict:
+        message = {"role": "assistant", "content": "Model summary of the span."}
+        return {
+            "id": "x",
+            "object": "chat.completion",
+            "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        }
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
         self.rfile.read(length)
         type(self).calls += 1
-        body = orjson.dumps(
-            {
-                "id": "x",
-                "object": "chat.completion",
-                "model": "m",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": "Model summary of the span."},
-                        "finish_reason": "stop",
-                    }
-                ],
-            }
-        )
-        self.send_response(200)
+        body = orjson.dumps(self.payload())
+        self.send_response(self.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -273,26 +272,42 @@ class _ChatHandler(BaseHTTPRequestHandler):
         pass
 
 
-def test_configured_provider_summarises_each_trajectory(tmp_path: Path) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatHandler)
+class _RejectingHandler(_ChatHandler):
+    """The same endpoint refusing the key (401), as a revoked key gets."""
+
+    calls = 0
+    status = 401
+
+    def payload(self) -> dict:
+        return {"error": {"message": "Incorrect API key provided: sk-...wxyz"}}
+
+
+@contextlib.contextmanager
+def _provider(handler: type[BaseHTTPRequestHandler], extra: str = "") -> Iterator[None]:
+    """A loopback server with ``handler``, configured as provider ``local``."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        config = Path(os.environ["TJUI_CONFIG"])
-        config.write_text(
+        Path(os.environ["TJUI_CONFIG"]).write_text(
             "[providers.local]\n"
             'kind = "openai"\n'
             f'base_url = "http://127.0.0.1:{server.server_address[1]}/v1"\n'
-            'model = "m"\n'
+            'model = "m"\n' + extra
         )
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_configured_provider_summarises_each_trajectory(tmp_path: Path) -> None:
+    with _provider(_ChatHandler):
         src = dataset(tmp_path / "ds.jsonl", 10)
         out = tmp_path / "out.jsonl"
         code, stdout, stderr = run(
             str(src), "--target-tokens", "2500", "-o", str(out), "--provider", "local", "--json"
         )
-    finally:
-        server.shutdown()
-        server.server_close()
     assert code == 0, stderr
     report = json.loads(stdout)
     assert report["summary"] == "provider:local"
@@ -335,3 +350,21 @@ def test_too_many_workers_are_capped_with_a_warning(
     assert json.loads(stdout)["workers"] == 1
     assert "tjui: warning: --workers 999 capped at 1 (1 core(s)" in err
     assert out.is_file()
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_rejected_key_aborts_the_run_with_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, as_json: bool
+) -> None:
+    monkeypatch.setenv("TJUI_TEST_KEY", "sk-test-revoked-0000wxyz")
+    with _provider(_RejectingHandler, 'api_key_env = "TJUI_TEST_KEY"\n'):
+        src = dataset(tmp_path / "ds.jsonl", 10)
+        out = tmp_path / "out.jsonl"
+        args = [str(src), "--target-tokens", "2500", "-o", str(out), "--provider", "local"]
+        code, stdout, stderr = run(*args, *(["--json"] if as_json else []))
+    assert code == 1, stderr
+    assert "auth" in stderr and "stopped" in stderr and "tjui config" in stderr
+    assert "sk-test-revoked-0000wxyz" not in stdout + stderr
+    assert not out.exists()  # the output is not passed off as complete
+    if as_json:
+        assert json.loads(stdout)["aborted"]

@@ -42,7 +42,11 @@ def test_json_claude_code_sample() -> None:
         assert e["threshold_tokens"] == 167_000
         assert e["rule"] == "buffer"
         assert isinstance(e["post_tokens"], int) and e["post_tokens"] < e["pre_tokens"]
-        assert e["flags"] == []
+        # The only flag: the first summary lost the user's "Keep the public method
+        # signatures of PaymentsClient." (tinyjuice.survival).
+        assert e["flags"] == (["rules_lost"] if e["index"] == want[0]["index"] else [])
+    lost = got["events"][0]["rules_lost"]
+    assert [r["text"] for r in lost] == ["Keep the public method signatures of PaymentsClient."]
     current = got["current"]
     assert current["would_fire"] is False
     assert current["headroom_tokens"] == 167_000 - current["tokens"]
@@ -66,14 +70,15 @@ def test_json_policy_and_window_override() -> None:
     assert got["threshold_tokens"] == 64_000 and got["rule"] == "floor"
     (event,) = got["events"]
     assert event["pre_tokens"] == 67_977
-    assert event["flags"] == []
+    # The summary kept none of AGENTS.md's rules (Codex re-sends none in the file).
+    assert event["flags"] == ["rules_lost"]
 
 
 def test_json_codex_default_policy_flags_the_early_compaction() -> None:
     got = run_json(str(SESSIONS / "codex-rollout.jsonl"))
     assert got["policy"] == "codex"
     assert got["threshold_tokens"] == 244_800 and got["rule"] == "limit"
-    assert got["events"][0]["flags"] == ["far_below_threshold"]
+    assert got["events"][0]["flags"] == ["far_below_threshold", "rules_lost"]
 
 
 def test_text_output() -> None:
@@ -150,16 +155,28 @@ def _now_kind(out: str) -> str:
 
 @pytest.mark.skipif(default_counter().kind is not CountKind.EXACT, reason="no tokenizer loads here")
 def test_counted_figures_are_exact_with_a_tokenizer() -> None:
-    # demo.json records no provider usage: every figure is a tokenizer count.
-    got = run_json(str(SESSIONS / "demo.json"))
+    # A Hermes gateway log with no provider usage and no images: every figure is a
+    # tokenizer count.
+    got = run_json(str(SESSIONS / "hermes-gateway.jsonl"))
     assert got["current"]["kind"] == "exact"
     assert {p["kind"] for p in got["series"]["points"]} == {"exact"}
     assert {e["post_source"] for e in got["events"]} <= {"exact", "recorded", "unknown"}
-    code, out, _ = run(str(SESSIONS / "demo.json"))
+    code, out, _ = run(str(SESSIONS / "hermes-gateway.jsonl"))
     assert code == 0
     assert _now_kind(out) == "exact"
     assert f"(0 measured, {got['points']:,} exact;" in out
     assert "estimated" not in out
+
+
+def test_counts_holding_an_image_are_estimated_as_in_the_inspector() -> None:
+    # demo.json has two images, counted with a flat estimate: from the first one on,
+    # counts are estimates — the label the inspector's header and bar give the total.
+    got = run_json(str(SESSIONS / "demo.json"))
+    assert got["current"]["kind"] == "estimated"
+    kinds = {p["kind"] for p in got["series"]["points"]}
+    assert kinds == {"exact", "estimated"}
+    code, out, _ = run(str(SESSIONS / "demo.json"))
+    assert code == 0 and _now_kind(out) == "estimated"
 
 
 def test_counted_figures_are_estimated_with_the_rough_counter(

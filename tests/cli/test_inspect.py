@@ -44,6 +44,12 @@ def test_inspect_json_matches_manifest(name: str, expected: dict) -> None:
         assert have["pre_tokens"] == want.get("pre_tokens")
         if "index" in want and want["index"] is not None:
             assert have["index"] == want["index"]
+    # The live context (after the agent's last compaction) and the history before it.
+    live, history = expected["live"], expected["history"]
+    assert {k: got["live"][k] for k in live} == live
+    assert got["history"]["messages"] == history["messages"]
+    assert got["live"]["tokens"] + got["history"]["tokens"] == got["tokens"]["total"]
+    assert [s["id"] for s in got["subagents"]] == expected.get("subagents", [])
 
 
 def test_inspect_tables_show_sections() -> None:

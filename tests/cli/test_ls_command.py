@@ -17,6 +17,9 @@ def ls(*args: str) -> tuple[int, str, str]:
 
 
 def test_ls_json_lists_every_agent_newest_first_with_exact_figures(fake_home: Path) -> None:
+    from fakehome import broken_session
+
+    broken_session(fake_home)
     code, out, err = ls("--json")
     assert code == 0, err
     rows = json.loads(out)
@@ -31,6 +34,7 @@ def test_ls_json_lists_every_agent_newest_first_with_exact_figures(fake_home: Pa
         "opencode",
         "cline",
         "roo",
+        "codex",
         "demo",
     ]
     first = rows[0]
@@ -42,9 +46,10 @@ def test_ls_json_lists_every_agent_newest_first_with_exact_figures(fake_home: Pa
     assert first["live_percent"] == round(100 * first["live_tokens"] / 200000, 1)
     codex = rows[2]
     assert codex["context_window"] == 272000 and codex["status"] == "exact"
-    gemini = rows[5]
-    assert gemini["status"] == "unreadable" and "reader" in gemini["error"]
-    assert gemini["messages"] == 2 and gemini["messages_exact"] is False
+    assert rows[5]["format"] == "gemini-cli" and rows[5]["status"] == "exact"
+    broken = rows[-2]  # the oldest session: not a rollout at all
+    assert broken["status"] == "unreadable" and "invalid JSON" in broken["error"]
+    assert broken["messages_exact"] is False and broken["live_tokens"] is None
     demo = rows[-1]
     assert demo["agent"] == "demo" and demo["compactions"] == 1
     keys = {

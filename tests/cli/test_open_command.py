@@ -1,7 +1,7 @@
 """`tjui [FILE]`: the inspector needs a terminal; a mistyped command is not opened as a file.
 
 CliRunner's streams are not terminals, so these tests see what a pipe or a cron job
-sees; ``_interactive`` is patched where a terminal is assumed. ``run_app`` is replaced
+sees; ``_is_tty`` is patched where a terminal is assumed. ``run_app`` is replaced
 so no test starts the Textual app.
 """
 
@@ -38,7 +38,7 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[Path | None]:
 
 @pytest.fixture
 def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tjui.cli, "_interactive", lambda: True)
+    monkeypatch.setattr(tjui.cli, "_is_tty", lambda name: True)
 
 
 @pytest.mark.parametrize("args", [[str(SESSIONS / "openai-chat.json")], [], ["open"], ["demo"]])
@@ -52,6 +52,18 @@ def test_without_a_terminal_the_inspector_refuses(
     for command in ("tjui inspect FILE", "tjui compress FILE", "tjui explain FILE"):
         assert command in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_stderr_not_a_terminal_refuses_too(
+    opened: list[Path | None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `tjui 2>err.log`: Textual would draw the whole UI into err.log.
+    monkeypatch.setattr(tjui.cli, "_is_tty", lambda name: name != "stderr")
+    code, out, err = run(str(SESSIONS / "openai-chat.json"))
+    assert code == 2 and opened == []
+    assert err.startswith("tjui: error: the inspector needs a terminal (stderr is not a TTY)")
+    # The terminal the user looks at says so too.
+    assert out == err
 
 
 def test_with_a_terminal_file_opens_the_inspector(

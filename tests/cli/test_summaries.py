@@ -435,3 +435,67 @@ def test_summarize_nothing_to_compress_is_not_an_error() -> None:
     assert code == 0, err
     data = json.loads(out)
     assert (data["status"], data["summary"], data["failure_class"]) == ("noop", None, None)
+
+
+def test_review_text_lists_probes_rules_and_background() -> None:
+    code, out, _ = invoke(review_cmd, str(SESSIONS / "claude-code.jsonl"))
+    assert code == 0
+    assert out.count("probes (answered from the summary):") == 2
+    assert "rules: LOST 1 of" in out
+    assert "lost user          #0     Keep the public method signatures of PaymentsClient." in out
+    assert "unanswered   #" in out
+
+
+def test_review_judge_asks_a_configured_provider(
+    cfg_file: Path, server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_config(cfg_file, base_url=server.base + "/v1")
+    monkeypatch.setenv(KEY_VAR, KEY)
+    path = str(SESSIONS / "claude-code.jsonl")
+    _, plain, _ = invoke(review_cmd, path, "--json")
+    asked = [len(d["probes"]["probes"]) for d in json.loads(plain)]
+    for n in asked:
+        server.replies.append(completion(json.dumps(["unknown"] * n)))
+    code, out, err = invoke(review_cmd, path, "--judge", "local", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert len(server.bodies) == len(asked)
+    sent = json.loads(server.bodies[0])
+    assert "<summary>" in sent["messages"][1]["content"]
+    assert KEY not in server.bodies[0].decode()
+    for d in data:
+        assert d["probes"]["judge"] == "local" and d["probes"]["judge_error"] is None
+        assert d["probes"]["overall"] == 0.0  # "unknown" is never an answer
+        assert all(p["answer"] == "unknown" for p in d["probes"]["probes"])
+    # The text form says who answered.
+    for n in asked:
+        server.replies.append(completion(json.dumps(["unknown"] * n)))
+    code, out, _ = invoke(review_cmd, path, "--judge", "local")
+    assert code == 0 and "probes (judge local):" in out
+
+
+def test_review_judge_unknown_provider_is_a_usage_error(cfg_file: Path) -> None:
+    write_config(cfg_file)
+    code, _, err = invoke(review_cmd, str(SESSIONS / "claude-code.jsonl"), "--judge", "nope")
+    assert code == 2 and "nope" in err and "Traceback" not in err
+    code, _, err = invoke(review_cmd, str(SESSIONS / "claude-code.jsonl"), "--judge", "fallback")
+    assert code == 2 and "no model" in err
+
+
+def test_summarize_json_carries_the_appendix_the_summary_names() -> None:
+    code, out, err = invoke(
+        summarize_cmd, str(SESSIONS / "demo.json"), "--keep-last", "1", "--json"
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["omitted"]  # the demo's middle does not fit the fallback's budget
+    appendix = data["appendix"]
+    assert f"appendix sha256:{appendix['id']}" in data["summary"]
+    assert appendix["text"].startswith("# Appendix to the fallback summary")
+    from tinyjuice.redact import find_secrets
+
+    assert find_secrets(appendix["text"]) == []  # redacted like the summary
+    code, out, _ = invoke(
+        summarize_cmd, str(SESSIONS / "openai-chat.json"), "--keep-last", "1", "--json"
+    )
+    assert json.loads(out)["appendix"] is None  # nothing left out, no appendix

@@ -581,4 +581,8 @@ def test_run_batch_provider_auth_failure_changes_nothing(tmp_path: Path) -> None
     s = run.summary
     assert s.summary_failed > 0 and s.compressed == 0
     assert s.summary_errors == s.summary_failed and s.tokens_after == s.tokens_before
-    assert out.read_bytes() == ds.read_bytes()
+    # An auth failure would repeat for every trajectory: the run stops at the first.
+    assert run.aborted and "auth" in run.aborted and run.interrupted
+    assert not out.exists() and run.partial is not None
+    kept = Path(run.partial).read_bytes()
+    assert ds.read_bytes().startswith(kept)  # what was written is unchanged input

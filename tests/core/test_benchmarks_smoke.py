@@ -235,4 +235,9 @@ def test_ui_section_measures_the_inspector(tmp_path: Path) -> None:
         "ui.first_paint",
         "ui.boundary_move",
         "ui.scroll_page",
+        "ui.detail_select",
     }
+    detail = ui["detail_select"]
+    assert "error" not in detail, detail.get("error")
+    assert detail["tokens"] >= 70_000
+    assert 0 < detail["select_ms"]["mean"] <= detail["select_ms"]["max"]

@@ -79,15 +79,26 @@ def test_roots_follow_home_and_their_variables(
 
 
 def test_exact_figures_and_unreadable_rows(fake_home: Path) -> None:
-    rows = {r.title: fill_row(r) for r in discover()}
+    from fakehome import broken_session
+
+    broken = broken_session(fake_home)
+    rows = {r.title or r.path: fill_row(r) for r in discover()}
     codex = rows["Add a --dry-run flag to the tide importer."]
     assert codex.exact is not None and codex.exact.format == "codex"
     assert codex.exact.context_window == 272000 and codex.exact.live_tokens > 0
     sub = rows["Search the repo for guid handling."]
     assert sub.exact is not None and sub.exact.messages == 2  # its own sidechain
-    gemini = rows["Explain the lantern build script."]
-    assert gemini.exact is None and gemini.error and "reader" in gemini.error
-    assert gemini.to_dict()["status"] == "unreadable"
+    for title, fmt in (
+        ("Explain the lantern build script.", "gemini-cli"),
+        ("Speed up the quarry tests", "opencode"),  # a session of opencode.db
+        ("Port the CLI to click", "opencode"),  # opencode's JSON storage
+        ("Fix the flaky upload test in kestrel.", "cline"),
+    ):
+        exact = rows[title].exact
+        assert exact is not None and exact.format == fmt and exact.messages >= 2, title
+    bad = rows[str(broken)]
+    assert bad.exact is None and bad.error and "invalid JSON" in bad.error
+    assert bad.to_dict()["status"] == "unreadable"
 
 
 def test_live_tokens_count_only_after_the_last_compaction() -> None:

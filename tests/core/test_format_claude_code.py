@@ -403,14 +403,15 @@ def test_chain_order_is_the_conversation(session: Transcript) -> None:
     assert roles == "uu" + "att" + "at" + "a" + "uat" + "a" + "uua" + "uuua"
 
 
-def test_only_sidechains_loads_empty_with_warning(tmp_path: Path) -> None:
+def test_only_sidechains_loads_as_the_subagents_conversation(tmp_path: Path) -> None:
     p = tmp_path / "agent-1.jsonl"
     p.write_bytes(to_jsonl(session_lines()[18:20]))
     t = load(p)
     assert t.format == "claude-code"
-    assert t.messages == ()
-    assert len(t.sidechains["agent-1"]) == 2
-    assert any("no main-chain messages" in w for w in t.warnings)
+    assert [m.text for m in t.messages][:1] == ["Search for sleep calls"]
+    assert len(t.messages) == 2 and all(m.meta.sidechain for m in t.messages)
+    assert t.extra["subagent"] == "agent-1"
+    assert t.sidechains == {}
 
 
 def test_only_metadata_lines_loads_empty_with_title(tmp_path: Path) -> None:

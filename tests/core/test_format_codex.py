@@ -301,26 +301,41 @@ def test_compaction_keeps_the_full_history(compacted: Transcript, first_turn: Tr
     before = len(first_turn.messages)
     assert [m.text for m in t.messages[:before]] == [m.text for m in first_turn.messages]
     assert [m.role for m in t.messages[:before]] == [m.role for m in first_turn.messages]
-    assert ev.message_index == ev.summary_index == before
-    summary = t.messages[before]
-    assert (summary.role, summary.text) == (Role.USER, SUMMARY)
+    # The replacement history (what Codex resumes from) starts the live context.
+    replayed = len(compaction_tail()[0]["payload"]["replacement_history"])
+    assert ev.message_index == before == t.live_start
+    assert ev.summary_index == before + replayed - 1
+    summary = t.messages[ev.summary_index]
+    assert (summary.role, summary.text) == (Role.USER, f"{PREFIX}\n{SUMMARY}")
     assert summary.meta.is_summary and not summary.meta.is_injected
     assert summary.extra["line"] == 29
-    assert [m.text for m in t.messages[before + 1 :]] == ["run it again", "All green."]
+    assert all(m.extra.get("replayed") for m in t.messages[before : before + replayed])
+    assert [m.text for m in t.messages[before + replayed :]] == ["run it again", "All green."]
     assert sum(m.meta.is_summary for m in t.messages) == 1
     # The pre-compaction turns are all there: parallel calls, results, injected context.
     assert any(len(m.tool_calls) == 2 for m in t.messages[:before])
     assert [m.meta.injected_kind for m in t.messages[1:3]] == ["agents_md", "environment"]
 
 
-def test_replacement_history_is_kept_in_the_event_not_as_messages(compacted: Transcript) -> None:
+def test_replacement_history_is_the_live_context(compacted: Transcript) -> None:
     (ev,) = compacted.compactions
     history = ev.extra["replacement_history"]
     assert history == compaction_tail()[0]["payload"]["replacement_history"]
-    texts = [m.text for m in compacted.messages]
-    assert f"{PREFIX}\n{SUMMARY}" not in texts
+    live = compacted.live_messages()
+    assert [m.text for m in live] == [
+        PERMS,
+        AGENTS,
+        ENV,
+        "fix the failing test",
+        "thanks, now run the suite",
+        f"{PREFIX}\n{SUMMARY}",
+        "run it again",
+        "All green.",
+    ]
+    assert [m.meta.injected_kind for m in live[1:3]] == ["agents_md", "environment"]
+    # The asks the history repeats are in the file twice: before the reset and replayed.
+    texts = [m.text for m in compacted.history_messages()]
     assert texts.count("fix the failing test") == 1
-    assert texts.count("thanks, now run the suite") == 1
     assert set(ev.extra) == {"lines", "replacement_history"}
 
 
@@ -371,18 +386,21 @@ def test_every_compaction_is_an_event_with_its_summary(tmp_path: Path) -> None:
     ]
     t = load_lines(tmp_path, lines)
     first, second = t.compactions
-    assert (first.summary_index, second.summary_index) == (14, 17)
-    assert (first.message_index, second.message_index) == (14, 17)
-    assert t.messages[14].text == SUMMARY and t.messages[17].text == "second summary"
+    # The first compaction replays 6 items (its summary last); the second one item.
+    assert (first.summary_index, second.summary_index) == (19, 22)
+    assert (first.message_index, second.message_index) == (14, 22)
+    assert t.messages[19].text == f"{PREFIX}\n{SUMMARY}"
+    assert t.messages[22].text == "second summary"
     assert first.pre_tokens == 14000 and second.pre_tokens == 9000
     assert second.extra["lines"] == [34, 35]
-    assert [m.text for m in t.messages[15:]] == [
+    assert [m.text for m in t.messages[20:]] == [
         "run it again",
         "All green.",
         "second summary",
         "and then?",
     ]
-    assert [i for i, m in enumerate(t.messages) if m.meta.is_summary] == [14, 17]
+    assert [i for i, m in enumerate(t.messages) if m.meta.is_summary] == [19, 22]
+    assert t.live_start == 22
 
 
 def test_event_before_compacted_line_is_the_same_compaction(tmp_path: Path) -> None:
@@ -443,7 +461,10 @@ def test_rollback_stops_at_the_last_compaction(tmp_path: Path) -> None:
     ]
     t = load_lines(tmp_path, lines)
     # Only the ask after the compaction (and its answer) go; the history and summary stay.
-    assert [m.text for m in t.messages[-2:]] == ["thanks, now run the suite", SUMMARY]
+    assert [m.text for m in t.messages[-2:]] == [
+        "thanks, now run the suite",
+        f"{PREFIX}\n{SUMMARY}",
+    ]
     (ev,) = t.compactions
     assert ev.summary_index == len(t.messages) - 1
     assert any("rolled back: 2 message(s)" in w for w in t.warnings)
@@ -620,3 +641,34 @@ def test_random_lines_raise_only_load_error(lines: list[dict[str, Any]], lenient
             assert ev.summary_index is None or ev.summary_index == ev.message_index
         summaries = [ev.summary_index for ev in t.compactions if ev.summary_index is not None]
         assert len(set(summaries)) == len(summaries)  # one summary message per compaction
+
+
+def test_remote_compaction_replays_its_encrypted_summary_item(tmp_path: Path) -> None:
+    encrypted = {"type": "compaction", "encrypted_content": "gAAAAB-opaque"}
+    lines = [
+        *head()[:4],
+        line(
+            "compacted", {"message": "", "replacement_history": [msg("user", "keep me"), encrypted]}
+        ),
+        item(msg("user", "and now?")),
+    ]
+    t = load_lines(tmp_path, lines)
+    (ev,) = t.compactions
+    live = t.live_messages()
+    assert ev.message_index == t.live_start and live[0].text == "keep me"
+    assert ev.summary_index == t.live_start + 1 and live[1].meta.is_summary
+    assert [m.text for m in live[2:]] == ["and now?"]
+
+
+def test_review_leaves_the_replayed_history_out_of_the_summarised_span(
+    compacted: Transcript,
+) -> None:
+    from tinyjuice.review import review_past_compactions
+    from tinyjuice.tokens import RoughCounter
+
+    (ev,) = compacted.compactions
+    (r,) = review_past_compactions(compacted, counter=RoughCounter())
+    assert r.index == ev.summary_index
+    # The turns Codex summarised end where the replayed history begins.
+    assert r.to_dict()["span"] == [0, ev.message_index]
+    assert r.review.source_messages == ev.message_index

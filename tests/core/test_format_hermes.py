@@ -586,7 +586,11 @@ def test_state_db_include_inactive_adds_flagged_archived_rows(tmp_path: Path) ->
     assert all("active" not in m.extra for m in live)
     assert archived[1].tool_calls[0].name == "terminal"
     (event,) = t.compactions
-    assert event.message_index == 10 == event.summary_index
+    # The live context starts at the first new active row (the re-inserted head), the
+    # summary after it; the archived rows before it are history.
+    assert (event.message_index, event.summary_index) == (9, 10)
+    assert event.resets_context and t.live_start == 9
+    assert t.history_messages() == archived
     assert any("9 inactive row(s)" in w for w in t.warnings)
 
 
@@ -694,9 +698,14 @@ def test_legacy_rotation_links_parent_and_child(tmp_path: Path) -> None:
     parent = load(db, session="parent")
     assert parent.extra["child_session_ids"] == ["child"]
     assert parent.extra["end_reason"] == "compression"
+    # The agent's live context continues in the child; the parent says where.
+    assert parent.extra["continued_in"] == "child"
+    assert any("--session child" in w for w in parent.warnings)
     kid = load(db)
     assert kid.session_id == "child" and kid.extra["parent_session_id"] == "parent"
     assert [e.summary_index for e in kid.compactions] == [0]
+    # The child holds the compacted list itself: every message is live.
+    assert kid.live_start == 0 and "continued_in" not in kid.extra
 
 
 def test_db_round_trip_through_write_session(tmp_path: Path) -> None:

@@ -11,7 +11,15 @@ import pytest
 
 from tinyjuice.formats import load, load_bytes
 from tinyjuice.formats._common import summary_events
-from tinyjuice.model import CompactionEvent, Message, MessageMeta, Role, TextPart, Trigger
+from tinyjuice.model import (
+    CompactionEvent,
+    Message,
+    MessageMeta,
+    Role,
+    TextPart,
+    Transcript,
+    Trigger,
+)
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 MANIFEST = json.loads((SESSIONS / "manifest.json").read_text())["files"]
@@ -57,7 +65,10 @@ def test_summary_messages_are_compaction_events(fmt: str, doc: Any, indexes: lis
     t = load_bytes(orjson.dumps(doc), "t.json", fmt)
     assert [i for i, m in enumerate(t.messages) if m.meta.is_summary] == indexes
     assert t.compactions == tuple(
-        CompactionEvent(message_index=i, trigger=Trigger.UNKNOWN, summary_index=i) for i in indexes
+        CompactionEvent(
+            message_index=i, trigger=Trigger.UNKNOWN, summary_index=i, resets_context=False
+        )
+        for i in indexes
     )
 
 
@@ -72,9 +83,14 @@ def test_one_helper_for_every_reader() -> None:
         Message(Role.USER, (TextPart(SUMMARY),), meta=MessageMeta(is_summary=True, source_id="7")),
     )
     assert summary_events(messages) == [
-        CompactionEvent(1, Trigger.UNKNOWN, summary_index=1, source_id="7")
+        CompactionEvent(1, Trigger.UNKNOWN, summary_index=1, source_id="7", resets_context=False)
     ]
     assert summary_events(messages[:1]) == []
+    # An append-only log's reader: the agent's context starts again at the summary.
+    (event,) = summary_events(messages, resets=True)
+    assert event.resets_context
+    t = Transcript(messages=messages, format="x", compactions=(event,))
+    assert t.live_start == 1 and t.history_messages() == messages[:1]
 
 
 def test_sharegpt_sample_trajectory_3_has_its_manifest_compaction() -> None:

@@ -272,11 +272,18 @@ def test_demonstrations_and_observations_are_not_real_user_asks() -> None:
     assert demo.meta.is_injected and demo.meta.injected_kind == "demonstration"
     assert task.is_real_user and "load_config crashes" in task.text
 
+    # SWE-agent 0.x observations answer the ``action`` before them: tool output.
     old = _load(thought_action_traj())
-    users = [m for m in old.messages if m.role is Role.USER]
-    assert [m.is_real_user for m in users] == [True, False, False]
-    assert {m.meta.injected_kind for m in users[1:]} == {"observation"}
-    assert old.tool_call_count == 0
+    assert [m.role for m in old.messages] == [
+        Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT, Role.TOOL
+    ]  # fmt: skip
+    assert old.messages[1].is_real_user and old.tool_call_count == 2
+    call = old.messages[4].tool_calls[0]
+    assert call.name == "bash" and call.parsed_arguments() == {"command": "pytest -q"}
+    assert old.messages[5].tool_call_id == call.id and "1 failed" in old.messages[5].text
+    assert old.messages[4].hints["synthetic_call_ids"] == (call.id,)
+    assert old.messages[5].hints["observation_role"] == "user"
+    assert not any(m.meta.orphan for m in old.messages)
 
 
 def test_mini_swe_agent_file() -> None:
@@ -297,7 +304,9 @@ def test_mini_swe_agent_file() -> None:
     t = _load(doc)
     assert t.model == "anthropic/claude-sonnet-4-5"
     assert len(t.messages) == 4 and t.extra["model_stats"]["api_calls"] == 2
-    assert t.messages[3].meta.injected_kind == "observation"
+    obs = t.messages[3]
+    assert obs.role is Role.TOOL and obs.tool_call_id == t.messages[2].tool_calls[0].id
+    assert t.messages[2].tool_calls[0].parsed_arguments() == {"command": "pytest -x"}
 
 
 def test_history_missing_is_rebuilt_from_steps() -> None:

@@ -32,7 +32,7 @@ MANIFEST = json.loads((SESSIONS / "manifest.json").read_text())["files"]
 DOCUMENTS = sorted(
     name
     for name in MANIFEST
-    if not name.endswith((".jsonl", ".db"))
+    if not name.endswith((".jsonl", ".db", ".md"))
     and isinstance(json.loads((SESSIONS / name).read_bytes()), dict)
 )
 SAMPLES = sorted(MANIFEST)

@@ -295,3 +295,26 @@ def test_older_schema_without_active_flags_refuses_in_place(tmp_path: Path) -> N
     record = commit(result, source, mode="child")  # a child needs no active flags
     assert record.state is CommitState.DONE
     assert len(load(db, session=record.target_session).messages) == len(result.transcript.messages)
+
+
+@pytest.mark.parametrize("column", ["order", "group", 'odd "name"'])
+def test_undo_works_when_a_sessions_column_needs_quoting(tmp_path: Path, column: str) -> None:
+    db = make_db(tmp_path)
+    conn = sqlite3.connect(db)
+    quoted = '"' + column.replace('"', '""') + '"'
+    conn.execute(f"ALTER TABLE sessions ADD COLUMN {quoted} INTEGER DEFAULT 7")
+    conn.commit()
+    conn.close()
+    before_rows = rows(db)
+    source = load_source(db, session=SID)
+    record = commit(compacted(source), source)
+    undone = undo(record.id)
+    assert undone.state is CommitState.UNDONE
+    assert rows(db) == before_rows
+    assert sha256_hex(read_snapshot(db, SID)) == source.sha256
+    # A forced undo and a child commit go through the same statements.
+    record = commit(compacted(load_source(db, session=SID)), load_source(db, session=SID))
+    assert undo(record.id, force=True).state is CommitState.UNDONE
+    source = load_source(db, session=SID)
+    child = commit(compacted(source), source, mode="child")
+    assert undo(child.id).state is CommitState.UNDONE

@@ -196,6 +196,7 @@ def test_bad_policy_settings_raise_actionable_errors() -> None:
         ("hermes-gateway.jsonl", PolicyName.HERMES),
         ("sharegpt.jsonl", PolicyName.HERMES),
         ("openai-chat.json", PolicyName.HERMES),
+        ("opencode.db", PolicyName.OPENCODE),
     ],
 )
 def test_policy_is_picked_from_the_format(name: str, policy: PolicyName) -> None:
@@ -390,7 +391,7 @@ def test_claude_code_sample_known_compactions() -> None:
     assert auto.post_source is TokenSource.MEASURED
     assert auto.saved_tokens == 167_000 - first_after.prompt_tokens
     assert auto.still_over is False
-    assert auto.flags == ()
+    assert auto.flags == (EventFlag.RULES_LOST,)  # a user constraint the summary dropped
     assert (manual.index, manual.trigger, manual.pre_tokens) == (65, Trigger.MANUAL, 98_000)
     assert manual.manual and manual.flags == ()
     # The policy agrees with the agent: it would have fired at the auto compaction.

@@ -142,6 +142,12 @@ NEGATIVES = [
     "ssh key fingerprint SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8",
     "export GITHUB_TOKEN=$(cat ~/.config/gh/token)",
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk",
+    # Settings classes: a "password:" line holding a type, not a value.
+    "class Settings:\n    stripe_webhook_secret: SecretStr\n    db_password: Optional[str]\n",
+    "password: str\nsecret: bool\n",
+    # Code that builds a conninfo: arguments and placeholders, not a password.
+    "conn = psycopg2.connect(host=host, dbname=db, user=user, password=password)",
+    'dsn = f"host={host} user={user} password={password}"',
 ]
 
 

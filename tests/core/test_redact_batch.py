@@ -6,11 +6,21 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_redact import CORPUS, NEGATIVES
+from test_redact_catalogue import CATALOGUE
 
 from tinyjuice.model import Message, Role, TextPart, ThinkingPart, ToolCall
 from tinyjuice.redact import redact_message, redact_messages
 
-_PIECES = [c[1] for c in CORPUS] + NEGATIVES + ["plain words", "café ÅNGSTRÖM İ", "\n", " "]
+_CATALOGUE_TEXTS = [c.text.format(c.secret) for c in CATALOGUE]
+_PIECES = (
+    [c[1] for c in CORPUS]
+    + NEGATIVES
+    + _CATALOGUE_TEXTS
+    # As stored: JSON-escaped tool output, and JSON nested in a string of it.
+    + [orjson.dumps({"output": t}).decode() for t in _CATALOGUE_TEXTS[::3]]
+    + [orjson.dumps([orjson.dumps(t).decode()]).decode() for t in _CATALOGUE_TEXTS[1::3]]
+    + ["plain words", "café ÅNGSTRÖM İ", "\n", " ", "C:\\Users\\me\\token.txt"]
+)
 _text = st.lists(st.sampled_from(_PIECES), max_size=6).map(" ".join)
 _keys = st.sampled_from(["path", "auth", "Auth", "password", "apiKey", "note", "x-api-key", "cmd"])
 
@@ -47,3 +57,27 @@ def test_every_corpus_secret_is_caught_in_batch() -> None:
     assert changed == len(CORPUS)
     for m, c in zip(batch, CORPUS, strict=True):
         assert c[2] not in m.text, c[0]
+
+
+def test_every_catalogue_secret_is_caught_in_batch_as_stored() -> None:
+    stored = [orjson.dumps({"output": t, "exit_code": 0}).decode() for t in _CATALOGUE_TEXTS]
+    msgs = [Message(Role.TOOL, (TextPart(t),)) for t in stored]
+    batch, changed = redact_messages(msgs)
+    assert changed == len(CATALOGUE)
+    for m, c in zip(batch, CATALOGUE, strict=True):
+        assert c.secret not in m.text, c.kind
+        assert orjson.loads(m.text)["exit_code"] == 0
+
+
+_ESCAPY = st.text(alphabet=st.sampled_from(list('\\"/nrtbfu0aA9 x\x00')), max_size=24)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ESCAPY)
+def test_fast_unescape_reads_like_the_mapped_one(text: str) -> None:
+    # The batch filter decodes with plain replacements; find_secrets with a position map.
+    # Both must read the same text, or the filter could pass over what find_secrets sees.
+    from tinyjuice._escapes import unescape, unescaped_text
+
+    mapped = unescape(text)
+    assert unescaped_text(text) == (None if mapped is None else mapped.text)

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_redact import CORPUS, NEGATIVES, OPENAI_LEGACY
+from test_redact_catalogue import CATALOGUE
 
 from tinyjuice import digest as digest_mod
 from tinyjuice import redact as redact_mod
@@ -36,6 +37,7 @@ from tinyjuice.redact import (
     redact_messages,
 )
 from tinyjuice.report import CompactionOptions
+from tinyjuice.rules import tool_output_text
 from tinyjuice.summary import (
     _ASK_CHARS,
     _COMMAND_CHARS,
@@ -59,6 +61,7 @@ from tinyjuice.summary import (
     _paths_many,
     _string_leaves,
     _turn_line,
+    error_head,
     is_summary_message,
 )
 from tinyjuice.tokens import RoughCounter
@@ -169,12 +172,15 @@ def _reference_collect(middle: Sequence[Message], last_turns: int) -> _Collector
                 out.add("paths", p)
             for u in _URL_RE.finditer(text):
                 out.add("urls", u.group(0).rstrip(".,:;!?'\""))
-            _errors_in(text, out, f"[{m.tool_name or 'tool'}] " if m.role is Role.TOOL else "")
+            if m.role is Role.TOOL:
+                _errors_in(tool_output_text(text), out, f"[{m.tool_name or 'tool'}] ")
+            elif m.role is not Role.ASSISTANT:
+                _errors_in(text, out, "")
         if m.role is Role.TOOL:
             if m.tool_name:
                 out.add("tools", m.tool_name)
             if m.meta.is_error and text.strip():
-                first = next(line for line in text.splitlines() if line.strip())
+                first = " — ".join(error_head(text))
                 out.add("errors", f"[{m.tool_name or 'tool'}] " + _one_line(first, _ERROR_CHARS))
             stripped = text.strip()
             if stripped and (
@@ -278,7 +284,13 @@ def test_collect_equals_the_message_by_message_extraction(
 
 # ----------------------------------------------------------------------- redaction
 
-_SECRET_BITS = [c[1] for c in CORPUS] + NEGATIVES + ["TOKEN", "Key", "auth", '"', "'", "= x"]
+_SECRET_BITS = (
+    [c[1] for c in CORPUS]
+    + NEGATIVES
+    + [c.text.format(c.secret) for c in CATALOGUE]
+    + [c.negative for c in CATALOGUE]
+    + ["TOKEN", "Key", "auth", '"', "'", "= x"]
+)
 _secret_text = _texts_from(_SECRET_BITS)
 
 

@@ -263,7 +263,8 @@ def test_manifest_counts_agree_with_the_raw_demo(
 
 
 def test_manifest_describes_every_sample(manifest: dict[str, Any]) -> None:
-    formats = {"openai", "anthropic", "hermes", "claude-code", "codex", "sharegpt", "swe-agent"}
+    formats = {"openai", "anthropic", "hermes", "claude-code", "codex", "sharegpt", "swe-agent",
+               "gemini-cli", "cline", "opencode", "aider"}  # fmt: skip
     files = manifest["files"]
     assert set(files) == {
         "demo.json",
@@ -275,6 +276,12 @@ def test_manifest_describes_every_sample(manifest: dict[str, Any]) -> None:
         "codex-rollout.jsonl",
         "sharegpt.jsonl",
         "swe-agent.traj",
+        "gemini-cli-session.jsonl",
+        "cline-task/api_conversation_history.json",
+        "opencode.db",
+        "aider-chat-history.md",
+        "sharegpt-glaive.jsonl",
+        "mini-swe-agent.traj.json",
     }
     for name, entry in files.items():
         assert (SESSIONS / name).is_file(), name

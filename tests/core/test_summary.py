@@ -450,8 +450,11 @@ def test_fallback_extracts_anchors() -> None:
         "helpers.py",
         "~/proj/.env",
     ):
-        assert f"- {p}" in files, p
-    assert files.count("- src/pkg/core.py") == 1  # deduplicated
+        assert f"- {p}" in files or any(f.startswith(f"- {p} — ") for f in files), p
+    # Files a tool touched are in the artifact trail with what was done, once.
+    assert "- src/pkg/core.py — read" in files
+    assert "- C:\\work\\notes.txt — created" in files
+    assert sum(f.startswith("- src/pkg/core.py") for f in files) == 1  # deduplicated
     assert not any("example.com" in f for f in files)  # URLs are not paths
     assert "`pytest -q tests/test_core.py`" in s.completed_actions
     assert "`ls build/out/`" in s.completed_actions
@@ -506,7 +509,7 @@ def test_fallback_focus_puts_matching_items_first_and_says_so() -> None:
     focused = fallback_summary(middle, focus="payments retry", **tight)
     assert "src/payments/retry.py" not in plain.summary.relevant_files  # crowded out
     files = focused.summary.relevant_files.splitlines()
-    assert files[0] == "- src/payments/retry.py"
+    assert files[1] == "- src/payments/retry.py — read"  # first in the artifact trail
     assert "Focus: payments retry" in focused.text
     # Without a matching item nothing moves (the note naming the focus takes a little room).
     other = fallback_summary(middle, focus="kubernetes", **tight)
@@ -537,8 +540,13 @@ def test_fallback_is_deterministic_and_first_seen_ordered() -> None:
     a = fallback_summary(_middle(), budget_tokens=3000, counter=RoughCounter())
     b = fallback_summary(_middle(), budget_tokens=3000, counter=RoughCounter())
     assert a == b
-    files = [line[2:] for line in a.summary.relevant_files.splitlines()]
-    assert files.index("pyproject.toml") < files.index("src/pkg/core.py") < files.index("utils.py")
+    files = [
+        line[2:].split(" — ")[0]
+        for line in a.summary.relevant_files.splitlines()
+        if line.startswith("- ")
+    ]
+    # The artifact trail first, then the other paths, each in first-seen order.
+    assert files.index("src/pkg/core.py") < files.index("pyproject.toml") < files.index("utils.py")
 
 
 def test_fallback_clamps_to_budget_with_priorities() -> None:
@@ -712,8 +720,9 @@ def test_fallback_verbose_parts_never_take_room_an_anchor_needs() -> None:
     # The same anchors (30 errors, one tool name) without the tool-call lines: its size
     # is what the anchors need; a little more covers the extra label and note.
     anchors = fallback_summary(middle(False), budget_tokens=10**6, counter=counter, last_turns=0)
+    # (+ the sentence naming the appendix that holds what was left out)
     fb = fallback_summary(
-        middle(True), budget_tokens=anchors.tokens + 80, counter=counter, last_turns=0
+        middle(True), budget_tokens=anchors.tokens + 130, counter=counter, last_turns=0
     )
     assert "errors" not in fb.omitted
     assert fb.omitted["tool_calls"] > 0

@@ -37,7 +37,7 @@ async def test_rows_newest_first_with_exact_figures(fake_home: Path) -> None:
         assert first[0] == "claude-code" and first[3] == "1m ago"
         assert first[4] == "4" and first[7] == "0"  # exact messages, compactions
         gemini = screen.shown[agents.index("gemini")]
-        assert str(table.get_row(gemini.key)[5]) == "—"  # no reader yet: said, not failed
+        assert str(table.get_row(gemini.key)[4]) == "2"  # exact, from the Gemini CLI reader
 
 
 async def test_typing_filters_and_enter_opens_then_esc_returns(fake_home: Path) -> None:
@@ -73,16 +73,21 @@ async def test_sorting_by_any_column(fake_home: Path) -> None:
         assert sizes in (sorted(sizes), sorted(sizes, reverse=True))
 
 
-async def test_a_session_without_a_reader_is_not_opened(fake_home: Path) -> None:
+async def test_an_unreadable_session_is_listed_not_opened(fake_home: Path) -> None:
+    from fakehome import broken_session
+
+    broken_session(fake_home)
     app = make_browser_app(now=lambda: NOW)
     async with app.run_test(size=(160, 30)) as pilot:
         screen = await _filled(pilot)
-        await pilot.press(*"lantern")
+        row = next(r for r in screen.shown if r.error)
+        assert str(screen.query_one(DataTable).get_row(row.key)[5]) == "—"
+        await pilot.press(*"broken")
         await wait_for(pilot, lambda: len(screen.shown) == 1)
         await pilot.press("enter")
         await pilot.pause(0.2)
         assert app.screen is screen
-        assert any("reader" in n.message for n in app._notifications)
+        assert any("invalid JSON" in n.message for n in app._notifications)
 
 
 async def test_an_empty_machine_still_lists_the_demo() -> None:

@@ -31,7 +31,7 @@ KEY_VAR = "TJ_UI_TEST_KEY"
 KEY = "sk-" + "proj-" + "Ui7" * 14
 
 
-async def wait_for(pilot: Any, predicate: Any, timeout: float = 15.0) -> None:
+async def wait_for(pilot: Any, predicate: Any, timeout: float = 60.0) -> None:
     waited = 0.0
     while not predicate():
         await pilot.pause(0.05)
@@ -248,3 +248,52 @@ async def test_malformed_config_offers_only_the_fallback(tmp_path: Path) -> None
         screen = preview_of(app)
         assert [v for _, v in screen._choices] == [FALLBACK_CHOICE]
         assert screen.error is not None and "invalid TOML" in screen.error
+
+
+async def test_unanswered_probe_jumps_to_its_evidence(server: Any) -> None:
+    # A summary that says almost nothing: the probes it cannot answer are listed, and
+    # enter on one dismisses the preview with its evidence's message index.
+    server.replies.append(completion("## Goal\nSome work happened."))
+    app = Host(session())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: preview_of(app).result is not None)
+        screen = preview_of(app)
+        screen.query_one("#preview-provider", Select).value = "local"
+        await wait_for(
+            pilot,
+            lambda: screen.result is not None and screen.result.report.summary_kind.value == "llm",
+        )
+        review = screen.review
+        assert review is not None and review.probes is not None
+        unanswered = review.probes.unanswered
+        assert unanswered
+        card = screen.query_one("#preview-scorecard", OptionList)
+        ids = [card.get_option_at_index(i).id for i in range(card.option_count)]
+        rows = [str(card.get_option_at_index(i).prompt) for i in range(card.option_count)]
+        assert any(r.startswith("probes: ") for r in rows)
+        card.focus()
+        card.highlighted = ids.index("probe-0")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(app.jumped))
+        assert app.jumped == [unanswered[0].evidence]
+
+
+def test_scorecard_lists_a_lost_rule_with_a_jump() -> None:
+    from tinyjuice.model import Message, MessageMeta, Role, TextPart
+    from tinyjuice.review import review_summary
+    from tjui.screens.preview import scorecard_options
+
+    rules = Message(
+        Role.USER,
+        (TextPart("<system-reminder>\nContents of /p/CLAUDE.md:\n- Never push to main.\n"),),
+        meta=MessageMeta(is_injected=True, injected_kind="system_reminder"),
+    )
+    ask = Message(Role.USER, (TextPart("Tidy the README."),))
+    review = review_summary([rules, ask], "Tidy the README.", start_index=3)
+    rows, jumps = scorecard_options(review)
+    prompts = [str(r.prompt) for r in rows]
+    assert "✗ rules: 0/1 kept" in prompts
+    assert jumps["rule-0"] == 3
+    assert any("lost claude_md: Never push to main." in p for p in prompts)
+    kept = review_summary([rules, ask], "Tidy the README. Rule: never push to main.")
+    assert "✓ rules: 1/1 kept" in [str(r.prompt) for r in scorecard_options(kept)[0]]

@@ -10,7 +10,7 @@ from textual.pilot import Pilot
 from tjui.screens.main import MainScreen
 
 
-async def wait_for(pilot: Pilot, predicate, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
+async def wait_for(pilot: Pilot, predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
     waited = 0.0
     while not predicate():
         await pilot.pause(0.05)

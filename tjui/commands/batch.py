@@ -11,12 +11,12 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 import click
 import orjson
 
-from tjui.clikit import emit_json, fail
+from tjui.clikit import check_policy, emit_json, fail
 
 __all__ = ["EXIT_INTERRUPTED", "NETWORK_WORKERS_PER_CORE", "batch", "worker_count"]
 
@@ -177,6 +177,20 @@ def _summary_line(data: dict[str, Any]) -> str:
     return "; ".join(parts) + f"\n{tokens}; {speed} on {data['workers']} worker(s)"
 
 
+def _abort_on_auth(run: Any, data: dict[str, Any] | None) -> NoReturn:
+    """The provider refused the credentials: say so and exit 1, like ``compress``."""
+    if data is not None:
+        emit_json(data)
+    where = ""
+    if run.partial is not None:
+        where = f"; {run.partial} holds the {run.partial_lines:,} lines finished before it"
+    fail(
+        f"summary provider auth failed — {run.aborted}; the run was stopped, nothing more"
+        f" was summarised{where} (check the provider's API key: `tjui config`)",
+        1,
+    )
+
+
 @click.command("batch")
 @click.argument(
     "inputs",
@@ -256,6 +270,20 @@ def _summary_line(data: dict[str, Any]) -> str:
     default=None,
     help="Show a progress bar on stderr (default: when stderr is a terminal).",
 )
+@click.option(
+    "--policy",
+    default=None,
+    metavar="P",
+    help="Also end each trajectory below this trigger policy's threshold on its model's"
+    " window (hermes, claude-code, codex, … as for explain; default: the format's own"
+    " agent's, as compress and explain pick it); the lower target wins.",
+)
+@click.option(
+    "--whole-file",
+    is_flag=True,
+    help="Compress every message, the history before an agent's last compaction"
+    " included (default: the live context).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the aggregate metrics as JSON.")
 def batch(
     inputs: tuple[Path, ...],
@@ -269,6 +297,8 @@ def batch(
     rough: bool,
     metrics_path: Path | None,
     progress: bool | None,
+    policy: str | None,
+    whole_file: bool,
     as_json: bool,
 ) -> None:
     """Compress trajectories to a token target: JSONL datasets (ShareGPT, OpenAI
@@ -277,8 +307,9 @@ def batch(
     Per trajectory: count tokens; skip it when already under the target; otherwise keep
     the first system/user/assistant/tool turns, the last N turns and the latest user ask,
     and replace just enough of the middle with one summary turn (the deterministic
-    fallback summary, or --provider NAME's). Tool calls never lose their results; an
-    auth or network failure of the provider leaves the trajectory unchanged. Output keeps the input's format, one line per input line, in
+    fallback summary, or --provider NAME's). Tool calls never lose their results; a
+    network failure of the provider leaves the trajectory unchanged, and an auth failure
+    (a rejected key) stops the run with exit status 1. Output keeps the input's format, one line per input line, in
     order; bad lines are reported and written through unchanged. A dataset is written
     to OUT.partial and renamed to OUT when complete; Ctrl-C stops after the current
     line and leaves OUT.partial with every line finished so far.
@@ -296,11 +327,14 @@ def batch(
         resolved = metrics_path.resolve()
         if any(resolved == j.source.resolve() or resolved == j.target.resolve() for j in jobs):
             fail(f"--metrics {metrics_path} would overwrite an input or an output")
+    check_policy(policy)
     options = BatchOptions(
         target_tokens=target_tokens,
         keep_last=keep_last,
         summary_tokens=summary_tokens,
         profile=Profile(profile),
+        policy=policy,
+        whole_file=whole_file,
     )
     factory, summary_label = _provider_factory(provider_name)
     n_workers, capped = worker_count(workers, network_bound=factory is not None)
@@ -362,6 +396,8 @@ def batch(
     data["keep_last"] = keep_last
     data["summary"] = summary_label
     data["counter"] = default_counter(exact=not rough).name
+    if run.aborted is not None:
+        _abort_on_auth(run, data if as_json else None)
     if as_json:
         emit_json(data)
     else:

@@ -18,13 +18,13 @@ from rich.text import Text
 from tinyjuice.explain import Explanation, explain
 from tinyjuice.policies import POLICY_NAMES, UsageSeries, parse_policy
 from tinyjuice.tokens import CountKind, default_counter
+from tjui.cached import CachedSource
 from tjui.clikit import (
     context_window_option,
     emit_json,
     fail,
     format_option,
     lenient_option,
-    load_or_fail,
     session_option,
 )
 
@@ -148,10 +148,14 @@ def explain_cmd(
             policy = parse_policy(policy_spec)
         except ValueError as exc:
             fail(f"--policy {policy_spec}: {exc}")
-    transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+    source = CachedSource(file, fmt, session=session, lenient=lenient)
+    transcript = source.transcript
     counter = default_counter()
+    tokens = source.tokens(counter)
     try:
-        result = explain(transcript, policy, context_window=context_window, counter=counter)
+        result = explain(
+            transcript, policy, context_window=context_window, counter=counter, tokens=tokens
+        )
     except ValueError as exc:
         # Only a given policy can fail to fit the window (the agent's own falls back to
         # hermes): the option is to blame, not the file.

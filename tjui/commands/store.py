@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from tinyjuice.formats import LoadError
+from tinyjuice.live import LiveSplit
 from tinyjuice.report import CompactionResult, Status
 from tinyjuice.store import (
     Archive,
@@ -24,6 +25,7 @@ from tinyjuice.store import (
     CommitRecord,
     LeaseBusy,
     LoadedSource,
+    SourceBusy,
     StaleSourceError,
 )
 from tjui.clikit import emit_json, ensure_parent_dir, fail, output_option, session_option
@@ -45,7 +47,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: A commit or undo was refused (target changed, nothing to undo, unwritable format…).
 EXIT_REFUSED = 1
-#: Another compactor holds the lease ("compaction already in flight").
+#: Another compactor holds the lease ("compaction already in flight"), or another
+#: writer holds the state.db lock.
 EXIT_BUSY = 3
 #: The source changed since it was loaded.
 EXIT_STALE = 4
@@ -55,7 +58,7 @@ _MODES = [m.value for m in CommitMode]
 
 def _refuse(exc: Exception) -> NoReturn:
     """Report a refusal from the store and exit with its status."""
-    if isinstance(exc, LeaseBusy):
+    if isinstance(exc, (LeaseBusy, SourceBusy)):
         fail(str(exc), EXIT_BUSY)
     if isinstance(exc, StaleSourceError):
         fail(f"{exc} (run the command again to reload)", EXIT_STALE)
@@ -110,8 +113,10 @@ def commit_from_cli(
     mode: str | None = None,
     output: Path | None = None,
     to_format: str | None = None,
+    split: LiveSplit | None = None,
 ) -> dict[str, Any]:
-    """Commit ``result`` (from ``compress(loaded.transcript, …)``); the JSON to report.
+    """Commit ``result`` (from ``compress(loaded.transcript, …)``, or of its live part
+    ``split.live``: a commit in place then keeps the history before it); the JSON to report.
 
     ``output``/``to_format`` are ``compress``'s ``-o``/``--to``: the export target, or
     the path of a child file. When the engine changed nothing there is nothing to
@@ -127,7 +132,9 @@ def commit_from_cli(
     if mode == "export" and output is None:
         fail("--mode export needs -o PATH (the file to write)", EXIT_REFUSED)
     try:
-        record = commit(result, loaded, mode=mode, target=output, target_format=to_format)
+        record = commit(
+            result, loaded, mode=mode, target=output, target_format=to_format, split=split
+        )
     except (CommitError, ArchiveError) as exc:
         _refuse(exc)
     except OSError as exc:
@@ -230,11 +237,16 @@ def recover_cmd(sha256: str, output: Path | None, force: bool) -> None:
     `tjui history --json` as forced_sha256). For a Hermes state.db session the copy is a
     JSON snapshot of its rows.
     """
-    from tinyjuice.atomic import atomic_write
+    from tinyjuice.atomic import atomic_write, output_target
+    from tinyjuice.store.commit import archived_mode
 
     if output is None:
         fail("recover needs -o OUT (the file to write)")
-    if output.exists() and not force:
+    try:
+        replaces_a_file = output.exists() and output_target(output) is None
+    except OSError as exc:  # a socket or block device: never written
+        fail(f"{output}: {exc}")
+    if replaces_a_file and not force:
         fail(f"{output} exists; pass --force to replace it", EXIT_REFUSED)
     archive = Archive.open_existing()
     if archive is None:
@@ -249,7 +261,7 @@ def recover_cmd(sha256: str, output: Path | None, force: bool) -> None:
         _refuse(exc)
     ensure_parent_dir(output)
     try:
-        atomic_write(output, data, tag="recover")
+        atomic_write(output, data, tag="recover", mode=archived_mode(archive, digest))
     except OSError as exc:
         fail(f"could not write {output}: {exc.strerror or exc}", EXIT_REFUSED)
     click.echo(f"wrote {output} ({len(data):,} bytes, sha256 {digest[:12]}… verified)")

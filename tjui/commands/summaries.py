@@ -24,13 +24,18 @@ import click
 from tinyjuice.summary import SummaryProvider
 from tjui.clikit import (
     boundary_options,
+    check_policy,
     context_window_option,
     emit_json,
     fail,
     format_option,
     lenient_option,
+    live_split_or_fail,
     load_or_fail,
+    policy_option,
+    require_messages,
     session_option,
+    whole_file_option,
 )
 from tjui.config import ENV_VARS, FALLBACK_NAME, ConfigError, Overrides
 
@@ -241,11 +246,54 @@ def format_scorecard(review: Any, *, shown: int = SHOWN_MISSING) -> str:
                 lines.append(f"  {cat.value:<12} #{item.index:<5} {text}")
             if len(items) > shown:
                 lines.append(f"  {cat.value:<12}        … {len(items) - shown:,} more")
+    if review.background:
+        names = ", ".join(t for t, _ in review.background[:shown])
+        more = (
+            f" … {len(review.background) - shown:,} more" if len(review.background) > shown else ""
+        )
+        lines.append(f"background (only in a listing or search result; not counted): {names}{more}")
+    lines.extend(_probe_lines(review.probes, shown))
+    lines.extend(_rules_lines(review.rules, shown))
     lines.append("checks:")
     for c in review.checks:
         mark = {True: "ok  ", False: "FAIL", None: "n/a "}[c.ok]
         lines.append(f"  {mark} {c.name:<17} {c.detail}")
     return "\n".join(lines)
+
+
+def _probe_lines(report: Any, shown: int) -> list[str]:
+    """Probe scores per kind and the unanswered probes with their evidence's index."""
+    if report is None or not report.probes:
+        return []
+    who = f"judge {report.judge}" if report.judge else "answered from the summary"
+    overall = report.overall
+    lines = [f"probes ({who}): {overall:.0%} of {len(report.probes)} answered"]
+    if report.judge_error:
+        lines.append(f"  judge failed, answered from the summary instead: {report.judge_error}")
+    for kind, score in report.scores.items():
+        asked = sum(1 for p in report.probes if p.kind.value == kind)
+        lines.append(f"  {kind:<12} {score:>5.0%} of {asked}")
+    for p in report.unanswered[:shown]:
+        lines.append(f"  unanswered   #{p.evidence:<5} {p.question}")
+    if len(report.unanswered) > shown:
+        lines.append(f"  unanswered          … {len(report.unanswered) - shown:,} more")
+    return lines
+
+
+def _rules_lines(report: Any, shown: int) -> list[str]:
+    """Rules that had to survive the compaction, and the ones it lost."""
+    if report is None or not report.checks:
+        return []
+    lost = report.lost
+    state = "all kept" if not lost else f"LOST {len(lost)} of {len(report.checks)}"
+    lines = [f"rules: {state}"]
+    for c in lost[:shown]:
+        text = " ".join(c.rule.text.split())
+        text = text if len(text) <= 90 else text[:89] + "…"
+        lines.append(f"  lost {c.rule.source:<13} #{c.rule.index:<5} {text}")
+    if len(lost) > shown:
+        lines.append(f"  lost … {len(lost) - shown:,} more")
+    return lines
 
 
 # --------------------------------------------------------------------------- summarize
@@ -261,6 +309,8 @@ def format_scorecard(review: Any, *, shown: int = SHOWN_MISSING) -> str:
 @format_option
 @session_option
 @lenient_option
+@whole_file_option
+@policy_option
 @click.option("--json", "as_json", is_flag=True, help="Print summary, kind and review as JSON.")
 def summarize_cmd(
     file: Path,
@@ -272,12 +322,16 @@ def summarize_cmd(
     fmt: str | None,
     session: str | None,
     lenient: bool,
+    whole_file: bool,
+    policy: str | None,
     as_json: bool,
     **flags: Any,
 ) -> None:
     """Write the handoff summary for FILE's middle and review it. Nothing is saved.
 
-    Without --keep-last/--at the agent-style policy picks the boundary. The provider is
+    Only the live context is summarised (after the agent's last compaction;
+    --whole-file: every message). Without --keep-last/--at the agent's policy picks
+    the boundary. The provider is
     --provider, else $TJUI_PROVIDER, else default_provider; without one the
     deterministic fallback writes the summary. Nothing to summarise (the boundary
     leaves no middle) exits with status 0; a provider failure that aborts (auth,
@@ -293,6 +347,10 @@ def summarize_cmd(
         fail("use either --keep-last or --at, not both")
     summarizer = resolve_provider(provider, **flags)
     transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
+    require_messages(transcript, file)
+    check_policy(policy)
+    split, at = live_split_or_fail(transcript, whole_file, at)
+    transcript = split.live
     counter = default_counter()
     tokens = count_transcript(transcript, counter)
     options = CompactionOptions(
@@ -301,6 +359,7 @@ def summarize_cmd(
         focus_topic=focus,
         context_window=context_window,
         force=True,
+        policy=policy,
     )
     result = compress(transcript, options, summarizer, counter=counter, tokens=tokens)
     report = result.report
@@ -342,6 +401,7 @@ def summarize_cmd(
         start_index=report.boundary_start or 0,
         budget_tokens=budget,
         counter=counter,
+        kept=[m for m in result.messages if m is not result.summary_message],
     )
     data = {
         "summary": result.summary_message.text,
@@ -351,6 +411,10 @@ def summarize_cmd(
         "failure_class": report.failure_class,
         "boundary": {"start": report.boundary_start, "end": report.boundary_end},
         "omitted": dict(report.summary_omitted),
+        # What the fallback left out to fit its budget (redacted), under the id it names.
+        "appendix": {"id": report.summary_appendix, "text": result.appendix}
+        if result.appendix
+        else None,
         "warnings": list(report.warnings),
         "review": review.to_dict(),
     }
@@ -380,20 +444,50 @@ def summarize_cmd(
 @format_option
 @session_option
 @lenient_option
+@click.option(
+    "--judge",
+    "judge",
+    default=None,
+    metavar="NAME",
+    help="A configured provider that answers the probe questions from the summary alone.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one object per past compaction.")
 def review_cmd(
-    file: Path, fmt: str | None, session: str | None, lenient: bool, as_json: bool
+    file: Path,
+    fmt: str | None,
+    session: str | None,
+    lenient: bool,
+    judge: str | None,
+    as_json: bool,
 ) -> None:
     """Review the summaries an agent already wrote in FILE: one scorecard per compaction.
 
     Each summary is measured against the turns before it (since the previous summary):
     how many paths, commands, URLs, errors, numbers, tool names, identifiers and the
-    latest ask it kept, what it lost (with message indexes) and the checks.
+    latest ask it kept, what it lost (with message indexes), the probe questions it
+    answers, the rules that survived and the checks. With --judge NAME a configured
+    provider answers the probes from the summary alone and its answers are graded.
     """
-    from tinyjuice.review import review_past_compactions
+    from dataclasses import replace
 
+    from tinyjuice.probes import judge_probes
+    from tinyjuice.review import PastCompaction, review_past_compactions
+
+    judge_provider = None
+    if judge is not None:
+        judge_provider = resolve_provider(judge)
+        if judge_provider is None:
+            fail(f"--judge {judge}: no model behind it; name a configured provider")
     transcript = load_or_fail(file, fmt, session=session, lenient=lenient)
     reviews = review_past_compactions(transcript)
+    if judge_provider is not None:
+        judged: list[PastCompaction] = []
+        for r in reviews:
+            report = judge_probes(
+                r.review.probes.probes, transcript.messages[r.index].text, judge_provider
+            )
+            judged.append(replace(r, review=replace(r.review, probes=report)))
+        reviews = tuple(judged)
     if as_json:
         emit_json([r.to_dict() for r in reviews])
         return
@@ -406,8 +500,8 @@ def review_cmd(
         pre = f", {r.pre_tokens:,} tokens before" if r.pre_tokens else ""
         click.echo(
             f"── compaction {k + 1} of {len(reviews)}: summary at message {r.index} "
-            f"({r.trigger}{pre}); reviewed against messages {r.start}–{r.index - 1} ──"
-            if r.index > r.start
+            f"({r.trigger}{pre}); reviewed against messages {r.start}–{r.span_end - 1} ──"
+            if r.span_end > r.start
             else f"── compaction {k + 1} of {len(reviews)}: summary at message {r.index} "
             f"({r.trigger}{pre}); no earlier turns in the file ──"
         )

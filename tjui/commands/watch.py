@@ -90,7 +90,9 @@ def watch_cmd(
     warn_at: str | None,
 ) -> None:
     """Follow FILE as the agent writes it: live tokens, % of the window, turns to the next
-    compaction (under the agent's policy) — one line at the start and per change.
+    compaction.
+
+    Under the agent's own policy; one line at the start and one per change.
 
     Reads only what was appended; a truncated or replaced file is reloaded (said on the
     line). Stops on Ctrl+C (exit status 0), after --timeout, or at once with --once.

@@ -20,11 +20,20 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message as TMessage
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Button, Input, Label, ProgressBar, RadioButton, RadioSet, Select, Static
+from textual.widgets import (
+    Button,
+    Footer,
+    Input,
+    Label,
+    ProgressBar,
+    RadioButton,
+    RadioSet,
+    Select,
+    Static,
+)
 from textual.worker import Worker, WorkerState
 
 from tinyjuice.formats import WRITABLE_FORMATS, LoadError
-from tinyjuice.pipeline import compress
 from tinyjuice.report import CompactionResult
 from tinyjuice.store import (
     Archive,
@@ -76,7 +85,7 @@ def plan_summary(plan: CommitPlan) -> str:
         return f"{len(plan.transcript.messages):,} messages"
     saved = f" (−{report.percent_saved:.1f}%)" if report.before_tokens else ""
     return (
-        f"tokens {report.before_tokens:,} → {report.after_tokens:,}{saved}"
+        f"tokens {report.before_tokens:,} → {report.after_tokens:,} {report.tokens_kind}{saved}"
         f" · summary {report.summary_kind.value} · profile {report.profile.value}"
         f" · messages {report.boundary_start}–{(report.boundary_end or 1) - 1} compressed"
     )
@@ -93,22 +102,24 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
     DEFAULT_CSS = """
     CommitDialog { align: center middle; }
     CommitDialog > Vertical {
-        width: 90%; max-width: 110; height: auto; max-height: 90%; padding: 1 2;
+        width: 90%; max-width: 110; height: auto; max-height: 90%; padding: 0 2;
         border: thick $primary; background: $panel; overflow-y: auto;
     }
-    CommitDialog #commit-title { text-style: bold; color: $primary; margin-bottom: 1; }
+    CommitDialog #commit-title { text-style: bold; color: $primary; margin: 1 0; }
     CommitDialog #commit-figures { color: $text; margin-bottom: 1; }
     CommitDialog RadioSet { layout: horizontal; height: auto; border: none; background: $panel; }
+    CommitDialog RadioSet:focus { border: none; }
     CommitDialog #commit-target-row { height: auto; margin-top: 1; }
     CommitDialog #commit-target { width: 1fr; }
-    CommitDialog #commit-format { width: 22; }
+    CommitDialog #commit-format { width: 22; margin-left: 1; }
+    CommitDialog #commit-writes { margin-top: 1; }
     CommitDialog #commit-writes, CommitDialog #commit-archives { color: $text-muted; }
     CommitDialog #commit-notes { color: $warning; }
     CommitDialog #commit-progress { margin-top: 1; }
-    CommitDialog #commit-result { margin-top: 1; text-style: bold; }
+    CommitDialog #commit-result { text-style: bold; }
     CommitDialog #commit-result.-ok { color: $success; }
     CommitDialog #commit-result.-error { color: $error; }
-    CommitDialog #commit-buttons { height: auto; align-horizontal: right; margin-top: 1; }
+    CommitDialog #commit-buttons { height: auto; align-horizontal: right; margin: 1 0; }
     CommitDialog Button { margin-left: 1; }
     """
 
@@ -173,6 +184,8 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         #: Commit as soon as the pending plan is made (Ctrl+S while it was not ready).
         self._commit_when_planned = False
         self._typing_timer: Timer | None = None
+        #: The target the dialog filled in itself (replaced when the mode changes).
+        self._auto_target = ""
 
     # ------------------------------------------------------------------ layout
 
@@ -185,12 +198,13 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
                 yield RadioButton("child continuation", id="mode-child")
                 yield RadioButton("export", id="mode-export")
             with Horizontal(id="commit-target-row"):
-                yield Input(placeholder="target path", id="commit-target")
+                yield Input(placeholder="target path", id="commit-target", compact=True)
                 yield Select(
                     [(f, f) for f in WRITABLE_FORMATS],
                     prompt="format",
                     id="commit-format",
                     allow_blank=True,
+                    compact=True,
                 )
             yield Static("", id="commit-writes", markup=False)
             yield Static("", id="commit-archives", markup=False)
@@ -198,8 +212,11 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
             yield ProgressBar(total=len(STAGES), show_eta=False, id="commit-progress")
             yield Static("", id="commit-result", markup=False)
             with Horizontal(id="commit-buttons"):
-                yield Button("Commit", variant="primary", id="commit-go", disabled=True)
-                yield Button("Close", id="commit-close")
+                yield Button(
+                    "Commit", variant="primary", id="commit-go", disabled=True, compact=True
+                )
+                yield Button("Close", id="commit-close", compact=True)
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#commit-progress").display = False
@@ -214,19 +231,13 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
     ) -> None:
         try:
             if self.result is None:
-                s = self.session
-                self.result = compress(
-                    s.transcript,
-                    s.compaction_options(),
-                    tokens=s.tokens,
-                    counter=s.counter,
-                    index=s.index,
-                )
+                # The figure the main screen and the preview show, if one was computed.
+                self.result = self.session.current_result or self.session.compute()
             if self.loaded is None:
                 self.loaded = self._load_source()
             plan = plan_commit(
                 self._for_commit(self.result), self.loaded, mode=mode, target=target or None,
-                target_format=fmt,
+                target_format=fmt, split=self.session.split,
             )  # fmt: skip
         except StaleSourceError as exc:
             self.stale = True
@@ -241,7 +252,7 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         path = Path(self._source) if not isinstance(self._source, LoadedSource) else None
         assert path is not None
         loaded = load_source(path, self._fmt, session=self._hermes_session)
-        if loaded.transcript.messages != self.session.transcript.messages:
+        if loaded.transcript.messages != self.session.whole.messages:
             raise StaleSourceError(
                 f"{path} changed since it was loaded (an agent may have appended a turn);"
                 " nothing was written — press r to reload"
@@ -329,6 +340,7 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
             # exactly as typed, so the field never changes under the user's cursor.
             with self.prevent(Input.Changed):
                 target.value = "" if plan.mode is CommitMode.IN_PLACE else str(plan.target_path)
+            self._auto_target = target.value
             key = self._fields_key()
         self._plan_key = key
         writes = {
@@ -440,8 +452,10 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         if self._typing_timer is not None:
             self._typing_timer.stop()
             self._typing_timer = None
-        # A fresh default target when the mode changes (an export keeps what is there).
+        # A fresh default target when the mode changes (an export keeps a typed target).
         fresh = mode is not self.mode and mode is not CommitMode.EXPORT
+        if mode is CommitMode.EXPORT and mode is not self.mode:
+            self._propose_export()
         self.mode = mode
         _, target, fmt = self._fields_key()
         if fresh:
@@ -459,6 +473,25 @@ class CommitDialog(ModalScreen[CommitOutcome | None]):
         self._sync_fields()
         self._sync_buttons()
         self._prepare(mode, target or None, fmt, self._generation)
+
+    def _propose_export(self) -> None:
+        """An export needs a path and a format: propose the source's own format (when
+        it can be written) and ``<name>.export.<ext>`` beside the source, unless the
+        user typed a target."""
+        select = self.query_one("#commit-format", Select)
+        fmt = select.value if isinstance(select.value, str) else None
+        if fmt is None:
+            own = self.session.transcript.format
+            fmt = own if own in WRITABLE_FORMATS else "openai"
+            with self.prevent(Select.Changed):
+                select.value = fmt
+        target = self.query_one("#commit-target", Input)
+        if target.value.strip() in ("", self._auto_target):
+            path = self.loaded.ref.path if self.loaded is not None else Path(str(self._source))
+            ext = ".jsonl" if fmt == "sharegpt" else ".json"
+            with self.prevent(Input.Changed):
+                target.value = str(path.with_name(f"{path.stem}.export{ext}"))
+            self._auto_target = target.value
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "commit-go":

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Footer, Input, Label, Static
 
 
 class ErrorDialog(ModalScreen[Path | None]):
@@ -45,6 +45,7 @@ class ErrorDialog(ModalScreen[Path | None]):
                 if self._allow_open:
                     yield Button("Open", variant="primary", id="error-open")
                 yield Button("Quit", variant="error", id="error-quit")
+        yield Footer()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "error-open":

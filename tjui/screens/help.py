@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 KEY_NAMES = {
     "up": "↑",
@@ -65,6 +65,7 @@ class HelpScreen(ModalScreen[None]):
                 "Mouse: click a message to select it; drag the ✂ rule to move the boundary.\n"
             )
             yield Static(self.table, id="help-table")
+        yield Footer()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label
+from textual.widgets import Footer, Input, Label
 
 
 class JumpDialog(ModalScreen[int | None]):
@@ -24,6 +24,7 @@ class JumpDialog(ModalScreen[int | None]):
         with Vertical():
             yield Label(f"Go to message (0–{max(0, self._count - 1):,}):")
             yield Input(placeholder="index", type="integer", id="jump-index")
+        yield Footer()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         try:

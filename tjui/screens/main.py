@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,17 +21,20 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from tinyjuice.atomic import sha256_hex
 from tinyjuice.follow import Change, ChangeKind, LiveStatus, live_status
 from tinyjuice.formats import LoadError, LoadOptions, load_bytes
+from tinyjuice.formats.catalog import SessionEntry, file_sessions, position_of
+from tinyjuice.live import LiveSplit, live_split
 from tinyjuice.model import Transcript
 from tinyjuice.pipeline import BoundaryPlan
 from tinyjuice.report import Profile
 from tinyjuice.store import CommitRecord, LoadedSource, SourceKind, load_source
+from tinyjuice.subagents import Subagent, list_subagents, open_subagent
 from tinyjuice.tokens import RoughCounter, TranscriptTokens, count_transcript, default_counter
-from tjui.counting import exact_tokens
+from tjui.counting import exact_tokens, source_identity, stored_tokens
 from tjui.live import POLL_SECONDS, LiveCommitDialog, LiveFollow
 from tjui.session import InspectorSession
 from tjui.widgets.context_bar import ContextBar
@@ -39,10 +46,46 @@ if TYPE_CHECKING:
 
     from tjui.app import TjuiApp
 
+T = TypeVar("T")
+
 #: Below this width the detail pane is hidden until asked for (`d`).
 NARROW = 110
 #: Seconds the cursor must rest before the detail pane renders the message.
 DETAIL_DELAY = 0.08
+#: Seconds the boundary must rest before the exact "after" figure is computed.
+PROJECT_DELAY = 0.25
+#: Largest transcript whose "after" figure is computed on every boundary move (core's
+#: compress with the fallback summary: ~0.3 s at 10k messages); above it, the preview
+#: (p) computes it.
+AUTO_PROJECT_MAX = 10_000
+
+
+async def in_daemon_thread(fn: Callable[[], T]) -> T:
+    """Run ``fn`` in a daemon thread and wait for its result (or exception) without
+    blocking the event loop; if the app ends first, the thread is abandoned."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def run() -> None:
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = fn()
+        except BaseException as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=run, name="tjui-load", daemon=True).start()
+    return await future
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +97,14 @@ class LoadRequest:
     model: str | None = None
     #: Notify once when a followed session reaches this % of the window.
     warn_at: float | None = None
+    #: Show every message as live (``--whole-file``): no history greyed out.
+    whole_file: bool = False
+    #: Open this subagent of the session at ``path`` (its sidechain lines).
+    subagent: str | None = None
 
 
-def header_text(session: InspectorSession, path: Path) -> str:
+def header_text(session: InspectorSession, path: Path, which: str = "") -> str:
+    """The file line; ``which`` names the session on screen (``session ID (2 of 3)``)."""
     t = session.transcript
     b = session.breakdown
     window = f"{session.plan.context_window:,} ({session.plan.context_window_source})"
@@ -66,17 +114,38 @@ def header_text(session: InspectorSession, path: Path) -> str:
         # The breakdown's kind, as the context bar says it: a total with flat media
         # estimates in it is an estimate even when the text was counted exactly.
         figure = f"{b.estimated_total_tokens:,} {b.counted_kind.value} ({session.tokens.counter})"
+    live = ""
+    if session.live_from:
+        live = f" (live from #{session.live_from:,}; {session.live_from:,} already compacted)"
+    subagent = t.extra.get("subagent")
+    name = f"{path.name} [subagent {subagent}]" if isinstance(subagent, str) else path.name
     return (
-        f"{path.name} · {t.format} · {t.model or 'model unknown'} · window {window}"
-        f" · {len(t.messages):,} msgs · prompt {figure}"
+        f"{name}{f' · {which}' if which else ''} · {t.format} · {t.model or 'model unknown'}"
+        f" · window {window} · {len(t.messages):,} msgs{live} · prompt {figure}"
     )
 
 
-def rule_label(plan: BoundaryPlan) -> str:
+def boundary_status(s: InspectorSession) -> str:
+    """The line under the list: where the boundary is, why, and whether it does anything."""
+    plan = s.plan
+    status = f"boundary {plan.end + s.live_from}"
+    if plan.snap_reason:
+        status += f" · {plan.snap_reason}"
+    result = s.current_result
+    if plan.no_op:
+        status += f" · no-op: {plan.reason}"
+    elif result is not None and result.report.status.value != "compacted":
+        status += f" · no-op: {result.report.reason}"
+    return status + f" · profile {s.options.profile.value}"
+
+
+def rule_label(plan: BoundaryPlan, offset: int = 0) -> str:
+    """The boundary rule's label; ``offset`` turns live indices into file indices."""
     if plan.no_op:
         return f"nothing to compress: {plan.reason}"
     return (
-        f"compress {plan.start}–{plan.end - 1} above ({plan.middle_tokens:,} tok)"
+        f"compress {plan.start + offset}–{plan.end - 1 + offset} above"
+        f" ({plan.middle_tokens:,} tok)"
         f" · keep {plan.tail_messages:,} below ({plan.tail_tokens:,} tok)"
     )
 
@@ -92,7 +161,7 @@ class MainScreen(Screen[None]):
     MainScreen #body { height: 1fr; }
     MainScreen #left { width: 3fr; }
     MainScreen MessageList { height: 1fr; }
-    MainScreen #boundary-status { height: 1; padding: 0 1; background: $panel; color: $text-muted; }
+    MainScreen #boundary-status { height: auto; max-height: 4; padding: 0 1; background: $panel; color: $text-muted; }
     MainScreen DetailPane { width: 2fr; border-left: tall $panel-lighten-1; }
     MainScreen.-narrow DetailPane { display: none; }
     MainScreen.-narrow.-show-detail DetailPane { display: block; width: 1fr; }
@@ -107,6 +176,9 @@ class MainScreen(Screen[None]):
     """
 
     BINDINGS = [
+        # The app's Help and Quit first, so the footer keeps them at 80 columns.
+        Binding("question_mark", "app.help", "Help", id="main.help"),
+        Binding("q", "app.quit", "Quit", id="main.quit"),
         Binding("[", "boundary_step(-1)", "Boundary ↑", id="boundary.up"),
         Binding("]", "boundary_step(1)", "Boundary ↓", id="boundary.down"),
         Binding("{", "boundary_exchange(-1)", "Exchange ↑", show=False, id="boundary.exchange_up"),
@@ -127,15 +199,25 @@ class MainScreen(Screen[None]):
         Binding("N", "search_next(-1)", "Prev match", show=False, id="list.search_prev"),
         Binding(":", "jump", "Jump", show=False, id="list.jump"),
         Binding("d", "toggle_detail", "Detail", show=False, id="main.detail"),
+        Binding("s", "sessions", "Sessions", show=False, id="main.sessions"),
         Binding("y", "copy_message", "Copy", show=False, id="main.copy"),
         Binding("escape", "back_to_list", "Back to list", show=False, id="main.back"),
         Binding("F", "toggle_follow", "Follow", show=False, id="main.follow"),
+        Binding("a", "subagents", "Subagents", show=False, id="main.subagents"),
+        Binding("backspace", "close_subagent", "Back to the session", show=False, id="main.up"),
     ]
 
     @dataclass
     class Loaded(TMessage):
         transcript: Transcript
         tokens: TranscriptTokens
+        split: LiveSplit
+        history_tokens: tuple[int, ...]
+        estimated: bool = True
+
+    @dataclass
+    class HistoryCounted(TMessage):
+        tokens: tuple[int, ...]
 
     @dataclass
     class SessionReady(TMessage):
@@ -156,6 +238,16 @@ class MainScreen(Screen[None]):
         counter: str = ""
         #: What the reloaded session was read from (a commit checks it is still current).
         loaded: LoadedSource | None = None
+        #: Tokens of the history before the live context (greyed above the list).
+        history_tokens: tuple[int, ...] = ()
+
+    @dataclass
+    class SessionsListed(TMessage):
+        entries: list[SessionEntry]
+
+    @dataclass
+    class Projected(TMessage):
+        """Core computed the compaction for the boundary on screen."""
 
     @dataclass
     class SearchDone(TMessage):
@@ -167,9 +259,16 @@ class MainScreen(Screen[None]):
         self.request = request
         self.session: InspectorSession | None = None
         self.loaded: LoadedSource | None = None
+        self.subagents: list[Subagent] = []
         self._matches: tuple[int, ...] = ()
         self._detail_timer: Timer | None = None
         self.live: LiveFollow | None = None
+        self._project_timer: Timer | None = None
+        self._status_wrapped = False
+        self._project_lock = threading.Lock()
+        #: The sessions of a multi-session file (empty: one session) and which is shown.
+        self.sessions_in_file: list[SessionEntry] = []
+        self.session_position: int | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -201,35 +300,78 @@ class MainScreen(Screen[None]):
 
     # ----------------------------------------------------------------- workers
 
-    @work(thread=True, exclusive=True, group="load", name="load", exit_on_error=False)
-    def _load(self) -> None:
+    @work(exclusive=True, group="load", name="load", exit_on_error=False)
+    async def _load(self) -> None:
+        # The reading runs in a daemon thread, not the worker pool: quitting while a
+        # big file loads never waits for it (the pool's threads are joined at exit).
+        await in_daemon_thread(self._load_blocking)
+
+    def _load_blocking(self) -> None:
         req = self.request
         # The store remembers the exact bytes read, so a commit can refuse a stale source.
         self.loaded = load_source(req.path, req.fmt, session=req.session)
         transcript = self.loaded.transcript
+        subagents = list_subagents(transcript, read_files=False)
+        if req.subagent is not None:
+            transcript = open_subagent(transcript, req.subagent)
+            self.loaded = None  # a sidechain is no file of its own: nothing to commit
+            subagents = []
         if req.model:
             transcript = replace(transcript, model=req.model)
         if req.context_window:
             transcript = replace(transcript, context_window=req.context_window)
+        self.subagents = subagents
+        # The agent's live context is what compaction works on; the history before its
+        # last compaction is shown greyed, never resurrected.
+        split = live_split(transcript, whole_file=req.whole_file)
+        live = split.live
+        # 0. A file counted before (the same bytes) paints with its exact counts at once.
+        identity = source_identity(self.loaded) if self.loaded is not None else None
+        stored = stored_tokens(transcript, identity, req.fmt, req.session, default_counter)
+        if stored is not None:
+            live_tokens = stored.tail(split.start)
+            history = stored.per_message[: split.start]
+            self.post_message(self.Loaded(live, live_tokens, split, history, estimated=False))
+            session = InspectorSession.build(
+                live,
+                live_tokens,
+                default_counter(),
+                context_window=req.context_window,
+                split=split,
+                subagents=len(subagents),
+            )
+            self.post_message(self.SessionReady(session))
+            return
         # 1. Paint the list at once with estimated counts...
         rough_counter = RoughCounter()
         rough = count_transcript(transcript, rough_counter)
-        self.post_message(self.Loaded(transcript, rough))
+        history = rough.per_message[: split.start]
+        self.post_message(self.Loaded(live, rough.tail(split.start), split, history))
         # 2. ...then the boundary index, plan and breakdown...
         session = InspectorSession.build(
-            transcript, rough, rough_counter, context_window=req.context_window
+            live,
+            rough.tail(split.start),
+            rough_counter,
+            context_window=req.context_window,
+            split=split,
+            subagents=len(subagents),
         )
         self.post_message(self.SessionReady(session))
         # 3. ...and refine to exact counts without holding up input.
         counter = default_counter()
         if counter.name != "rough":
-            exact = exact_tokens(transcript, req.path, req.fmt, req.session, counter)
-            self.post_message(self.Counted(session.with_tokens(exact, counter)))
+            # A subagent is no file of its own: identity is None, nothing is cached.
+            path = req.path if req.subagent is None else Path("")
+            exact = exact_tokens(transcript, path, req.fmt, req.session, counter, identity)
+            self.post_message(self.Counted(session.with_tokens(exact.tail(split.start), counter)))
+            self.post_message(self.HistoryCounted(exact.per_message[: split.start]))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is not WorkerState.ERROR or event.worker.group != "load":
             return
         error = event.worker.error
+        # The dialog dims this screen: no loading bar left running behind it.
+        self.query_one("#loading").add_class("-hidden")
         message = str(error) if isinstance(error, LoadError) else f"{type(error).__name__}: {error}"
         self.app.show_error("Could not open the transcript", message)
 
@@ -238,15 +380,23 @@ class MainScreen(Screen[None]):
     def on_main_screen_loaded(self, event: Loaded) -> None:
         self.query_one("#loading").add_class("-hidden")
         lst = self.query_one(MessageList)
-        lst.set_transcript(event.transcript, event.tokens.per_message, estimated=True)
+        lst.set_transcript(event.transcript, event.tokens.per_message, estimated=event.estimated)
+        lst.set_history(event.split.history, event.history_tokens)
         t = event.transcript
         self.query_one("#file-header", Static).update(
             f"{self.request.path.name} · {t.format} · {t.model or 'model unknown'}"
             f" · {len(t.messages):,} msgs · counting…"
         )
 
+    def on_main_screen_history_counted(self, event: HistoryCounted) -> None:
+        lst = self.query_one(MessageList)
+        if event.tokens:
+            lst.set_history(lst.history_messages, event.tokens)
+
     def on_main_screen_session_ready(self, event: SessionReady) -> None:
         self.session = event.session
+        if event.session.transcript.format in ("sharegpt", "hermes"):
+            self._list_sessions(event.session.transcript.format)
         self._refresh_all()
         self._show_detail(self.query_one(MessageList).cursor)
         self._start_follow()
@@ -272,22 +422,110 @@ class MainScreen(Screen[None]):
         if s is None:
             return
         live = self.live.header_suffix() if self.live is not None else ""
-        self.query_one("#file-header", Static).update(header_text(s, self.request.path) + live)
+        self.query_one("#file-header", Static).update(
+            header_text(s, self.request.path, self._which()) + live
+        )
         self._refresh_boundary()
+
+    def _which(self) -> str:
+        """The session on screen: its id and "2 of 3" in a multi-session file; the id
+        alone for a Hermes state.db of one session."""
+        s = self.session
+        sid = s.transcript.session_id if s is not None else None
+        entries, at = self.sessions_in_file, self.session_position
+        if entries and at is not None:
+            return f"session {entries[at].label} ({at + 1} of {len(entries)}, s switches)"
+        is_db = self.loaded is not None and self.loaded.ref.is_db
+        return f"session {sid}" if sid and is_db else ""
+
+    @work(thread=True, exclusive=True, group="sessions", exit_on_error=False)
+    def _list_sessions(self, fmt: str) -> None:
+        self.post_message(self.SessionsListed(file_sessions(self.request.path, fmt)))
+
+    def on_main_screen_sessions_listed(self, event: SessionsListed) -> None:
+        self.sessions_in_file = event.entries
+        sid = self.session.transcript.session_id if self.session is not None else None
+        self.session_position = position_of(event.entries, self.request.session, sid)
+        self._refresh_all()
+
+    def action_sessions(self) -> None:
+        """Switch to another session of a multi-session file (ShareGPT, state.db)."""
+        if not self.sessions_in_file:
+            self.notify("This file holds one session.", severity="information")
+            return
+        from tjui.screens.sessions import SessionPicker
+
+        def _after(key: str | None) -> None:
+            if key is not None:
+                self.app.call_later(self.app.reopen, replace(self.request, session=key))
+
+        self.app.push_screen(SessionPicker(self.sessions_in_file, self.session_position), _after)
 
     def _refresh_boundary(self) -> None:
         s = self.session
         if s is None:
             return
         plan = s.plan
-        self.query_one(ContextBar).update_data(s.breakdown, plan, s.trigger)
-        self.query_one(MessageList).set_zones(Zones(plan.start, plan.end), rule_label(plan))
-        status = f"boundary {plan.end}"
-        if plan.snap_reason:
-            status += f" · {plan.snap_reason}"
-        status += f" · profile {s.options.profile.value}"
-        # One line, fixed height: no layout pass needed on every boundary move.
-        self.query_one("#boundary-status", Static).update(status, layout=False)
+        result = s.current_result
+        report = result.report if result is not None else None
+        pending = report is None and not plan.no_op and self._auto_project()
+        self.query_one(ContextBar).update_data(
+            s.breakdown, plan, s.trigger, after=report, computing=pending
+        )
+        self.query_one(MessageList).set_zones(
+            Zones(plan.start, plan.end), rule_label(plan, s.live_from)
+        )
+        self._show_status(boundary_status(s))
+        if s.options.keep_last is None:
+            # The boundary moved some other way: the keep-last field no longer holds.
+            field = self.query_one("#keep-last", Input)
+            if field.value and not field.has_focus:
+                with self.prevent(Input.Changed):
+                    field.value = ""
+        if pending:
+            self._schedule_projection()
+
+    def _show_status(self, text: str) -> None:
+        """The status line wraps long reasons; a layout pass only when it grows or
+        shrinks past one line (a boundary move must stay cheap)."""
+        box = self.query_one("#boundary-status", Static)
+        wide = len(text) > max(1, box.content_size.width)
+        box.update(text, layout=wide or self._status_wrapped)
+        self._status_wrapped = wide
+
+    def _auto_project(self) -> bool:
+        s = self.session
+        return s is not None and len(s.transcript.messages) <= AUTO_PROJECT_MAX
+
+    def _schedule_projection(self) -> None:
+        if self._project_timer is not None:
+            self._project_timer.stop()
+        self._project_timer = self.set_timer(PROJECT_DELAY, self._project)
+
+    @work(thread=True, exclusive=True, group="project", exit_on_error=False)
+    def _project(self) -> None:
+        # One compress at a time: a superseded request (cancelled by the next, as the
+        # group is exclusive) gives up once the running one is done.
+        with self._project_lock:
+            s = self.session
+            if get_current_worker().is_cancelled or s is None or s.current_result is not None:
+                return
+            s.compute()
+        self.post_message(self.Projected())
+
+    def on_main_screen_projected(self, event: Projected) -> None:
+        self._refresh_boundary()
+
+    def on_screen_resume(self) -> None:
+        # The preview may have computed the figure (or changed the focus topic).
+        s = self.session
+        if s is None:
+            return
+        field = self.query_one("#focus-topic", Input)
+        if (s.options.focus_topic or "") != field.value.strip():
+            with self.prevent(Input.Changed):
+                field.value = s.options.focus_topic or ""
+        self._refresh_boundary()
 
     @property
     def plan(self) -> BoundaryPlan | None:
@@ -305,17 +543,13 @@ class MainScreen(Screen[None]):
         if self.session is not None:
             self.session.step_legal(delta)
             self._refresh_boundary()
-            self.query_one(MessageList).scroll_to_show(
-                min(self.session.plan.end, self.session.plan.total_messages - 1)
-            )
+            self.query_one(MessageList).show_rule()
 
     def action_boundary_exchange(self, delta: int) -> None:
         if self.session is not None:
             self.session.step_exchange(delta)
             self._refresh_boundary()
-            self.query_one(MessageList).scroll_to_show(
-                min(self.session.plan.end, self.session.plan.total_messages - 1)
-            )
+            self.query_one(MessageList).show_rule()
 
     def action_compress_up_to_here(self) -> None:
         if self.session is not None:
@@ -354,6 +588,7 @@ class MainScreen(Screen[None]):
     def _focus_changed(self, event: Input.Changed) -> None:
         if self.session is not None:
             self.session.set_focus(event.value.strip())
+            self._refresh_boundary()
 
     @on(Input.Submitted, "#focus-topic")
     def _focus_submitted(self, event: Input.Submitted) -> None:
@@ -393,7 +628,7 @@ class MainScreen(Screen[None]):
         index = max(0, min(index, len(s.transcript.messages) - 1))
         self.query_one(DetailPane).show(
             s.transcript.messages[index],
-            index,
+            index + s.live_from,  # its index in the file, as the list shows it
             s.tokens.per_message[index],
             estimated=s.tokens.kind.value != "exact",
         )
@@ -433,12 +668,54 @@ class MainScreen(Screen[None]):
     def action_jump(self) -> None:
         from tjui.screens.jump import JumpDialog
 
-        count = len(self.session.transcript.messages) if self.session else 0
-        self.app.push_screen(JumpDialog(count), self.go_to)
+        if self.session is None:
+            return
+        offset = self.session.live_from
+        count = len(self.session.transcript.messages) + offset
+
+        def _go(index: int | None) -> None:
+            # The dialog takes file indices (as shown); history rows cannot be selected.
+            if index is not None and index < offset:
+                self.notify(f"message {index} is already compacted history", severity="warning")
+            self.go_to(None if index is None else max(0, index - offset))
+
+        self.app.push_screen(JumpDialog(count), _go)
+
+    def action_subagents(self) -> None:
+        """List the session's subagents; the chosen one opens in a new view."""
+        from tjui.screens.subagents import SubagentDialog
+
+        agents = self.subagents
+        if not agents:
+            self.notify("this session has no subagents", severity="information")
+            return
+
+        def _open(agent: Subagent | None) -> None:
+            if agent is None:
+                return
+            if agent.path is not None:
+                request = LoadRequest(path=Path(agent.path), fmt="claude-code")
+            else:
+                request = replace(self.request, subagent=agent.id, session=None)
+            self.app.push_screen(MainScreen(request))
+
+        self.app.push_screen(SubagentDialog(agents), _open)
+
+    def action_close_subagent(self) -> None:
+        """Back to the session a subagent was opened from."""
+        below = self.app.screen_stack[-2] if len(self.app.screen_stack) > 1 else None
+        if isinstance(below, MainScreen):
+            self.app.pop_screen()
 
     def action_commit(self) -> None:
         """Commit the compaction on screen through the store (original archived first)."""
         if self.session is None:
+            return
+        if self.request.subagent is not None:
+            self.notify(
+                "a subagent's sidechain lines are part of its session file: nothing to commit",
+                severity="warning",
+            )
             return
         from tjui.screens.commit import CommitDialog, CommitOutcome
 
@@ -453,6 +730,7 @@ class MainScreen(Screen[None]):
                 self.loaded or self.request.path,
                 fmt=self.request.fmt,
                 hermes_session=self.request.session,
+                result=self.session.current_result,
             ),
             _after,
         )
@@ -487,9 +765,20 @@ class MainScreen(Screen[None]):
         from tjui.screens.timeline import TimelineScreen
 
         s = self.session
+        offset = s.live_from
+        history = self.query_one(MessageList).history_tokens
+        if len(history) != offset:
+            return  # the history is still being counted
+        tokens = s.tokens.with_head(history)
+
+        def _go(index: int | None) -> None:
+            # The timeline covers the whole file, every past compaction included.
+            if index is not None and index < offset:
+                self.notify(f"message {index} is already compacted history", severity="warning")
+            self.go_to(None if index is None else max(0, index - offset))
+
         self.app.push_screen(
-            TimelineScreen(s.transcript, s.tokens, context_window=s.options.context_window),
-            self.go_to,
+            TimelineScreen(s.whole, tokens, context_window=s.options.context_window), _go
         )
 
     # ------------------------------------------------------------------ follow
@@ -516,6 +805,7 @@ class MainScreen(Screen[None]):
         if current is None:
             return
         session = loaded = None
+        history_tokens: tuple[int, ...] = ()
         if change is not None:
             options = LoadOptions(session=req.session)
             transcript = load_bytes(change.data, req.path, req.fmt, options=options)
@@ -529,15 +819,27 @@ class MainScreen(Screen[None]):
                 )
             if req.model:
                 transcript = replace(transcript, model=req.model)
+            if req.context_window:
+                transcript = replace(transcript, context_window=req.context_window)
+            # As the first load: the live context on screen, the history before it greyed.
+            split = live_split(transcript, whole_file=req.whole_file)
             tokens = count_transcript(transcript, current.counter)
+            history_tokens = tokens.per_message[: split.start]
             session = InspectorSession.build(
-                transcript, tokens, current.counter, context_window=req.context_window
+                split.live,
+                tokens.tail(split.start),
+                current.counter,
+                context_window=req.context_window,
+                split=split,
+                subagents=len(self.subagents),
             )
             session.replan(current.options)  # the boundary stays where the user put it
         shown = session or current
         status = live_status(shown.transcript, shown.tokens, context_window=req.context_window)
         kind = change.kind if change else None
-        self.post_message(self.LiveChanged(session, status, kind, shown.tokens.counter, loaded))
+        self.post_message(
+            self.LiveChanged(session, status, kind, shown.tokens.counter, loaded, history_tokens)
+        )
 
     def on_main_screen_live_changed(self, event: LiveChanged) -> None:
         if self.live is None or self.session is None:
@@ -552,6 +854,9 @@ class MainScreen(Screen[None]):
             lst.set_transcript(
                 event.session.transcript, tokens.per_message, estimated=tokens.counter == "rough"
             )
+            split = event.session.split
+            if split is not None:
+                lst.set_history(split.history, event.history_tokens)
         # (A JSON document is rewritten on every turn: that is no news.)
         if event.kind is ChangeKind.TRUNCATED or (
             event.kind is ChangeKind.REPLACED and self.live.tail.jsonl

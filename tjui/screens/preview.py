@@ -9,9 +9,10 @@ Above the view: the summary source (the deterministic fallback or a provider fro
 config.toml) and the focus topic (pre-filled from the session). Choosing a provider,
 submitting the focus topic or pressing ``r`` (re)generates in a worker thread with a
 spinner; ``x`` cancels (the result of a cancelled run is dropped). Beside the view: the
-scorecard of :func:`tinyjuice.review.review_summary` — recall per category, the checks
-and every missing item; selecting a missing item dismisses the screen with that
-item's message index (``PreviewScreen`` is a ``Screen[int | None]``: push it with a
+scorecard of :func:`tinyjuice.review.review_summary` — recall per category, the checks,
+every missing item, the rules the summary lost and the probes it cannot answer;
+selecting a missing item, a lost rule or an unanswered probe dismisses the screen with
+the message index of its evidence (``PreviewScreen`` is a ``Screen[int | None]``: push it with a
 callback to jump there). A provider failure is shown with its failure class and
 "nothing was changed" — the preview never changes the transcript.
 """
@@ -24,10 +25,12 @@ from dataclasses import dataclass, replace
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.events import Resize
 from textual.geometry import Size
 from textual.message import Message as TMessage
 from textual.screen import Screen
@@ -124,7 +127,7 @@ def report_header(report: CompactionReport) -> str:
     confidence = f" ({report.summary_confidence})" if report.summary_confidence else ""
     return (
         f"{report.status.value}: tokens {report.before_tokens:,} → {report.after_tokens:,}"
-        f" · {report.percent_saved:.1f}% saved · cache-cold {report.cache_cold_tokens:,}"
+        f" {report.tokens_kind} · {report.percent_saved:.1f}% saved · cache-cold {report.cache_cold_tokens:,}"
         f" · summary {report.summary_kind.value}{confidence}"
         f" · profile {report.profile.value} · messages {report.boundary_start}–"
         f"{(report.boundary_end or 1) - 1} · {len(report.digests)} digests"
@@ -148,7 +151,7 @@ class PreviewView(ScrollView, can_focus=True):
     PreviewView > .preview--right-title { color: $success; text-style: bold; }
     PreviewView > .preview--digest { color: $success; }
     PreviewView > .preview--summary { color: $warning; }
-    PreviewView > .preview--muted { color: $text-muted; }
+    PreviewView > .preview--muted { color: $foreground-muted; }
     PreviewView > .preview--divider { color: $panel-lighten-2; }
     """
     BINDINGS = [
@@ -156,9 +159,24 @@ class PreviewView(ScrollView, can_focus=True):
         Binding("down,j", "scroll_down", "Down", show=False),
         Binding("pageup", "page_up", "Page up", show=False),
         Binding("pagedown,space", "page_down", "Page down", show=False),
-        Binding("home,g", "scroll_home", "Top", show=False),
-        Binding("end,G", "scroll_end", "Bottom", show=False),
+        Binding("home,g", "top", "Top", show=False),
+        Binding("end,G", "bottom", "Bottom", show=False),
     ]
+
+    def action_top(self) -> None:
+        self.scroll_home(animate=False, immediate=True)
+
+    def action_bottom(self) -> None:
+        # At once, not animated: a second End is never needed to land on the last row.
+        self.scroll_end(animate=False, immediate=True)
+
+    def scroll_to_summary(self) -> bool:
+        """Bring the handoff summary to the top; False when there is none."""
+        for k, block in enumerate(self._blocks):
+            if block.kind == "summary":
+                self.scroll_to(y=self._starts[k], animate=False, immediate=True)
+                return True
+        return False
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -217,6 +235,9 @@ class PreviewView(ScrollView, can_focus=True):
         return Strip(segments).crop_extend(0, width, base)
 
 
+#: Narrower than this, the scorecard is stacked under the two columns.
+STACK_BELOW = 120
+
 #: The provider choice meaning "no model": the deterministic fallback summary.
 FALLBACK_CHOICE = "fallback"
 #: Missing items listed in the scorecard (the rest are counted).
@@ -247,25 +268,42 @@ def _one_row(text: str) -> str:
     return text if len(text) <= ROW_CHARS else text[: ROW_CHARS - 1] + "…"
 
 
-def scorecard_options(review: SummaryReview) -> tuple[list[Option], dict[str, int]]:
-    """The scorecard as option-list rows, and the message index of each missing item."""
+#: Recall below these shares is shown in the warning / error colour (presentation only).
+WEAK_BELOW = 0.8
+POOR_BELOW = 0.5
+
+
+def _grade_style(share: float | None, styles: dict[str, Style] | None) -> Style | str:
+    if styles is None or share is None:
+        return ""
+    if share < POOR_BELOW:
+        return styles.get("poor", "")
+    if share < WEAK_BELOW:
+        return styles.get("weak", "")
+    return ""
+
+
+def scorecard_options(
+    review: SummaryReview, styles: dict[str, Style] | None = None
+) -> tuple[list[Option], dict[str, int]]:
+    """The scorecard as option-list rows, and the message index of each missing item.
+
+    ``styles`` ("weak", "poor") colour the rows whose recall is low and failed checks."""
     rows: list[Option] = []
     jumps: dict[str, int] = {}
     overall = review.overall
     kept = "nothing to keep" if overall is None else f"kept {overall:.0%} of {len(review.items):,}"
-    rows.append(Option(f"review: {kept}", disabled=True))
+    rows.append(Option(Text(f"review: {kept}", style=_grade_style(overall, styles)), disabled=True))
     for cat in CATEGORIES:
         total = review.total(cat)
         if total:
             found = review.found(cat)
-            rows.append(
-                Option(
-                    f"  {cat.value:<12}{found:>4}/{total:<4}{found / total:>5.0%}", disabled=True
-                )
-            )
+            row = f"  {cat.value:<12}{found:>4}/{total:<4}{found / total:>5.0%}"
+            rows.append(Option(Text(row, style=_grade_style(found / total, styles)), disabled=True))
     for c in review.checks:
         mark = {True: "✓", False: "✗", None: "·"}[c.ok]
-        rows.append(Option(f"{mark} {c.name}: {c.detail}", disabled=True))
+        style = _grade_style(0.0 if c.ok is False else None, styles)
+        rows.append(Option(Text(f"{mark} {c.name}: {c.detail}", style=style), disabled=True))
     missing = [item for cat in CATEGORIES for item in review.missing.get(cat.value, ())]
     if missing:
         rows.append(Option("missing (enter: jump to the message)", disabled=True))
@@ -276,7 +314,38 @@ def scorecard_options(review: SummaryReview) -> tuple[list[Option], dict[str, in
         rows.append(Option(_one_row(row), id=key))
     if len(missing) > SCORECARD_MISSING:
         rows.append(Option(f"… {len(missing) - SCORECARD_MISSING:,} more", disabled=True))
+    _probe_rows(review, rows, jumps)
     return rows, jumps
+
+
+def _probe_rows(review: SummaryReview, rows: list[Option], jumps: dict[str, int]) -> None:
+    """Rules lost and unanswered probes, each jumping to its evidence on enter."""
+    rules = review.rules
+    if rules is not None and rules.checks:
+        lost = rules.lost
+        mark = "✓" if not lost else "✗"
+        rows.append(
+            Option(
+                f"{mark} rules: {len(rules.checks) - len(lost)}/{len(rules.checks)} kept",
+                disabled=True,
+            )
+        )
+        for n, c in enumerate(lost[:SCORECARD_MISSING]):
+            jumps[f"rule-{n}"] = c.rule.index
+            text = " ".join(c.rule.text.split())
+            rows.append(
+                Option(_one_row(f"#{c.rule.index} lost {c.rule.source}: {text}"), id=f"rule-{n}")
+            )
+    probes = review.probes
+    if probes is None or not probes.probes:
+        return
+    scores = " ".join(f"{k} {v:.0%}" for k, v in probes.scores.items())
+    rows.append(Option(_one_row(f"probes: {scores}"), disabled=True))
+    for n, p in enumerate(probes.unanswered[:SCORECARD_MISSING]):
+        jumps[f"probe-{n}"] = p.evidence
+        rows.append(
+            Option(_one_row(f"#{p.evidence} {p.kind.value}: {p.question}"), id=f"probe-{n}")
+        )
 
 
 def failure_line(report: CompactionReport, provider: str | None) -> str | None:
@@ -300,7 +369,7 @@ class PreviewScreen(Screen[int | None]):
     """The compaction preview. Dismissed with a message index (jump there) or None."""
 
     DEFAULT_CSS = """
-    PreviewScreen #preview-header { height: auto; padding: 0 1; background: $primary-background; text-style: bold; }
+    PreviewScreen #preview-header { height: auto; padding: 0 1; background: $primary-background; color: $text; text-style: bold; }
     PreviewScreen #preview-controls { height: 1; padding: 0 1; background: $panel; }
     PreviewScreen #preview-controls Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
     PreviewScreen #preview-provider { width: 34; margin: 0 2 0 0; }
@@ -315,14 +384,20 @@ class PreviewScreen(Screen[int | None]):
     PreviewScreen #preview-body { height: 1fr; }
     PreviewScreen PreviewView { width: 1fr; height: 1fr; }
     PreviewScreen #preview-scorecard { width: 48; height: 1fr; border-left: solid $panel-lighten-2; }
+    PreviewScreen.-stacked #preview-body { layout: vertical; }
+    PreviewScreen.-stacked #preview-scorecard {
+        width: 1fr; height: 7; border-left: none; border-top: solid $panel-lighten-2;
+    }
+    PreviewScreen.-stacked #preview-provider { width: 24; }
     """
     BINDINGS = [
         Binding("escape,q", "close", "Back", id="preview.close"),
+        Binding("m", "summary", "Summary", id="preview.summary"),
+        Binding("s", "scorecard", "Scorecard", id="preview.scorecard"),
         Binding("r", "recompute", "Regenerate", id="preview.recompute"),
         Binding("x", "cancel", "Cancel", id="preview.cancel"),
         Binding("o", "choose_provider", "Provider", id="preview.provider"),
         Binding("f", "edit_focus", "Focus topic", id="preview.focus"),
-        Binding("s", "scorecard", "Scorecard", id="preview.scorecard"),
     ]
 
     @dataclass
@@ -332,6 +407,8 @@ class PreviewScreen(Screen[int | None]):
         review: SummaryReview | None = None
         generation: int = 0
         provider: str | None = None
+        #: The session settings it was computed for (InspectorSession.settings_key).
+        key: tuple[object, ...] = ()
 
     @dataclass
     class Failed(TMessage):
@@ -352,6 +429,8 @@ class PreviewScreen(Screen[int | None]):
         self._generation = 0
         self._jumps: dict[str, int] = {}
         self._last_choice: str | None = None
+        #: The focus topic of the preview on screen (restored by a cancel).
+        self._shown_focus: str | None = session.options.focus_topic
         self._choices, self._config_error = provider_choices()
 
     def compose(self) -> ComposeResult:
@@ -385,7 +464,12 @@ class PreviewScreen(Screen[int | None]):
             yield OptionList(id="preview-scorecard", markup=False, compact=True)
         yield Footer()
 
+    def on_resize(self, event: Resize) -> None:
+        # Below STACK_BELOW columns the scorecard goes under the two columns.
+        self.set_class(event.size.width < STACK_BELOW, "-stacked")
+
     def on_mount(self) -> None:
+        self.set_class(self.app.size.width < STACK_BELOW, "-stacked")
         self.query_one(PreviewView).focus()
         self._show_error(self._config_note())
         self._start()
@@ -407,6 +491,9 @@ class PreviewScreen(Screen[int | None]):
         return self.query_one("#preview-focus", Input).value.strip() or None
 
     def _start(self) -> None:
+        # The focus typed here is the session's: the main screen and the commit dialog
+        # show the figures of what was previewed (a cancel puts the previous one back).
+        self.session.set_focus(self.focus_topic)
         self._generation += 1
         self._last_choice = self.provider_choice
         self.generating = True
@@ -420,6 +507,7 @@ class PreviewScreen(Screen[int | None]):
         from tinyjuice.tokens import message_tokens
 
         s = self.session
+        key = s.settings_key()
         provider = None
         if choice != FALLBACK_CHOICE:
             from tinyjuice.providers import make_provider
@@ -439,6 +527,7 @@ class PreviewScreen(Screen[int | None]):
             tokens=s.tokens,
             counter=s.counter,
             index=s.index,
+            analysis=s.analysis,
         )
         review = None
         if result.summary_message is not None:
@@ -452,6 +541,7 @@ class PreviewScreen(Screen[int | None]):
                 start_index=result.report.boundary_start or 0,
                 budget_tokens=budget,
                 counter=s.counter,
+                kept=[m for m in result.messages if m is not result.summary_message],
             )
         if get_current_worker().is_cancelled:
             return
@@ -462,6 +552,7 @@ class PreviewScreen(Screen[int | None]):
                 review,
                 generation,
                 None if provider is None else choice,
+                key,
             )
         )
 
@@ -487,6 +578,8 @@ class PreviewScreen(Screen[int | None]):
         self._done()
         self.result = event.result
         self.review = event.review
+        self.session.remember(event.result, event.key)
+        self._shown_focus = self.session.options.focus_topic
         report = event.result.report
         self.query_one("#preview-header", Static).update(report_header(report))
         self._show_error(failure_line(report, event.provider) or self._config_note())
@@ -506,7 +599,7 @@ class PreviewScreen(Screen[int | None]):
             self._jumps = {}
             card.add_option(Option("no summary to review", disabled=True))
         else:
-            rows, self._jumps = scorecard_options(event.review)
+            rows, self._jumps = scorecard_options(event.review, self._grade_styles())
             card.add_options(rows)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -544,6 +637,16 @@ class PreviewScreen(Screen[int | None]):
         self._generation += 1  # whatever the running worker posts is now stale
         self.workers.cancel_group(self, "preview")
         self._done()
+        # Back to what is on screen: the previous preview, its header and focus topic.
+        self.session.set_focus(self._shown_focus)
+        focus = self.query_one("#preview-focus", Input)
+        with self.prevent(Input.Changed):
+            focus.value = self._shown_focus or ""
+        header = self.query_one("#preview-header", Static)
+        if self.result is not None:
+            header.update(report_header(self.result.report))
+        else:
+            header.update("No preview: generation cancelled (r computes it).")
         self._show_error("generation cancelled — nothing was changed.")
 
     def action_choose_provider(self) -> None:
@@ -554,6 +657,20 @@ class PreviewScreen(Screen[int | None]):
 
     def action_scorecard(self) -> None:
         self.query_one("#preview-scorecard", OptionList).focus()
+
+    def action_summary(self) -> None:
+        view = self.query_one(PreviewView)
+        view.focus()
+        if not view.scroll_to_summary():
+            self.notify("No handoff summary in this preview.", severity="warning")
+
+    def _grade_styles(self) -> dict[str, Style]:
+        """Low recall in the theme's warning colour, very low and failed in its error."""
+        colours = self.app.theme_variables
+        return {
+            "weak": Style(color=colours.get("warning"), bold=True),
+            "poor": Style(color=colours.get("error"), bold=True),
+        }
 
     def action_close(self) -> None:
         self.dismiss(None)

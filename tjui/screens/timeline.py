@@ -171,7 +171,14 @@ class TimelineScreen(Screen[int | None]):
         else:
             detail.append("No compactions recorded in this transcript.", style="bold")
         detail.append("\nNow: ", style="bold")
-        detail.append(result.current.summary())
+        now = result.current
+        if now.last_tokens is not None and now.last_tokens != now.tokens:
+            # Not the header's figure: the header has the last reading, this the next call.
+            detail.append(
+                f"next request (last reading {now.last_tokens:,} + messages since) ",
+                style="italic",
+            )
+        detail.append(now.summary())
         fired = result.would_fire_at
         if fired:
             shown = ", ".join(str(i) for i in fired[:REPLAY_SHOWN])

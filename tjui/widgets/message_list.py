@@ -5,6 +5,11 @@ on the rows on screen, not on the transcript's length (100k messages paint as fa
 100). Rows show index, role glyph, per-message and cumulative tokens and a one-line
 preview; tool results are indented under their call; summaries and injected context
 are marked; the three compaction zones are shaded and the boundary drawn as a rule.
+
+When the agent already compacted (a reset, see :mod:`tinyjuice.live`), the history
+before its last compaction is shown first, greyed and marked "already compacted": those
+rows can be read but not selected, and every message index (cursor, zones, events)
+counts live messages only. The index column shows each message's place in the file.
 """
 
 from __future__ import annotations
@@ -84,6 +89,7 @@ class MessageList(ScrollView, can_focus=True):
         "message-list--gutter-head",
         "message-list--gutter-middle",
         "message-list--gutter-tail",
+        "message-list--history",
     }
 
     DEFAULT_CSS = """
@@ -93,14 +99,14 @@ class MessageList(ScrollView, can_focus=True):
         overflow-x: hidden;
     }
     MessageList > .message-list--cursor { background: $accent 40%; text-style: bold; }
-    MessageList > .message-list--index { color: $text-muted; }
-    MessageList > .message-list--tokens { color: $text-muted; }
+    MessageList > .message-list--index { color: $foreground-muted; }
+    MessageList > .message-list--tokens { color: $foreground-muted; }
     MessageList > .message-list--system { color: $warning; }
     MessageList > .message-list--user { color: $success; text-style: bold; }
     MessageList > .message-list--assistant { color: $primary; }
     MessageList > .message-list--tool { color: $secondary-lighten-2; }
     MessageList > .message-list--summary { color: $warning; text-style: italic; }
-    MessageList > .message-list--injected { color: $text-muted; text-style: italic; }
+    MessageList > .message-list--injected { color: $foreground-muted; text-style: italic; }
     MessageList > .message-list--head { background: $primary 8%; }
     MessageList > .message-list--middle { background: $error 7%; }
     MessageList > .message-list--tail { background: $success 8%; }
@@ -109,6 +115,7 @@ class MessageList(ScrollView, can_focus=True):
     MessageList > .message-list--gutter-head { color: $primary; }
     MessageList > .message-list--gutter-middle { color: $error; text-style: bold; }
     MessageList > .message-list--gutter-tail { color: $success; }
+    MessageList > .message-list--history { color: $text-disabled; }
     """
 
     BINDINGS = [
@@ -162,6 +169,9 @@ class MessageList(ScrollView, can_focus=True):
         self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         self._dragging = False
         self._rule_label = ""
+        #: The history before the agent's last compaction: (messages, tokens), greyed.
+        self._history: tuple[Message, ...] = ()
+        self._history_tokens: tuple[int, ...] = ()
 
     # ------------------------------------------------------------------ data
 
@@ -170,26 +180,52 @@ class MessageList(ScrollView, can_focus=True):
         return len(self._transcript.messages) if self._transcript else 0
 
     @property
+    def history_rows(self) -> int:
+        """Rows of greyed history above the live messages."""
+        return len(self._history)
+
+    @property
     def rule_row(self) -> int | None:
         """The row of the boundary rule (drawn before the first tail message)."""
-        return self._zones.end if self._zones is not None else None
+        return self._zones.end + self.history_rows if self._zones is not None else None
 
     @property
     def row_count(self) -> int:
-        return self.count + (1 if self._zones is not None else 0)
+        return self.history_rows + self.count + (1 if self._zones is not None else 0)
 
     def message_at_row(self, row: int) -> int | None:
+        """The live message shown at ``row`` (None for the rule and history rows)."""
         rule = self.rule_row
-        if rule is None or row < rule:
-            return row if 0 <= row < self.count else None
-        if row == rule:
+        row -= self.history_rows
+        if row < 0:
+            return None
+        if rule is None or row < rule - self.history_rows:
+            return row if row < self.count else None
+        if row == rule - self.history_rows:
             return None
         index = row - 1
         return index if index < self.count else None
 
     def row_of(self, index: int) -> int:
         rule = self.rule_row
-        return index if rule is None or index < rule else index + 1
+        row = index + self.history_rows
+        return row if rule is None or row < rule else row + 1
+
+    @property
+    def history_messages(self) -> tuple[Message, ...]:
+        return self._history
+
+    @property
+    def history_tokens(self) -> tuple[int, ...]:
+        return self._history_tokens
+
+    def set_history(self, messages: tuple[Message, ...], tokens: tuple[int, ...]) -> None:
+        """Show ``messages`` (the history before the last reset) greyed above the list."""
+        self._history = messages
+        self._history_tokens = tokens
+        self._cache.clear()
+        self._update_virtual_size()
+        self.refresh()
 
     def _update_virtual_size(self) -> None:
         self.virtual_size = Size(self.size.width, self.row_count)
@@ -263,6 +299,8 @@ class MessageList(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         if self._transcript is None or row >= self.row_count:
             return Strip.blank(width, self.rich_style)
+        if row < self.history_rows:
+            return self._render_history(row, width)
         index = self.message_at_row(row)
         if index is None:
             return self._render_rule(width)
@@ -272,6 +310,23 @@ class MessageList(ScrollView, can_focus=True):
         if cached is not None:
             return cached
         strip = self._render_row(index, width, zone)
+        self._cache[key] = strip
+        return strip
+
+    def _render_history(self, row: int, width: int) -> Strip:
+        key = ("history", row, width)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        m = self._history[row]
+        style = self.rich_style + self.get_component_rich_style("message-list--history")
+        tokens = self._history_tokens[row] if row < len(self._history_tokens) else 0
+        approx = "~" if self._estimated else " "
+        text = (
+            f" {row:>6} {GLYPHS[m.role]} {m.role.value[:9]:<9} {approx}{tokens:>7,}"
+            f" {'':>10}  [already compacted] {preview_text(m)}"
+        )
+        strip = Strip([Segment(text, style)]).crop_extend(0, width, style)
         self._cache[key] = strip
         return strip
 
@@ -315,7 +370,7 @@ class MessageList(ScrollView, can_focus=True):
         )
         segments = [
             Segment(gutter, base + gutter_style),
-            Segment(f"{index:>6} ", base + dim),
+            Segment(f"{index + self.history_rows:>6} ", base + dim),
             Segment(indent + GLYPHS[m.role] + " ", base + role_style),
             Segment(f"{m.role.value[:9]:<9} ", base + role_style),
             Segment(f"{approx}{tokens:>7,} ", base + tok_style),
@@ -346,6 +401,18 @@ class MessageList(ScrollView, can_focus=True):
             self.scroll_to(y=row, animate=False)
         elif row >= top + height:
             self.scroll_to(y=row - height + 1, animate=False)
+
+    def show_rule(self) -> None:
+        """Scroll so the ✂ rule and a row either side of it are on screen."""
+        rule = self.rule_row
+        if rule is None:
+            return
+        height = self.scrollable_content_region.height or 1
+        top = int(self.scroll_y)
+        if rule - 1 < top:
+            self.scroll_to(y=max(0, rule - 1), animate=False)
+        elif rule + 1 >= top + height:
+            self.scroll_to(y=rule + 2 - height, animate=False)
 
     def center_on(self, index: int) -> None:
         height = self.scrollable_content_region.height or 1
@@ -383,9 +450,9 @@ class MessageList(ScrollView, can_focus=True):
     def on_mouse_move(self, event: events.MouseMove) -> None:
         if not self._dragging:
             return
-        row = max(0, min(self._row_at(event.y), self.row_count - 1))
+        row = max(0, min(self._row_at(event.y), self.row_count - 1)) - self.history_rows
         # Dropping the rule at a row puts the boundary before the message shown there.
-        self.post_message(self.BoundaryDragged(self, min(row, self.count)))
+        self.post_message(self.BoundaryDragged(self, max(0, min(row, self.count))))
 
     def on_mouse_up(self, event: events.MouseUp) -> None:
         if self._dragging:

@@ -1,7 +1,7 @@
 """The row cache: per store file, keyed by (path, size, mtime), in the user cache dir.
 
-Where: ``$TJUI_CACHE_DIR`` when set, else ``$TJUI_HOME/cache`` when ``TJUI_HOME`` is
-set, else platformdirs' user cache directory for ``tjui``. Writes are atomic (a
+Where: beside the analysis cache (:func:`tinyjuice.cache.cache_dir`: ``$TJUI_CACHE_DIR``,
+else platformdirs' user cache directory for ``tjui``), as ``sessions-v1.json``. Writes are atomic (a
 temporary file renamed over the cache), and a save first merges what another process
 wrote meanwhile, so two tjui processes never leave a torn or empty cache.
 """
@@ -20,21 +20,16 @@ from tinyjuice.discovery.rows import SessionRow
 
 __all__ = ["CACHE_ENV", "RowCache", "cache_dir"]
 
+#: The variable that moves the cache directory (shared with the analysis cache).
 CACHE_ENV = "TJUI_CACHE_DIR"
 _FILE = "sessions-v1.json"
 _VERSION = 1
 
 
 def cache_dir() -> Path:
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env)
-    home = os.environ.get("TJUI_HOME")
-    if home:
-        return Path(home) / "cache"
-    import platformdirs
+    from tinyjuice.cache import cache_dir as analysis_cache_dir
 
-    return Path(platformdirs.user_cache_dir("tjui", appauthor=False))
+    return analysis_cache_dir()
 
 
 @dataclass

@@ -73,18 +73,7 @@ def fill_row(row: SessionRow, counter: TokenCounter | None = None) -> SessionRow
         return row.with_exact(None, f"cannot load: {exc}")
 
 
-#: The format names a reader for each agent registers under (any of them).
-_AGENT_FORMATS: dict[str, tuple[str, ...]] = {
-    "gemini": ("gemini", "gemini-cli"),
-    "opencode": ("opencode",),
-}
-
-
 def _reason(agent: str, message: str) -> str:
-    from tinyjuice.formats import FORMAT_NAMES
-
-    wanted = _AGENT_FORMATS.get(agent)
-    no_reader = wanted is not None and not set(wanted) & set(FORMAT_NAMES)
-    if no_reader or "unrecognised transcript" in message:
-        return f"no {agent} reader yet: listed from its header only"
+    if "unrecognised transcript" in message:
+        return f"no {agent} reader for this file: listed from its header only"
     return message

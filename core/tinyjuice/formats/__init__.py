@@ -25,12 +25,15 @@ from tinyjuice.formats._base import (
     LoadOptions,
     SaveError,
     Source,
+    clip,
+    clip_text,
     decode_utf8,
     jsonl_head,
     parse_json,
     parse_jsonl,
     read_bytes,
 )
+from tinyjuice.formats._locate import locate_nearest
 from tinyjuice.formats.losses import ConversionLoss, conversion_losses
 from tinyjuice.model import Transcript
 
@@ -58,6 +61,10 @@ _MODULES: dict[str, str] = {
     "codex": "tinyjuice.formats.codex",
     "sharegpt": "tinyjuice.formats.sharegpt",
     "swe-agent": "tinyjuice.formats.swe_agent",
+    "gemini-cli": "tinyjuice.formats.gemini_cli",
+    "cline": "tinyjuice.formats.cline",
+    "opencode": "tinyjuice.formats.opencode",
+    "aider": "tinyjuice.formats.aider",
 }
 
 #: Formats tinyjuice can write back.
@@ -83,8 +90,16 @@ def _module(name: str) -> _Reader:
         return cast(_Reader, importlib.import_module(_MODULES[name]))
     except KeyError:
         raise LoadError(
-            None, f"unknown format {name!r}", expected="one of " + ", ".join(FORMAT_NAMES)
+            None, f"unknown format {clip(name)}", expected="one of " + ", ".join(FORMAT_NAMES)
         ) from None
+
+
+def _is_markdown(path: Path, data: bytes) -> bool:
+    """Markdown text (an Aider chat history), not JSON: a heading first, or a .md name."""
+    head = data[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head[:1] in (b"{", b"["):
+        return False
+    return head.startswith(b"#") or path.suffix.lower() in (".md", ".markdown")
 
 
 def _parse(path: Path, data: bytes, options: LoadOptions) -> Source:
@@ -94,6 +109,8 @@ def _parse(path: Path, data: bytes, options: LoadOptions) -> Source:
         return Source(path=path, data=data, doc=None, kind="sqlite")
     if b"\x00" in data[:8192]:
         decode_utf8(path, data)  # raises: the file looks binary
+    if _is_markdown(path, data):
+        return Source(path=path, data=data, doc=decode_utf8(path, data), kind="text")
     # orjson rejects invalid UTF-8 itself, so the blob is decoded (for the error that
     # names the byte and line) only when parsing failed or skipped lines.
     try:
@@ -103,10 +120,45 @@ def _parse(path: Path, data: bytes, options: LoadOptions) -> Source:
             if lines.bad_lines:
                 decode_utf8(path, data)
             return Source(path=path, data=data, doc=lines, kind="jsonl")
-        return Source(path=path, data=data, doc=parse_json(path, data), kind="json")
+        try:
+            doc = parse_json(path, data)
+        except LoadError:
+            found = _lenient_jsonl(path, data)
+            if found is None:
+                raise
+            if not options.lenient:
+                n, problem = found.bad_lines[0]
+                raise LoadError(
+                    path,
+                    f"invalid JSON: {problem}",
+                    line=n,
+                    expected="one JSON object per line (use --lenient to skip bad lines)",
+                ) from None
+            return Source(path=path, data=data, doc=found, kind="jsonl")
+        return Source(path=path, data=data, doc=doc, kind="json")
     except LoadError:
         decode_utf8(path, data)  # invalid UTF-8 is reported before any JSON problem
         raise
+
+
+def _lenient_jsonl(path: Path, data: bytes) -> JsonlResult | None:
+    """With ``--lenient``: JSON lines whose FIRST line is malformed (None when not JSONL).
+
+    :func:`jsonl_head` judges a blob by its first line, so a broken first line made the
+    whole file look like one (invalid) JSON document. It is JSON lines when it is no
+    JSON document and most of its lines are JSON objects; bad lines are then skipped
+    and counted like any other (without ``--lenient`` the first one is reported).
+    """
+    if data.count(b"\n") < 1:
+        return None
+    try:
+        result = parse_jsonl(path, data, lenient=True)
+    except LoadError:
+        return None
+    # A pretty-printed document with an error has a line or two that parse (``{}``) among
+    # many that do not: JSON lines are mostly good lines.
+    good = len(result.lines) >= len(result.bad_lines)
+    return result if result.bad_lines and result.lines and good else None
 
 
 #: The parsed kinds each format's reader takes (see :class:`Source`).
@@ -118,11 +170,16 @@ _KINDS: dict[str, tuple[str, ...]] = {
     "codex": ("jsonl",),
     "sharegpt": ("json", "jsonl"),
     "swe-agent": ("json",),
+    "gemini-cli": ("json", "jsonl"),
+    "cline": ("json",),
+    "opencode": ("json", "sqlite"),
+    "aider": ("text",),
 }
 _KIND_NAMES: dict[str, str] = {
     "json": "a JSON document",
     "jsonl": "JSON lines",
     "sqlite": "a SQLite database",
+    "text": "Markdown text",
 }
 
 
@@ -213,11 +270,53 @@ def _resolve(source: Source, format: str | None) -> tuple[str, Source]:
     name, reading = _sniff(readings)
     if name is not None:
         return name, reading
+    tried = "tried formats: " + ", ".join(FORMAT_NAMES)
+    closest = _closest_failure(readings)
+    if closest is not None:
+        near, exc = closest
+        raise LoadError(
+            source.path,
+            f"unrecognised transcript ({_what(source)}); closest to {near}, whose reader"
+            f" stops here: {exc.problem}; {tried}",
+            line=exc.line,
+            json_path=exc.json_path,
+            expected=f"{exc.expected or 'a valid ' + near + ' field'} — or pass --format",
+        )
     raise LoadError(
         source.path,
-        f"unrecognised transcript ({_what(source)}); tried formats: " + ", ".join(FORMAT_NAMES),
+        f"unrecognised transcript ({_what(source)}); {tried}",
         expected="a transcript in one of those formats, or pass --format",
     )
+
+
+def _closest_failure(readings: list[Source]) -> tuple[str, LoadError] | None:
+    """When no format recognises a file: the reader that got furthest into it before
+    failing, and its error — which names the damaged field (JSON path, and line).
+
+    Only errors inside an element (a JSON path two steps deep or more) count; a file
+    that is simply not a transcript gets none.
+    """
+    best: tuple[int, str, LoadError] | None = None
+    reading = readings[0]  # the file as parsed (not a guess at another layout)
+    if reading.kind != "sqlite":
+        for name in FORMAT_NAMES:
+            if reading.kind not in _KINDS[name]:
+                continue
+            try:
+                _module(name).read(reading, LoadOptions())
+            except LoadError as exc:
+                depth = _depth(exc)
+                if depth >= 2 and (best is None or depth > best[0]):
+                    best = (depth, name, exc)
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+                continue
+    return None if best is None else (best[1], best[2])
+
+
+def _depth(exc: LoadError) -> int:
+    """How far into a record a reader's error is: the steps of its JSON path."""
+    path = exc.json_path or ""
+    return path.count(".") + path.count("[")
 
 
 def detect(path: str | Path, *, options: LoadOptions | None = None) -> str:
@@ -241,25 +340,43 @@ def load_bytes(
     # Loading builds hundreds of thousands of objects and no cycles: see gc_paused.
     with gc_paused():
         source = _parse(p, data, opts)
-        name, source = _resolve(source, format)
+        name = format or "transcript"  # named in the error if resolving itself fails
         try:
+            name, source = _resolve(source, format)
             return _module(name).read(source, opts)
-        except LoadError:
-            raise
+        except LoadError as exc:
+            raise _with_position(exc, data) from None
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             # A reader met a shape it did not expect: report it, never a traceback.
             raise LoadError(p, f"not a valid {name} transcript: {_shape_problem(exc)}") from exc
 
 
+def _with_position(exc: LoadError, data: bytes) -> LoadError:
+    """A JSON document's error at a JSON path, given the line and byte it points to."""
+    if exc.line is not None or not exc.json_path:
+        return exc
+    offset = locate_nearest(data, exc.json_path)
+    if offset is None:
+        return exc
+    return LoadError(
+        exc.path,
+        exc.problem,
+        line=data.count(b"\n", 0, offset) + 1,
+        offset=offset,
+        json_path=exc.json_path,
+        expected=exc.expected,
+    )
+
+
 def _shape_problem(exc: Exception) -> str:
     """What a reader's unexpected exception says about the input, without Python's names."""
     if isinstance(exc, KeyError) and exc.args:
-        return f"a required field {exc.args[0]!r} is missing"
+        return f"a required field {clip(exc.args[0])} is missing"
     if isinstance(exc, IndexError):
         return "a list is shorter than expected"
     if isinstance(exc, (TypeError, AttributeError)):
         return "a value has an unexpected type"
-    return str(exc) or "an unexpected value"
+    return clip_text(str(exc), 200) if str(exc) else "an unexpected value"
 
 
 def load(
@@ -272,8 +389,21 @@ def load(
 ) -> Transcript:
     """Load the transcript at ``path``, detecting its format unless ``format`` is given."""
     opts = LoadOptions(lenient=lenient, session=session, include_inactive=include_inactive)
-    p = Path(path)
+    p = entry_path(Path(path))
     return load_bytes(read_bytes(p), p, format, options=opts)
+
+
+def entry_path(path: Path) -> Path:
+    """The transcript file a directory stands for (a Cline/Roo task directory, an opencode
+    data or ``storage`` directory, a project holding an Aider history); else ``path``."""
+    if not path.is_dir():
+        return path
+    from tinyjuice.formats import aider, cline, opencode
+
+    for name in (cline.HISTORY_FILE, aider.HISTORY_FILE):
+        if (path / name).is_file():
+            return path / name
+    return opencode.entry_file(path) or path
 
 
 #: File suffixes that ask for the JSON-lines layout when :func:`save` is not told.
@@ -291,17 +421,23 @@ def dumps(transcript: Transcript, format: str, *, jsonl: bool | None = None) -> 
     """
     if format not in WRITABLE_FORMATS:
         raise SaveError(
-            f"cannot write format {format!r}; writable formats: " + ", ".join(WRITABLE_FORMATS)
+            f"cannot write format {clip(format)}; writable formats: " + ", ".join(WRITABLE_FORMATS)
         )
     module = cast(_Writer, _module(format))
     return module.write(transcript, jsonl=jsonl)
 
 
 def save(
-    transcript: Transcript, path: str | Path, format: str, *, jsonl: bool | None = None
+    transcript: Transcript,
+    path: str | Path,
+    format: str,
+    *,
+    jsonl: bool | None = None,
+    mode: int | None = None,
 ) -> None:
     """Write ``transcript`` to ``path`` in ``format``, atomically (:func:`~tinyjuice.atomic.
-    atomic_write`: a new file gets the mode ``open`` would give it, an existing one keeps its).
+    atomic_write`: an existing file keeps its mode; a new one gets ``mode``, else what
+    ``open`` would give it — pass the source's mode so a private transcript stays private).
 
     ``jsonl`` is as for :func:`dumps`; when not given, a ``.jsonl``/``.ndjson`` path
     gets the JSON-lines layout.
@@ -310,7 +446,7 @@ def save(
     if jsonl is None and target.suffix.lower() in JSONL_SUFFIXES:
         jsonl = True
     data = dumps(transcript, format, jsonl=jsonl)
-    atomic_write(target, data, tag=f"save-{os.getpid()}")
+    atomic_write(target, data, tag=f"save-{os.getpid()}", mode=mode)
 
 
 if TYPE_CHECKING:  # the type checker holds every format module to the protocols above

@@ -7,7 +7,9 @@ so the CLI can print it as is.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,6 +26,9 @@ __all__ = [
     "LoadOptions",
     "SaveError",
     "Source",
+    "check_regular",
+    "clip",
+    "clip_text",
     "decode_utf8",
     "dump_document",
     "iter_jsonl",
@@ -41,13 +46,49 @@ FORMAT_NAMES: tuple[str, ...] = (
     "codex",
     "sharegpt",
     "swe-agent",
+    "gemini-cli",
+    "cline",
+    "opencode",
+    "aider",
 )
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+#: The most characters of an input value an error message echoes.
+CLIP_CHARS = 60
+#: The most characters of any one part of an error message (a safety net under clip).
+_PART_CHARS = 400
+
+
+def clip(value: Any, limit: int = CLIP_CHARS) -> str:
+    """``repr(value)`` for an error message, clipped when long: a 2 MB role comes out as
+    ``'AAAA…' (2,000,000 characters)``, never as the whole value."""
+    if isinstance(value, (str, bytes)) and len(value) > limit:
+        unit = "characters" if isinstance(value, str) else "bytes"
+        return f"{value[:limit]!r}… ({len(value):,} {unit})"
+    text = repr(value)
+    if len(text) > limit + 2:
+        return f"{text[:limit]}… ({len(text):,} characters)"
+    return text
+
+
+def clip_text(text: str, limit: int = CLIP_CHARS) -> str:
+    """``text`` as is when short, else its start and how long it was (no quotes)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def _cap(text: str | None) -> str | None:
+    return None if text is None else clip_text(text, _PART_CHARS)
+
+
 class LoadError(ValueError):
-    """A transcript could not be read. The message says where and what was expected."""
+    """A transcript could not be read. The message says where and what was expected.
+
+    Values echoed from the input go through :func:`clip`; each part is capped anyway.
+    """
 
     def __init__(
         self,
@@ -57,20 +98,25 @@ class LoadError(ValueError):
         line: int | None = None,
         json_path: str | None = None,
         expected: str | None = None,
+        offset: int | None = None,
     ) -> None:
         self.path = str(path) if path is not None else None
-        self.problem = problem
+        #: The byte offset in the file the problem is at, when known.
+        self.offset = offset
+        self.problem = _cap(problem) or ""
         self.line = line
-        self.json_path = json_path
-        self.expected = expected
+        self.json_path = _cap(json_path)
+        self.expected = _cap(expected)
         where = self.path or "<input>"
         if line is not None:
             where += f", line {line}"
-        if json_path:
-            where += f", at {json_path}"
-        msg = f"{where}: {problem}"
-        if expected:
-            msg += f" (expected {expected})"
+        if offset is not None:
+            where += f", byte {offset}"
+        if self.json_path:
+            where += f", at {self.json_path}"
+        msg = f"{where}: {self.problem}"
+        if self.expected:
+            msg += f" (expected {self.expected})"
         super().__init__(msg)
 
 
@@ -136,10 +182,42 @@ class FormatModule(Protocol):
     def read(self, source: Source, options: LoadOptions) -> Transcript: ...
 
 
-def read_bytes(path: str | Path) -> bytes:
+_SPECIAL_KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_regular(path: str | Path) -> None:
+    """Refuse anything but a regular file (following links) before it is opened.
+
+    Reading a pipe waits for a writer, possibly forever, and a device such as
+    ``/dev/zero`` never ends: a clear :class:`LoadError` instead.
+    """
     p = Path(path)
     try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        raise LoadError(p, "no such file") from None
+    except OSError:
+        return  # (permission and the like: the read itself reports it)
+    if stat.S_ISDIR(mode):
+        raise LoadError(p, "is a directory", expected="a transcript file")
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "a special file")
+    raise LoadError(p, f"is {kind}, not a regular file", expected="a transcript file")
+
+
+def read_bytes(path: str | Path) -> bytes:
+    p = Path(path)
+    check_regular(p)
+    try:
         return p.read_bytes()
+    except MemoryError:
+        raise LoadError(p, "too large to load into memory") from None
     except FileNotFoundError:
         raise LoadError(p, "no such file") from None
     except IsADirectoryError:
@@ -151,8 +229,15 @@ def read_bytes(path: str | Path) -> bytes:
 
 
 def decode_utf8(path: str | Path, data: bytes) -> str:
-    if b"\x00" in data[:8192] and not data.startswith(SQLITE_MAGIC):
-        raise LoadError(path, "file looks binary (contains NUL bytes)", expected="UTF-8 JSON text")
+    nul = data.find(b"\x00", 0, 8192)
+    if nul >= 0 and not data.startswith(SQLITE_MAGIC):
+        raise LoadError(
+            path,
+            "file looks binary (a NUL byte)",
+            line=data.count(b"\n", 0, nul) + 1,
+            offset=nul,
+            expected="UTF-8 JSON text",
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -67,14 +67,19 @@ def is_summary_text(text: str) -> bool:
 
 
 def summary_events(
-    messages: Sequence[Message], at: Sequence[int] | None = None
+    messages: Sequence[Message], at: Sequence[int] | None = None, *, resets: bool = False
 ) -> list[CompactionEvent]:
     """One compaction event per summary message (``meta.is_summary``), in order.
 
     For formats that record a compaction only as its summary text (OpenAI, Anthropic,
-    ShareGPT, Hermes): the trigger and the token counts around it are unknown. ``at``
-    lists the summaries' indexes when the caller has them (``finish(summaries=…)``
-    collects them in its pass); otherwise one attribute check per message finds them.
+    ShareGPT, Hermes): the trigger and the token counts around it are unknown. These
+    files hold the compacted list itself (a protected head, the summary, the tail), all
+    of it sent: by default the events do not reset the live context
+    (``resets_context=False``). A reader of an append-only log, whose file keeps the
+    turns a summary replaced before it, passes ``resets=True``: the agent's context then
+    starts again at each summary (see :mod:`tinyjuice.model`). ``at`` lists the
+    summaries' indexes when the caller has them (``finish(summaries=…)`` collects them in
+    its pass); otherwise one attribute check per message finds them.
     """
     found = [i for i, m in enumerate(messages) if m.meta.is_summary] if at is None else at
     if not found:
@@ -86,6 +91,7 @@ def summary_events(
             trigger=unknown,
             summary_index=i,
             source_id=messages[i].meta.source_id,
+            resets_context=resets,
         )
         for i in found
     ]

@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 import orjson
 
-from tinyjuice.formats._base import SQLITE_MAGIC, LoadError
+from tinyjuice.formats._base import SQLITE_MAGIC, LoadError, check_regular
 from tinyjuice.formats._common import injected_kind, is_summary_text
 from tinyjuice.model import Message, Transcript
 
@@ -35,6 +35,7 @@ __all__ = [
     "SessionInfo",
     "create_schema",
     "list_sessions",
+    "quote_ident",
     "write_session",
     "write_session_rows",
 ]
@@ -130,6 +131,15 @@ class Schema:
 # ------------------------------------------------------------------------ reading
 
 
+def quote_ident(name: str) -> str:
+    """An SQL identifier (table or column name) quoted for SQLite: ``"order"``.
+
+    Every name that comes from the database itself (a ``sessions`` column such as
+    ``order`` or ``group``) goes through this before it is put into a statement.
+    """
+    return '"' + str(name).replace('"', '""') + '"'
+
+
 def _uri(path: Path, params: str) -> str:
     return f"file:{quote(str(path.resolve()))}?{params}"
 
@@ -180,7 +190,7 @@ def _table_columns(conn: sqlite3.Connection) -> dict[str, frozenset[str]]:
     out: dict[str, frozenset[str]] = {}
     for name in names:
         if name in ("sessions", "messages", "compression_locks"):
-            cols = conn.execute(f"PRAGMA table_info({name})").fetchall()
+            cols = conn.execute(f"PRAGMA table_info({quote_ident(name)})").fetchall()
             out[name] = frozenset(c[1] for c in cols)
     return out
 
@@ -320,8 +330,7 @@ def list_sessions(path: str | Path) -> list[SessionInfo]:
     Raises :class:`~tinyjuice.formats.LoadError` when the file is not a Hermes state.db.
     """
     p = Path(path)
-    if not p.is_file():
-        raise LoadError(p, "no such file", expected="a Hermes state.db")
+    check_regular(p)
     with p.open("rb") as fh:
         head = fh.read(100)
     if not head.startswith(SQLITE_MAGIC):
@@ -473,7 +482,7 @@ def write_session_rows(
     if compression_fallback_streak is not None:
         updates["compression_fallback_streak"] = compression_fallback_streak
     if updates:
-        assignments = ", ".join(f"{k} = ?" for k in updates)
+        assignments = ", ".join(f"{quote_ident(k)} = ?" for k in updates)
         conn.execute(
             f"UPDATE sessions SET {assignments} WHERE id = ?", (*updates.values(), session_id)
         )
@@ -488,7 +497,7 @@ def write_session_rows(
     present = {str(c[1]) for c in conn.execute("PRAGMA table_info(messages)").fetchall()}
     columns = ["session_id", *(c for c in _ROW_COLUMNS if c in present)]
     insert = (
-        f"INSERT INTO messages ({', '.join(columns)})"
+        f"INSERT INTO messages ({', '.join(quote_ident(c) for c in columns)})"
         f" VALUES ({', '.join(':' + c for c in columns)})"
     )
     for m in transcript.messages:

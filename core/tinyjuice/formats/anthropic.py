@@ -22,6 +22,7 @@ from tinyjuice.formats._base import (
     LoadError,
     LoadOptions,
     Source,
+    clip,
     dump_document,
     expect,
     json_type,
@@ -632,7 +633,7 @@ def read(source: Source, options: LoadOptions) -> Transcript:
         if role not in ("user", "assistant"):
             raise LoadError(
                 source.path,
-                f"unknown role {role!r}",
+                f"unknown role {clip(role)}",
                 json_path=f"{jp}.role",
                 expected="'user' or 'assistant' (Anthropic has no system or tool role)",
             )

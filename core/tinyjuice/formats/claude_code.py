@@ -24,6 +24,14 @@ How the file becomes a :class:`~tinyjuice.model.Transcript`:
   not answer is put back after that turn, in file order).
 - **Sidechains** (``isSidechain: true``) never enter the main list; they are kept in
   ``Transcript.sidechains`` keyed by ``agentId`` (else the uuid of their root line).
+  A file whose message lines are all sidechains (a subagent's own file,
+  ``<session>/subagents/agent-*.jsonl``) is that subagent's conversation: its chain
+  is the message list and ``extra["subagent"]`` holds its ``agentId``.
+- Lines with a ``uuid`` but neither ``parentUuid`` nor ``logicalParentUuid`` (some
+  exporters) follow the previous such line in file order.
+- **Compactions.** A ``compact_boundary`` is a :class:`CompactionEvent` at the index
+  of the message after it (the ``isCompactSummary`` summary, its ``summary_index``);
+  it resets the live context: the agent continues from the summary.
 - **User lines.** ``tool_result`` blocks become ``tool`` messages (``is_error`` →
   ``meta.is_error``; ``toolUseResult`` kept in the first one's ``extra``); other
   blocks form a user message. ``isMeta`` lines and ``<command-name>``,
@@ -126,6 +134,9 @@ class _Line:
     #: ``parentUuid``, else ``logicalParentUuid`` (a compaction boundary).
     parent: str | None
     sidechain: bool
+    #: Whether the line says who its parent is (``parentUuid``/``logicalParentUuid``
+    #: present, null included); lines without either key follow the previous line.
+    parent_known: bool = True
     #: Validated content blocks of user/assistant lines (a string became one text block).
     blocks: tuple[dict[str, Any], ...] = ()
     #: Assistant merge key: (message.id, requestId).
@@ -213,7 +224,27 @@ def _skeleton(n: int, raw: dict[str, Any], kind: str) -> _Line:
     if not isinstance(parent, str):
         logical = raw.get("logicalParentUuid")
         parent = logical if isinstance(logical, str) else None
-    return _Line(n, raw, kind, uuid, parent, raw.get("isSidechain") is True)
+    known = "parentUuid" in raw or "logicalParentUuid" in raw
+    return _Line(n, raw, kind, uuid, parent, raw.get("isSidechain") is True, known)
+
+
+def _link_unparented(lines: list[_Line]) -> int:
+    """Chain lines that have a uuid but no parent key to the previous such line.
+
+    Some exporters write ``uuid`` without ``parentUuid``: every line would be a root
+    and only the last one a chain. File order is the order they were written in.
+    Returns how many lines were linked.
+    """
+    linked = 0
+    previous: dict[bool, str] = {}
+    for line in lines:
+        if line.uuid is None:
+            continue
+        if not line.parent_known and line.parent is None:
+            line.parent = previous.get(line.sidechain)
+            linked += line.parent is not None
+        previous[line.sidechain] = line.uuid
+    return linked
 
 
 def _parse_line(source: Source, n: int, raw: dict[str, Any]) -> _Line:
@@ -515,8 +546,9 @@ class _Chain:
     abandoned: int
 
 
-def _main_chain(tree: _Tree) -> _Chain:
-    main = [ln for ln in tree.nodes.values() if not ln.sidechain]
+def _main_chain(tree: _Tree, side: bool = False) -> _Chain:
+    """The chain of the main lines (``side``: of the sidechain lines, a subagent file)."""
+    main = [ln for ln in tree.nodes.values() if ln.sidechain is side]
     parents = {ln.parent for ln in main if ln.parent}
     leaf = next((ln for ln in reversed(main) if ln.uuid not in parents), None)
     warnings: list[str] = []
@@ -537,7 +569,7 @@ def _main_chain(tree: _Tree) -> _Chain:
     seq: list[_Line] = []
     emitted: set[tuple[str, str]] = set()
     for line in path:
-        if line.sidechain:
+        if line.sidechain is not side:
             continue
         if line.group is not None:
             if line.group in emitted:
@@ -547,7 +579,7 @@ def _main_chain(tree: _Tree) -> _Chain:
         elif line.type == "user" or _is_boundary(line):
             seq.append(line)
 
-    rescued = _rescue_parallel_results(tree, seq, on_chain, emitted)
+    rescued = _rescue_parallel_results(tree, seq, on_chain, emitted, side)
     used = on_chain | {ln.uuid or "" for ln in rescued}
     off = [
         ln
@@ -564,7 +596,11 @@ def _main_chain(tree: _Tree) -> _Chain:
 
 
 def _rescue_parallel_results(
-    tree: _Tree, seq: list[_Line], on_chain: set[str], emitted: set[tuple[str, str]]
+    tree: _Tree,
+    seq: list[_Line],
+    on_chain: set[str],
+    emitted: set[tuple[str, str]],
+    side: bool = False,
 ) -> list[_Line]:
     """Put back results of an on-chain turn's calls that sit on a sibling branch.
 
@@ -585,7 +621,7 @@ def _rescue_parallel_results(
         return []
     by_call: dict[str, _Line] = {}
     for line in tree.nodes.values():
-        if not line.sidechain and line.type == "user" and (line.uuid or "") not in on_chain:
+        if line.sidechain is side and line.type == "user" and (line.uuid or "") not in on_chain:
             for call_id in line.result_ids:
                 if call_id in owner:
                     by_call[call_id] = line
@@ -718,6 +754,22 @@ def _sidechains(
     return out, warnings
 
 
+def _conversation_chain(tree: _Tree) -> tuple[_Chain, bool]:
+    """The main chain, or for a subagent file (every message line a sidechain) the
+    subagent's own chain; and whether it is a subagent's."""
+    chain = _main_chain(tree)
+    subagent = not any(ln.is_message for ln in chain.lines) and any(
+        ln.sidechain and ln.is_message for ln in tree.nodes.values()
+    )
+    return (_main_chain(tree, side=True), True) if subagent else (chain, False)
+
+
+def _agent_id(chain: _Chain) -> str | bool:
+    """A subagent chain's ``agentId`` (True when its lines do not record one)."""
+    agent = next((ln.raw.get("agentId") for ln in chain.lines if ln.raw.get("agentId")), None)
+    return agent if isinstance(agent, str) else True
+
+
 def _lines_of(source: Source) -> list[JsonLine]:
     if source.kind == "jsonl":
         return list(source.doc.lines)
@@ -757,13 +809,14 @@ def read(source: Source, options: LoadOptions) -> Transcript:
             unknown[line.type] += 1
             skipped[line.type] += 1
 
+    linked = _link_unparented(parsed)
     tree = _Tree(parsed)
     names = _tool_names(tree)
-    chain = _main_chain(tree)
+    chain, subagent = _conversation_chain(tree)
     trusted: dict[int, str] = {}
     messages, usage, events = _convert(chain.lines, tree, names, trusted)
     msgs, finish_warnings = finish(messages, valid_args=trusted)
-    sidechains, side_warnings = _sidechains(tree, names)
+    sidechains, side_warnings = ({}, []) if subagent else _sidechains(tree, names)
 
     parse_bad = source.doc.bad_lines if source.kind == "jsonl" else []
     warnings = list(bad_line_warnings(JsonlResult(bad_lines=sorted([*parse_bad, *skipped_bad]))))
@@ -772,8 +825,10 @@ def read(source: Source, options: LoadOptions) -> Transcript:
         warnings.append(f"skipped {sum(unknown.values())} line(s) of unknown type: {kinds}")
     if tree.duplicates:
         warnings.append(f"ignored {tree.duplicates} line(s) repeating an earlier uuid")
+    if linked:
+        warnings.append(f"{linked} line(s) without parentUuid follow the previous line")
     if not msgs:
-        warnings.append("no main-chain messages (the file holds only sidechains or metadata lines)")
+        warnings.append("no main-chain messages (the file holds only metadata lines)")
     warnings += chain.warnings + finish_warnings + side_warnings
 
     extra: dict[str, Any] = {}
@@ -796,6 +851,8 @@ def read(source: Source, options: LoadOptions) -> Transcript:
         extra["skipped_lines"] = dict(skipped)
     if chain.abandoned:
         extra["abandoned_lines"] = chain.abandoned
+    if subagent:
+        extra["subagent"] = _agent_id(chain)
 
     model = next(
         (

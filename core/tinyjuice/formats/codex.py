@@ -40,9 +40,14 @@ Each line is ``{"timestamp", "type", "payload"}``. How the file becomes a
   ``summary_index`` is None and ``message_index`` is the index of the next message.
   ``trigger`` is UNKNOWN (the rollout does not record whether ``/compact`` or the
   automatic limit started it); ``pre_tokens`` is the last measured prompt before it.
-  A ``replacement_history`` (the list Codex resumes from) is kept, as raw items, in
-  ``event.extra["replacement_history"]``, never as messages; ``extra["lines"]`` holds
-  the line numbers of the compaction's line(s).
+  A ``replacement_history`` (the list Codex resumes from: initial context, the user
+  asks it kept, the prefixed summary) is what the agent's context holds after the
+  compaction: its items are added as messages at the compaction's position (each
+  flagged ``extra["replayed"]``; the one ending with ``payload.message`` is the summary,
+  else the summary message follows them). The event's ``message_index`` is the first
+  of them (the live context starts there) and ``summary_index`` the summary. The raw
+  items are also kept in ``event.extra["replacement_history"]``; ``extra["lines"]``
+  holds the line numbers of the compaction's line(s).
 - ``thread_rolled_back{num_turns}`` means the user undid the last ``num_turns`` turns;
   Codex drops them from the model's context, so the reader removes them too: the
   list is cut at the ``num_turns``-th last real user ask, but never before the point
@@ -69,6 +74,7 @@ from tinyjuice.formats._base import (
     LoadOptions,
     Source,
     bad_line_warnings,
+    clip,
     json_type,
 )
 from tinyjuice.formats._common import (
@@ -303,7 +309,7 @@ class _Builder:
             if role is None:
                 raise self._bad(
                     n,
-                    f"unknown role {p.get('role')!r}",
+                    f"unknown role {clip(p.get('role'))}",
                     f"{jp}.role",
                     "user, assistant or developer",
                 )
@@ -402,6 +408,8 @@ class _Compaction:
     lines: list[int] = field(default_factory=list)
     summary_index: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The message count once the compaction's messages (summary, replayed items) joined.
+    end: int = 0
 
 
 def _event_texts(lines: list[JsonLine]) -> Counter[tuple[str, str]]:
@@ -577,22 +585,78 @@ class _Reader:
         ev.lines.append(n)
         if kind != "compacted":
             return
+        self.compacted(ev, p, n, ts)
+        ev.end = len(self.b.messages)
+
+    def compacted(self, ev: _Compaction, p: dict[str, Any], n: int, ts: Any) -> None:
+        """The ``compacted`` line's messages: the replayed history and/or the summary."""
+        # Nothing joins the list between the two halves, so this is ev.message_index.
+        at = len(self.b.messages)
+        summary = p.get("message")
+        summary = summary if isinstance(summary, str) and summary.strip() else None
         history = p.get("replacement_history")
         if isinstance(history, list):
             ev.extra["replacement_history"] = history
-        summary = p.get("message")
-        if not isinstance(summary, str) or not summary.strip():
+            found = self.replay(history, summary, n, ts)
+            ev.message_index = at
+            if found is not None:
+                ev.summary_index = found
+                return
+        if summary is None:
             return
-        # Nothing joins the list between the two halves, so this is ev.message_index.
-        at = len(self.b.messages)
         meta = replace(
             meta_for_text(Role.USER, summary),
             is_summary=True,
             is_injected=False,
             injected_kind=None,
         )
+        index = len(self.b.messages)
         self.b.add_message(Role.USER, (TextPart(summary),), n, ts, meta=meta, compacted=True)
-        ev.message_index = ev.summary_index = at
+        if ev.summary_index is None and index == at:
+            ev.message_index = at
+        ev.summary_index = index
+
+    def replay(self, history: list[Any], summary: str | None, n: int, ts: Any) -> int | None:
+        """Add the ``replacement_history`` items (what Codex resumes from) as messages.
+
+        They are the live context's first messages, each flagged ``extra["replayed"]``;
+        the one holding ``summary`` (Codex prefixes it) becomes the summary, else a
+        replayed ``compaction`` item (a remote compaction's encrypted summary) is. Returns
+        its index, or None when there is none. A bad item adds nothing (it raises).
+        """
+        b = self.b
+        at = len(b.messages)
+        try:
+            for k, item in enumerate(history):
+                if not isinstance(item, dict):
+                    jp = f"$.payload.replacement_history[{k}]"
+                    raise self._bad(n, f"item is a JSON {json_type(item)}", jp, "an object")
+                b.item(item, n, ts, f"$.payload.replacement_history[{k}]")
+            b.flush()
+        except LoadError:
+            del b.messages[at:]
+            b.open = None
+            raise
+        found = None
+        for i in range(at, len(b.messages)):
+            m = b.messages[i]
+            b.messages[i] = replace(m, extra={**m.extra, "replayed": True})
+            if (
+                summary is not None
+                and m.role is Role.USER
+                and m.text.strip().endswith(summary.strip())
+            ):
+                found = i
+        if found is not None:
+            m = b.messages[found]
+            meta = replace(m.meta, is_summary=True, is_injected=False, injected_kind=None)
+            b.messages[found] = replace(m, meta=meta)
+            return found
+        # A remote compaction replays its encrypted summary item (already a summary).
+        return next(
+            (i for i in range(len(b.messages) - 1, at - 1, -1) if b.messages[i].meta.is_summary),
+            None,
+        )
 
     def rollback(self, turns: int) -> None:
         """Drop the last ``turns`` user turns, as Codex does on ``thread_rolled_back``.
@@ -601,10 +665,7 @@ class _Reader:
         compaction summarised, and its summary, stay in the list."""
         self.b.flush()
         msgs = self.b.messages
-        floor = max(
-            (ev.message_index + (ev.summary_index is not None) for ev in self.events),
-            default=0,
-        )
+        floor = max((max(ev.message_index, ev.end) for ev in self.events), default=0)
         asks = [i for i in range(floor, len(msgs)) if msgs[i].is_real_user]
         if turns <= 0 or not asks:
             return

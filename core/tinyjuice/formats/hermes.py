@@ -15,6 +15,13 @@
 Every message whose text starts with a compaction-summary prefix becomes a
 :class:`~tinyjuice.model.CompactionEvent`; an in-place compacted session with no
 recognisable summary still gets one event where its new active rows begin.
+
+The live context (see :mod:`tinyjuice.model`): session logs and a session's active rows
+hold the compacted list itself (head, summary, tail), so their summary events do not
+reset it. With ``include_inactive`` the archived rows come first and the in-place event
+resets the context at the first new active row: the archived rows are history. A
+session that ended by compaction into a child session says so (``extra["continued_in"]``
+and a warning): the agent's live context is in the child.
 """
 
 from __future__ import annotations
@@ -27,7 +34,15 @@ from typing import Any
 import orjson
 
 from tinyjuice.formats import _hermes_db as _db
-from tinyjuice.formats._base import LoadError, LoadOptions, Source, bad_line_warnings, expect
+from tinyjuice.formats._base import (
+    LoadError,
+    LoadOptions,
+    Source,
+    bad_line_warnings,
+    clip,
+    clip_text,
+    expect,
+)
 from tinyjuice.formats._common import finish, summary_events
 from tinyjuice.formats._hermes_db import SessionInfo, list_sessions
 from tinyjuice.formats.openai import (
@@ -312,11 +327,11 @@ def _choose_session(
         )
     if wanted is not None:
         if wanted not in ids:
-            shown = ", ".join(ids[:_MAX_IDS_SHOWN])
+            shown = ", ".join(clip_text(i, 40) for i in ids[:_MAX_IDS_SHOWN])
             more = f" and {len(ids) - _MAX_IDS_SHOWN} more" if len(ids) > _MAX_IDS_SHOWN else ""
             raise LoadError(
                 source.path,
-                f"no session {wanted!r} in state.db",
+                f"no session {clip(wanted)} in state.db",
                 expected=f"one of the {len(ids)} session id(s): {shown}{more}",
             )
         return wanted, []
@@ -370,6 +385,14 @@ def _read_db(source: Source, options: LoadOptions) -> Transcript:
     )
     if children:
         extra["child_session_ids"] = children
+        if extra.get("end_reason") == "compression":
+            # Hermes compacted this session into a child: the agent's live context
+            # continues there, and this whole session is its history.
+            extra["continued_in"] = children[-1]
+            warnings.append(
+                f"session {sid} was compacted into child session {children[-1]}: the agent's"
+                f" live context continues there (open it with --session {children[-1]})"
+            )
     if lock is not None:
         extra["compression_lock"] = _db.row_dict(lock)
     events = summary_events(msgs, summaries)
@@ -432,14 +455,20 @@ def _in_place_event(
     )
     if start is None:
         return events
+    # The new active rows (head copy, summary, tail) are the live context; archived rows
+    # loaded before them (include_inactive) are history: the event resets there.
+    resets = start > 0 and msgs[start - 1].extra.get("active") == 0
     for j, ev in enumerate(events):
         if ev.message_index >= start:
+            if resets:
+                ev = replace(ev, message_index=start, resets_context=True)
             return [*events[:j], replace(ev, extra=info), *events[j + 1 :]]
     event = CompactionEvent(
         message_index=start,
         trigger=Trigger.UNKNOWN,
         source_id=msgs[start].meta.source_id,
         extra=info,
+        resets_context=resets,
     )
     return sorted([*events, event], key=lambda e: e.message_index)
 

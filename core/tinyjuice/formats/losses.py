@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tinyjuice.formats._base import SaveError
+from tinyjuice.formats._base import SaveError, clip
 from tinyjuice.formats._common import is_summary_text
 from tinyjuice.model import MediaPart, Role, ThinkingPart, Transcript, Trigger
 
@@ -263,5 +263,7 @@ def conversion_losses(transcript: Transcript, format: str) -> list[ConversionLos
     Raises :class:`SaveError` when ``format`` is not writable.
     """
     if format not in _CARRIES:
-        raise SaveError(f"cannot write format {format!r}; writable formats: " + ", ".join(_CARRIES))
+        raise SaveError(
+            f"cannot write format {clip(format)}; writable formats: " + ", ".join(_CARRIES)
+        )
     return [loss for check in _CHECKS if (loss := check(transcript, format)) is not None]

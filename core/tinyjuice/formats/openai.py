@@ -17,6 +17,7 @@ from tinyjuice.formats._base import (
     LoadError,
     LoadOptions,
     Source,
+    clip,
     dump_document,
     expect,
     json_type,
@@ -312,7 +313,7 @@ def message_from_dict(
     if not isinstance(role_s, str) or role_s not in _ROLES:
         raise LoadError(
             source.path,
-            f"unknown role {role_s!r}",
+            f"unknown role {clip(role_s)}",
             json_path=f"{jp}.role",
             expected="system, developer, user, assistant or tool",
         )

@@ -38,6 +38,7 @@ from tinyjuice.formats._base import (
     LoadOptions,
     Source,
     bad_line_warnings,
+    clip,
     dump_document,
     json_type,
     parse_json,
@@ -79,7 +80,10 @@ _FROM_ROLE: dict[str, Role] = {
     "tool": Role.TOOL,
     "function_response": Role.TOOL,
     "observation": Role.TOOL,
+    "function_call": Role.ASSISTANT,
 }
+#: The LLaMA-Factory / glaive sender whose value is the call JSON itself.
+_FUNCTION_CALL = "function_call"
 _ROLE_FROM: dict[Role, str] = {
     Role.SYSTEM: "system",
     Role.DEVELOPER: "system",
@@ -273,6 +277,23 @@ def _parse_gpt(value: str) -> _Gpt:
     return _Gpt(parts, calls, "".join(layout))
 
 
+def _function_calls(value: str) -> list[_Call]:
+    """The calls of a ``function_call`` turn: ``{"name", "arguments"}`` or a list of them."""
+    try:
+        obj = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        obj = None
+    if isinstance(obj, list) and obj and all(isinstance(c, dict) for c in obj):
+        return [_parse_call(orjson.dumps(c).decode()) for c in obj]
+    return [_parse_call(value)]  # one call (or text that is not JSON, kept verbatim)
+
+
+def _parse_function_call(value: str) -> _Gpt:
+    """A LLaMA-Factory/glaive ``function_call`` turn: an assistant message of calls only."""
+    calls = _function_calls(value)
+    return _Gpt([], calls, "c" * len(calls))
+
+
 @dataclass(slots=True)
 class _Resp:
     text: str
@@ -400,9 +421,9 @@ def _turns(source: Source, obj: dict[str, Any], jp: str, line: int | None) -> li
         role = _FROM_ROLE.get(sender) if isinstance(sender, str) else None
         if role is None:
             raise fail(
-                f"unknown sender {sender!r}",
+                f"unknown sender {clip(sender)}",
                 f"{jp}.conversations[{i}].from",
-                "'system', 'human', 'gpt' or 'tool'",
+                "'system', 'human', 'gpt', 'tool', 'function_call' or 'observation'",
             )
         value = raw.get("value")
         if not isinstance(value, str):
@@ -412,7 +433,9 @@ def _turns(source: Source, obj: dict[str, Any], jp: str, line: int | None) -> li
         from_hint = sender if sender != _ROLE_FROM[role] else None
         extra = EMPTY if len(raw) == 2 else rest(raw, ("from", "value"))
         turn = _Turn(i, role, value, extra, from_hint)
-        if role is Role.ASSISTANT:
+        if sender == _FUNCTION_CALL:
+            turn.gpt = _parse_function_call(value)
+        elif role is Role.ASSISTANT:
             turn.gpt = _parse_gpt(value)
         elif role is Role.TOOL:
             turn.responses = _parse_tool_value(value)
@@ -581,15 +604,17 @@ def _trajectory(source: Source, obj: Any, jp: str, line: int | None, top_form: s
     msgs, found = finish(messages, valid_args=trusted, summaries=summaries)
     warnings[:0] = found
     model = obj.get("model") if isinstance(obj.get("model"), str) else None
-    extra.update(
-        rest(
-            obj,
-            ("conversations", "tools") if model is None else ("conversations", "tools", "model"),
-        )
-    )
+    known = ["conversations", "tools"] if model is None else ["conversations", "tools", "model"]
+    # LLaMA-Factory's layout keeps the system prompt in a top-level "system" string.
+    system = obj.get("system") if isinstance(obj.get("system"), str) else None
+    if system is not None:
+        known.append("system")
+        extra["_system_key"] = True
+    extra.update(rest(obj, known))
     return Transcript(
         messages=msgs,
         format=NAME,
+        system_prompt=system,
         tools=tools,
         model=model,
         path=str(source.path),
@@ -653,7 +678,7 @@ def _pick(source: Source, session: str, total: int) -> Transcript:
         return _trajectory(source, obj, jp, line, form)
     raise LoadError(
         source.path,
-        f"no trajectory {session!r} among the {total} in the file",
+        f"no trajectory {clip(session)} among the {total} in the file",
         expected=f"a trajectory id, or a number from 1 to {total}",
     )
 
@@ -793,6 +818,20 @@ def _render_call(call: ToolCall, hint: Mapping[str, Any]) -> str:
     return text.replace(json.dumps(_SENTINEL), call.arguments)
 
 
+def _render_function_call(m: Message) -> str:
+    """A ``function_call`` turn's value: the source's own text when the calls are unchanged,
+    else ``{"name", "arguments"}`` (a list of them for several calls)."""
+    raw = m.hints.get("raw")
+    now = [(c.name, c.arguments) for c in m.tool_calls]
+    if isinstance(raw, str) and [(c.name, c.arguments) for c in _function_calls(raw)] == now:
+        return raw
+    hints = m.hints.get("calls") or []
+    rendered = [
+        _render_call(c, hints[k] if k < len(hints) else {}) for k, c in enumerate(m.tool_calls)
+    ]
+    return rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
+
+
 def _gpt_unchanged(m: Message, raw: str) -> bool:
     g = _parse_gpt(raw)
     if tuple(g.parts) != m.parts or len(g.calls) != len(m.tool_calls) or m.reasoning:
@@ -929,7 +968,12 @@ def _conversations(messages: Sequence[Message], own: bool) -> list[dict[str, Any
             out.append(_turn(sender, _render_tool_group(members, own), extras))
             i = j
             continue
-        value = _render_gpt(m, own) if m.role is Role.ASSISTANT else m.text
+        if sender == _FUNCTION_CALL and (not m.tool_calls or m.text or m.thinking):
+            sender = "gpt"  # text cannot go in a call turn: written in the Hermes layout
+        if sender == _FUNCTION_CALL:
+            value = _render_function_call(m)
+        else:
+            value = _render_gpt(m, own) if m.role is Role.ASSISTANT else m.text
         out.append(_turn(sender, value, extras))
         i += 1
     return out
@@ -974,11 +1018,14 @@ def write(transcript: Transcript, *, jsonl: bool | None = None) -> bytes:
     own = transcript.format == NAME
     messages = list(transcript.messages)
     conversations = _conversations(messages, own)
-    if transcript.system_prompt and not (
-        messages and messages[0].role in (Role.SYSTEM, Role.DEVELOPER)
+    extra = dict(transcript.extra) if own else {}
+    system_key = extra.pop("_system_key", False)
+    if (
+        transcript.system_prompt
+        and not system_key
+        and not (messages and messages[0].role in (Role.SYSTEM, Role.DEVELOPER))
     ):
         conversations.insert(0, {"from": "system", "value": transcript.system_prompt})
-    extra = dict(transcript.extra) if own else {}
     top_form = _container(extra.pop("_top_form", "object"), jsonl)
     order = extra.pop("_key_order", [])
     fields: dict[str, Any] = {"conversations": conversations}
@@ -987,6 +1034,8 @@ def write(transcript: Transcript, *, jsonl: bool | None = None) -> bytes:
         fields["tools"] = tools
     if transcript.model is not None:
         fields["model"] = transcript.model
+    if system_key and transcript.system_prompt is not None:
+        fields["system"] = transcript.system_prompt
     fields.update(extra)
     doc = {k: fields[k] for k in order if k in fields}
     doc.update((k, v) for k, v in fields.items() if k not in doc)

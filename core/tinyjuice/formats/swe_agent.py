@@ -17,6 +17,7 @@ kind ``observation``: neither is a real user ask.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -26,7 +27,16 @@ import orjson
 from tinyjuice.formats._base import LoadError, LoadOptions, Source, expect, json_type
 from tinyjuice.formats._common import finish, meta_for_text, new_message, new_meta, rest
 from tinyjuice.formats.openai import fast_message, known_keys, message_from_dict
-from tinyjuice.model import EMPTY, Message, Part, Role, TextPart, ThinkingPart, Transcript
+from tinyjuice.model import (
+    EMPTY,
+    Message,
+    Part,
+    Role,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    Transcript,
+)
 
 __all__ = ["NAME", "read", "sniff"]
 
@@ -202,6 +212,59 @@ def _flag_context(messages: list[Message], raws: list[Any]) -> list[Message]:
     return out
 
 
+#: mini-SWE-agent's one action: the fenced ``bash``/``sh`` block of a response.
+_BASH_BLOCK = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)\n?```", re.S)
+
+
+def _action(m: Message, raw: Any) -> str | None:
+    """The command an assistant message ran: SWE-agent's ``action``, else mini-SWE-agent's
+    fenced bash block; None when it made no (parsable) action or already made tool calls."""
+    if m.role is not Role.ASSISTANT or m.tool_calls:
+        return None
+    action = raw.get("action") if isinstance(raw, dict) else None
+    if isinstance(action, str) and action.strip():
+        return action.strip()
+    # mini-SWE-agent runs a reply's one bash block; with none or several it runs nothing
+    # and answers with a format-error notice instead.
+    blocks = _BASH_BLOCK.findall(m.text)
+    return blocks[0].strip() if len(blocks) == 1 and blocks[0].strip() else None
+
+
+def _observations_as_tool_output(messages: list[Message], raws: list[Any]) -> int:
+    """Turn each observation that answers an action into a tool result, in place.
+
+    SWE-agent and mini-SWE-agent send the environment's output back with role ``user``;
+    it is tool output, not an ask. The action becomes a synthetic ``bash`` call on the
+    assistant message (listed in its ``synthetic_call_ids`` hint) and the observation
+    its result (hint ``observation_role``: "user"). An observation with no action before
+    it (a format error, a timeout notice) stays injected context. Returns the count.
+    """
+    done = 0
+    for i in range(1, len(messages)):
+        m = messages[i]
+        if m.role is not Role.USER or m.meta.injected_kind != "observation":
+            continue
+        action = _action(messages[i - 1], raws[i - 1])
+        if action is None:
+            continue
+        prev, call_id = messages[i - 1], f"call_obs_{i}"
+        call = ToolCall(call_id, "bash", orjson.dumps({"command": action}).decode())
+        messages[i - 1] = replace(
+            prev, tool_calls=(call,), hints={**prev.hints, "synthetic_call_ids": (call_id,)}
+        )
+        meta = replace(m.meta, is_injected=False, injected_kind=None)
+        messages[i] = replace(
+            m,
+            role=Role.TOOL,
+            tool_call_id=call_id,
+            tool_name="bash",
+            meta=meta,
+            hints={**m.hints, "observation_role": "user"},
+        )
+        done += 1
+    return done
+
+
 def _from_steps(source: Source, steps: list[Any]) -> tuple[list[Message], list[Any]]:
     """Messages rebuilt from ``trajectory`` steps (response, then observation)."""
     messages: list[Message] = []
@@ -303,7 +366,9 @@ def read(source: Source, options: LoadOptions) -> Transcript:
             json_path="$",
             expected="a SWE-agent trajectory with a 'history' list of messages",
         )
-    msgs, finish_warnings = finish(_flag_context(messages, raws))
+    flagged = _flag_context(messages, raws)
+    _observations_as_tool_output(flagged, raws)
+    msgs, finish_warnings = finish(flagged)
     warnings += finish_warnings
     if multi:
         warnings.append(

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.redact import redact_message, redact_text
+from tinyjuice.redact import redact_json, redact_message, redact_text
 from tinyjuice.summary import (
     FailureClass,
     SummaryError,
@@ -113,11 +113,15 @@ def post_json(
     timeout: float,
     key: str | None,
 ) -> Reply:
-    """POST ``payload`` and read the whole reply within ``timeout`` seconds."""
+    """POST ``payload`` and read the whole reply within ``timeout`` seconds.
+
+    Every string of the body goes through redaction once more, whatever built it: no
+    request body leaves with a secret in it.
+    """
     import httpx
 
     deadline = time.monotonic() + timeout
-    data = orjson.dumps(payload)
+    data = orjson.dumps(redact_json(payload))
     label = f"provider {provider!r} ({url})"
     try:
         client = httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False)

@@ -19,6 +19,7 @@ from tinyjuice.providers._http import (
     redacted_prompt,
     scrub,
 )
+from tinyjuice.redact import redact_text
 from tinyjuice.summary import FailureClass, SummaryError, SummaryRequest, SummaryText
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicProvider"]
@@ -58,19 +59,31 @@ class AnthropicProvider:
 
     def payload(self, request: SummaryRequest) -> dict[str, Any]:
         """The JSON body: the system prompt apart, the request as one user turn."""
-        prompt = redacted_prompt(request)
+        return self._body(
+            redacted_prompt(request), max_output_tokens(request, self.max_output_tokens)
+        )
+
+    def _body(self, prompt: list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
         system = "\n\n".join(p["content"] for p in prompt if p["role"] == "system")
         turns = [
             {"role": p["role"], "content": p["content"]} for p in prompt if p["role"] != "system"
         ]
         return {
             "model": self.model,
-            "max_tokens": max_output_tokens(request, self.max_output_tokens),
+            "max_tokens": max_tokens,
             "system": system,
             "messages": turns,
         }
 
     def summarize(self, request: SummaryRequest) -> SummaryText:
+        return self._complete(self.payload(request))
+
+    def answer(self, prompt: list[dict[str, str]], max_tokens: int) -> SummaryText:
+        """Any chat prompt (a judge's questions): redacted, sent, the answer redacted."""
+        red = [{"role": p["role"], "content": redact_text(p["content"])} for p in prompt]
+        return self._complete(self._body(red, max_tokens))
+
+    def _complete(self, body: dict[str, Any]) -> SummaryText:
         key = api_key(self.name, self.api_key_env)
         headers = {
             "content-type": "application/json",
@@ -80,7 +93,7 @@ class AnthropicProvider:
         if key:
             headers["x-api-key"] = key
         url = self.url
-        status, data = exchange(self.name, url, headers, self.payload(request), self.timeout, key)
+        status, data = exchange(self.name, url, headers, body, self.timeout, key)
         if not isinstance(data, Mapping) or not isinstance(data.get("content"), list):
             raise malformed(self.name, url, "no content list", status)
         texts = [

@@ -19,6 +19,7 @@ from tinyjuice.providers._http import (
     redacted_prompt,
     scrub,
 )
+from tinyjuice.redact import redact_text
 from tinyjuice.summary import FailureClass, SummaryError, SummaryRequest, SummaryText
 
 __all__ = ["OpenAICompatProvider"]
@@ -81,12 +82,28 @@ class OpenAICompatProvider:
         }
 
     def summarize(self, request: SummaryRequest) -> SummaryText:
+        return self._complete(
+            redacted_prompt(request), max_output_tokens(request, self.max_output_tokens)
+        )
+
+    def answer(self, prompt: list[dict[str, str]], max_tokens: int) -> SummaryText:
+        """Any chat prompt (a judge's questions): redacted, sent, the answer redacted."""
+        red = [{"role": p["role"], "content": redact_text(p["content"])} for p in prompt]
+        return self._complete(red, max_tokens)
+
+    def _complete(self, messages: list[dict[str, str]], max_tokens: int) -> SummaryText:
         key = api_key(self.name, self.api_key_env)
         headers = {"content-type": "application/json", "accept": "application/json"}
         if key:
             headers["authorization"] = f"Bearer {key}"
         url = self.url
-        status, data = exchange(self.name, url, headers, self.payload(request), self.timeout, key)
+        body = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "stream": False,
+        }
+        status, data = exchange(self.name, url, headers, body, self.timeout, key)
         try:
             choice = data["choices"][0]
             message = choice["message"]

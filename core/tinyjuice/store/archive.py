@@ -24,6 +24,7 @@ tinyjuice is refused rather than guessed at.
 
 from __future__ import annotations
 
+import contextlib
 import lzma
 import os
 import sqlite3
@@ -52,6 +53,7 @@ __all__ = [
     "CommitMode",
     "CommitRecord",
     "CommitState",
+    "SourceBusy",
     "SourceKind",
     "StaleSourceError",
     "archive_path",
@@ -79,6 +81,11 @@ class StaleSourceError(CommitError):
     """The source changed since it was loaded (an agent wrote to it): reload, then commit."""
 
     reload: bool = True
+
+
+class SourceBusy(CommitError):
+    """Another writer holds the source's database lock (Hermes writing to its
+    ``state.db``); nothing was changed — try again in a moment."""
 
 
 class ChangedSinceCommit(CommitError):
@@ -338,15 +345,9 @@ class Archive:
             conn.execute("PRAGMA foreign_keys = ON")
             yield conn
         except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-                raise ArchiveError(
-                    f"the tjui archive {self.path} is busy (another tjui is writing); try again"
-                ) from None
-            if not isinstance(exc, (sqlite3.IntegrityError, sqlite3.OperationalError)):
-                raise ArchiveError(
-                    f"the tjui archive {self.path} is damaged or not an archive: {exc}"
-                ) from None
-            raise
+            if isinstance(exc, sqlite3.IntegrityError):
+                raise  # a broken invariant in tinyjuice itself, not a state of the disk
+            raise ArchiveError(_archive_problem(self.path, exc)) from None
         finally:
             conn.close()
 
@@ -358,7 +359,9 @@ class Archive:
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                # SQLite may have rolled back already (a full disk does): not an error.
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
 
@@ -379,7 +382,8 @@ class Archive:
                     conn.execute(f"PRAGMA user_version = {version + 1}")
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
                 raise
             (version,) = conn.execute("PRAGMA user_version").fetchone()
 
@@ -556,6 +560,22 @@ class Archive:
             except ArchiveError as exc:
                 problems.append(str(exc))
         return problems
+
+
+def _archive_problem(path: Path, exc: sqlite3.DatabaseError) -> str:
+    """One line for an SQLite error on the archive: busy, full, unwritable or damaged."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError):
+        if "locked" in text or "busy" in text:
+            return f"the tjui archive {path} is busy (another tjui is writing); try again"
+        if "full" in text:
+            return (
+                f"the disk holding the tjui archive {path} is full; nothing was changed —"
+                f" free some space (or set {HOME_ENV} to another disk) and try again"
+            )
+        hint = " (is its disk full or failing?)" if "I/O" in text else ""
+        return f"the tjui archive {path} cannot be written: {text}{hint}; nothing was changed"
+    return f"the tjui archive {path} is damaged or not an archive: {text}"
 
 
 def _statements(script: str) -> list[str]:

@@ -12,7 +12,9 @@ The flow of :func:`commit`:
 4. Stale check: the source must still hash to what was loaded, or nothing is written.
 5. The original bytes and a ``pending`` commit row go into the archive, durably.
 6. The target is written atomically (or, for ``state.db``, in one transaction); the
-   source is checked once more just before the rename.
+   source is checked once more just before the rename, and what the rename replaced
+   is checked after it (an agent's write landing in between puts the agent's file back
+   and refuses the commit: no lost update).
 7. The row becomes ``done``.
 
 A crash anywhere leaves the source wholly old or wholly new; :func:`recover` (run by
@@ -39,7 +41,9 @@ from tinyjuice.atomic import (
     atomic_write,
     checkpoint,
     file_digest,
+    file_mode,
     fsync_dir,
+    output_target,
     sha256_hex,
     temp_path_for,
 )
@@ -52,12 +56,20 @@ from tinyjuice.formats import (
     load,
     load_bytes,
 )
-from tinyjuice.formats._base import SQLITE_MAGIC, LoadError, SaveError, read_bytes
+from tinyjuice.formats._base import (
+    SQLITE_MAGIC,
+    LoadError,
+    SaveError,
+    check_regular,
+    read_bytes,
+)
+from tinyjuice.live import LiveSplit, with_history
 from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, Transcript
 from tinyjuice.report import CompactionReport, CompactionResult, PersistenceRecommendation, Status
 from tinyjuice.store import hermes_db
 from tinyjuice.store.archive import (
     Archive,
+    ArchiveError,
     ChangedSinceCommit,
     CommitError,
     CommitMode,
@@ -73,6 +85,7 @@ __all__ = [
     "CommitPlan",
     "LoadedSource",
     "SourceRef",
+    "archived_mode",
     "claude_code_continuation",
     "commit",
     "history",
@@ -147,12 +160,13 @@ def load_source(
     Raises :class:`~tinyjuice.formats.LoadError` for unreadable input.
     """
     p = Path(os.path.realpath(Path(path).expanduser()))
+    check_regular(Path(path).expanduser())  # a pipe or device is refused before opening
     try:
         with p.open("rb") as fh:
             head = fh.read(len(SQLITE_MAGIC))
     except OSError:
         head = b""  # read_bytes below reports the problem clearly
-    if head == SQLITE_MAGIC:
+    if head == SQLITE_MAGIC and not _is_opencode_db(p, format):
         return _load_db(p, format, session, lenient)
     data = read_bytes(p)
     opts = LoadOptions(lenient=lenient, session=session)
@@ -161,6 +175,13 @@ def load_source(
     return LoadedSource(
         SourceRef(p), transcript.format, data, sha256_hex(data), len(data), transcript
     )
+
+
+def _is_opencode_db(p: Path, format: str | None) -> bool:
+    """An opencode.db is read like a file (read-only: never committed into)."""
+    from tinyjuice.formats import opencode
+
+    return format == "opencode" or (format is None and opencode.is_database(p))
 
 
 def _load_db(p: Path, format: str | None, session: str | None, lenient: bool) -> LoadedSource:
@@ -198,6 +219,8 @@ class CommitPlan:
     #: The bytes a file target receives (None for a database target).
     data: bytes | None
     notes: tuple[str, ...] = ()
+    #: The summary's appendix (what the fallback left out), archived with the commit.
+    appendix: bytes | None = None
 
     @property
     def tokens_before(self) -> int | None:
@@ -274,6 +297,21 @@ def _resolve_mode(
         notes.append(f"{_NEVER_IN_PLACE[source.format]}: writing a child session instead")
         chosen = CommitMode.CHILD
     return chosen, notes
+
+
+def _regular_target(path: Path) -> None:
+    """A commit writes regular files only (undo must be able to put them back): a
+    stream, device or pipe is refused; a symlink is fine (the file it names is written)."""
+    try:
+        kind = output_target(path)
+    except OSError as exc:
+        raise CommitError(f"{path}: {exc}") from None
+    if kind is not None:
+        raise CommitError(
+            f"{path} is a {'standard stream' if kind == 'stream' else kind}, not a file; a"
+            " commit writes a file it can undo — write to a stream with `tjui compress -o`"
+            " (without --commit)"
+        )
 
 
 def _writable_dir(path: Path) -> None:
@@ -370,13 +408,24 @@ def plan_commit(
     target: str | Path | None = None,
     target_format: str | None = None,
     commit_id: str | None = None,
+    split: LiveSplit | None = None,
 ) -> CommitPlan:
     """Work out a commit without touching anything; raises :class:`CommitError` if it
-    cannot be done (and says what would work)."""
+    cannot be done (and says what would work).
+
+    ``split`` says ``result`` compacted only the live part of ``source`` (what the agent
+    sends after its last compaction, :func:`tinyjuice.live.live_split`): committed in
+    place, the history before it is written back as it was (nothing is lost); a child
+    or an export starts from the compacted live part.
+    """
     transcript, report = _unpack(result)
     chosen, notes = _resolve_mode(mode, report, source)
+    if split is not None and split.start and chosen is CommitMode.IN_PLACE:
+        transcript = with_history(split, transcript)
     cid = commit_id or new_commit_id()
     summary = _summary_message(transcript, result)
+    if target:
+        _regular_target(Path(target).expanduser())
     target_path = Path(os.path.realpath(Path(target).expanduser())) if target else None
 
     if source.ref.is_db and chosen is not CommitMode.EXPORT:
@@ -389,7 +438,7 @@ def plan_commit(
         session = session or hermes_db.new_session_id()
         return CommitPlan(
             cid, chosen, source, transcript, report, SourceKind.HERMES_DB, source.path,
-            session, "hermes", None, tuple(notes),
+            session, "hermes", None, tuple(notes), _appendix(result),
         )  # fmt: skip
 
     if chosen is CommitMode.IN_PLACE:
@@ -464,8 +513,15 @@ def plan_commit(
     _writable_dir(out_path)
     return CommitPlan(
         cid, chosen, source, transcript, report, SourceKind.FILE, out_path, session, fmt, data,
-        tuple(notes),
+        tuple(notes), _appendix(result),
     )  # fmt: skip
+
+
+def _appendix(result: CompactionResult | Transcript) -> bytes | None:
+    """The summary appendix of an engine result, as the bytes the archive stores (its
+    sha256 starts with the id the summary names)."""
+    text = getattr(result, "appendix", None)
+    return text.encode() if text else None
 
 
 # ------------------------------------------------------------------------- commit
@@ -502,10 +558,17 @@ def _new_record(plan: CommitPlan, now: float, before: tuple[str, int] | None) ->
         report=report.to_dict() if report else None,
         created_at=now,
         note="; ".join(plan.notes) or None,
+        plan={} if src.ref.is_db else {"mode": file_mode(src.path)},
     )
 
 
-def _stale(source: LoadedSource) -> StaleSourceError:
+def _stale(source: LoadedSource, *, during_swap: bool = False) -> StaleSourceError:
+    if during_swap:
+        return StaleSourceError(
+            f"{source.ref.label} changed while it was being replaced (an agent wrote to it"
+            " at that moment); it was put back as the agent left it and nothing was"
+            " committed — reload it and compact again"
+        )
     return StaleSourceError(
         f"{source.ref.label} changed since it was loaded (an agent may have appended a"
         " turn); nothing was written — reload it and compact again"
@@ -516,8 +579,15 @@ def _check_source(source: LoadedSource) -> None:
     if source.ref.is_db:
         try:
             current = hermes_db.read_snapshot(source.path, source.ref.session_id or "")
-        except (LoadError, StaleSourceError):
+        except StaleSourceError:
             raise _stale(source) from None
+        except LoadError as exc:
+            if not source.path.exists():
+                raise _stale(source) from None
+            raise CommitError(
+                f"cannot read {source.ref.label} to check it is unchanged ({exc.problem});"
+                " nothing was written"
+            ) from None
         if sha256_hex(current) != source.sha256:
             raise _stale(source)
         return
@@ -537,6 +607,7 @@ def commit(
     lease: SqliteLease | None = None,
     progress: Progress | None = None,
     plan: CommitPlan | None = None,
+    split: LiveSplit | None = None,
 ) -> CommitRecord:
     """Persist a compaction: archive the original first, then write; return the record.
 
@@ -545,12 +616,13 @@ def commit(
     :class:`~tinyjuice.model.Transcript`. ``source`` is what :func:`load_source` gave.
     ``mode``: ``in-place`` (replace the source; Hermes: same session), ``child`` (new
     file / session with lineage; source untouched) or ``export`` (``target`` path in
-    ``target_format``). Raises :class:`StaleSourceError`, :class:`LeaseBusy` or
-    :class:`CommitError` — in each case nothing was changed.
+    ``target_format``). ``split``: as for :func:`plan_commit`. Raises
+    :class:`StaleSourceError`, :class:`LeaseBusy` or :class:`CommitError` — in each case
+    nothing was changed.
     """
     say = progress or (lambda _stage: None)
     plan = plan or plan_commit(
-        result, source, mode=mode, target=target, target_format=target_format
+        result, source, mode=mode, target=target, target_format=target_format, split=split
     )
     store = archive or Archive()
     leases = lease or SqliteLease(store)
@@ -591,6 +663,8 @@ def _commit_file(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecor
         store.put_blob(conn, source.data)
         if before_data is not None:
             store.put_blob(conn, before_data)
+        if plan.appendix:
+            store.put_blob(conn, plan.appendix)
         store.insert_commit(conn, record)
     checkpoint("after-archive")
 
@@ -602,8 +676,21 @@ def _commit_file(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecor
         if not in_place and before is None and target.exists():
             raise CommitError(f"{target} appeared meanwhile; nothing was written")
 
+    def replaced_intact(old: bytes) -> None:
+        # What the rename replaced, read after the swap: a write that landed between
+        # the last look and the rename is caught here, and the file is put back.
+        if before is not None and sha256_hex(old) != before[0]:
+            raise _stale(source, during_swap=True)
+
     try:
-        atomic_write(target, plan.data, tag=record.id, before_rename=last_look)
+        atomic_write(
+            target,
+            plan.data,
+            tag=record.id,
+            mode=file_mode(source.path),
+            before_rename=last_look,
+            check_replaced=replaced_intact,
+        )
     except BaseException as exc:
         with store.transaction() as conn:
             store.update_commit(conn, record.id, state=CommitState.ABORTED, note=str(exc))
@@ -616,9 +703,24 @@ def _commit_file(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecor
 
 def _finish(store: Archive, record: CommitRecord, **changes: Any) -> CommitRecord:
     done = time.time()
-    with store.transaction() as conn:
-        store.update_commit(conn, record.id, state=CommitState.DONE, completed_at=done, **changes)
-    return store.get(record.id)
+    try:
+        with store.transaction() as conn:
+            store.update_commit(
+                conn, record.id, state=CommitState.DONE, completed_at=done, **changes
+            )
+        return store.get(record.id)
+    except ArchiveError as exc:
+        raise _written_unrecorded(record.target_label, exc) from None
+
+
+def _written_unrecorded(target: str, exc: ArchiveError) -> CommitError:
+    """The target was written but the archive could not record it (its disk filled)."""
+    why = str(exc).split(";")[0]
+    return CommitError(
+        f"{target} was written, but the archive could not record that ({why}); the"
+        " original is archived, and the next tjui command settles the commit (see"
+        " `tjui history`)"
+    )
 
 
 def _commit_db(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecord:
@@ -633,6 +735,8 @@ def _commit_db(plan: CommitPlan, store: Archive, say: Progress) -> CommitRecord:
     say("archiving")
     with store.transaction() as conn:
         store.put_blob(conn, source.data)
+        if plan.appendix:
+            store.put_blob(conn, plan.appendix)
         store.insert_commit(conn, record)
     checkpoint("after-archive")
 
@@ -715,12 +819,15 @@ def recover(archive: Archive, *, lease: SqliteLease | None = None) -> list[Commi
             continue  # still in flight in a live process
         try:
             now_sha = _target_sha(record)
-        except LoadError:
-            continue
+        except (LoadError, CommitError):
+            continue  # unreadable or locked right now: settled by a later run
         state: CommitState | None = None
         note = ""
         if record.state is CommitState.PENDING:
-            if record.after_sha256 is not None and now_sha == record.after_sha256:
+            if _put_back_raced_original(record, now_sha):
+                state = CommitState.ABORTED
+                note = "interrupted while an agent wrote to the file; its version was put back"
+            elif record.after_sha256 is not None and now_sha == record.after_sha256:
                 state, note = CommitState.DONE, "completed (settled after an interrupted commit)"
             elif now_sha == record.before_sha256:
                 state, note = CommitState.ABORTED, "interrupted before the write; nothing changed"
@@ -748,6 +855,35 @@ def recover(archive: Archive, *, lease: SqliteLease | None = None) -> list[Commi
             )
         changed.append(archive.get(record.id))
     return changed
+
+
+def _put_back_raced_original(record: CommitRecord, now_sha: str | None) -> bool:
+    """A commit that died right after swapping its file in, before checking what it
+    replaced: if that (still in the temporary file) is not the original as archived, an
+    agent wrote to it in the window — put it back instead of deleting it."""
+    if record.target_kind is not SourceKind.FILE or record.mode is not CommitMode.IN_PLACE:
+        return False
+    if record.after_sha256 is None or now_sha != record.after_sha256:
+        return False
+    target = Path(record.target_path)
+    kept = temp_path_for(target, record.id)
+    found = file_digest(kept)
+    if found is None or found[0] in (record.before_sha256, record.after_sha256):
+        return False
+    os.replace(kept, target)
+    fsync_dir(target.parent)
+    return True
+
+
+def archived_mode(archive: Archive, digest: str) -> int:
+    """The permission bits a file written from an archived copy gets: those of the file
+    a commit archived it from (0o600 — private, like the archive — when unknown)."""
+    for record in archive.commits():
+        if digest in (record.source_sha256, record.before_sha256, record.forced_sha256):
+            mode = record.plan.get("mode")
+            if isinstance(mode, int):
+                return mode
+    return 0o600
 
 
 def _pick(archive: Archive, commit_id: str | None, source: str | Path | None) -> CommitRecord:
@@ -824,7 +960,10 @@ def _undo_file(store: Archive, record: CommitRecord, force: bool, say: Progress)
             target.unlink(missing_ok=True)
             fsync_dir(target.parent)
         else:
-            atomic_write(target, original, tag=f"{record.id}-undo")
+            # A file deleted since the commit comes back with the mode it had.
+            mode = record.plan.get("mode")
+            mode = mode if isinstance(mode, int) else 0o600
+            atomic_write(target, original, tag=f"{record.id}-undo", mode=mode)
     except OSError as exc:
         _mark(store, record, state=CommitState.DONE)
         raise CommitError(f"could not restore {target}: {exc.strerror or exc}") from None
@@ -836,7 +975,10 @@ def _undo_file(store: Archive, record: CommitRecord, force: bool, say: Progress)
             f" original ({(expected or '')[:12]}…)"
         )
     checkpoint("before-done")
-    _mark(store, record, state=CommitState.UNDONE, undone_at=time.time())
+    try:
+        _mark(store, record, state=CommitState.UNDONE, undone_at=time.time())
+    except ArchiveError as exc:
+        raise _written_unrecorded(record.target_label, exc) from None
     return store.get(record.id)
 
 

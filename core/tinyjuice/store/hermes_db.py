@@ -21,6 +21,7 @@ stale check compares, and what undo verifies it restored.
 from __future__ import annotations
 
 import base64
+import contextlib
 import sqlite3
 import time
 import uuid
@@ -34,8 +35,15 @@ import orjson
 
 from tinyjuice.atomic import checkpoint, sha256_hex
 from tinyjuice.formats import _hermes_db
+from tinyjuice.formats._base import LoadError
+from tinyjuice.formats._hermes_db import quote_ident as q
 from tinyjuice.model import Transcript
-from tinyjuice.store.archive import ChangedSinceCommit, CommitError, StaleSourceError
+from tinyjuice.store.archive import (
+    ChangedSinceCommit,
+    CommitError,
+    SourceBusy,
+    StaleSourceError,
+)
 from tinyjuice.store.lease import LeaseBusy, holder_is_dead, make_holder
 
 __all__ = [
@@ -44,8 +52,10 @@ __all__ = [
     "commit_child",
     "commit_in_place",
     "compression_lock",
+    "db_error",
     "new_session_id",
     "read_snapshot",
+    "release_lock",
     "session_snapshot",
     "undo_child",
     "undo_in_place",
@@ -118,9 +128,16 @@ def session_snapshot(conn: sqlite3.Connection, session_id: str) -> bytes:
 
 
 def read_snapshot(path: Path, session_id: str) -> bytes:
-    """:func:`session_snapshot` through a read-only connection (sees a live WAL)."""
-    with _hermes_db.open_readonly(path) as conn:
-        return session_snapshot(conn, session_id)
+    """:func:`session_snapshot` through a read-only connection (sees a live WAL).
+
+    Raises :class:`SourceBusy` when another writer's lock keeps it from being read."""
+    try:
+        with _hermes_db.open_readonly(path) as conn:
+            return session_snapshot(conn, session_id)
+    except LoadError as exc:
+        if "locked" in exc.problem or "busy" in exc.problem:
+            raise _busy(path) from None
+        raise
 
 
 def active_ids(snapshot: bytes) -> list[int]:
@@ -137,15 +154,53 @@ def new_session_id() -> str:
 # ------------------------------------------------------------------- connections
 
 
+#: Seconds a write waits for another writer's lock on state.db before giving up.
+BUSY_TIMEOUT = 15.0
+
+
 @contextmanager
-def _writer(path: Path, timeout: float = 15.0) -> Iterator[sqlite3.Connection]:
+def _writer(path: Path, timeout: float | None = None) -> Iterator[sqlite3.Connection]:
+    """A connection for writing; SQLite errors become one clear :class:`CommitError`
+    (:class:`SourceBusy` when another writer holds the lock)."""
     if not path.is_file():
         raise StaleSourceError(f"{path} does not exist any more")
-    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    wait = BUSY_TIMEOUT if timeout is None else timeout
+    try:
+        conn = sqlite3.connect(path, timeout=wait, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise db_error(path, exc) from None
     try:
         yield conn
+    except sqlite3.Error as exc:
+        raise db_error(path, exc) from None
     finally:
         conn.close()
+
+
+def db_error(path: Path, exc: sqlite3.Error) -> CommitError:
+    """What an SQLite error on a Hermes ``state.db`` means for a commit or undo."""
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return _busy(path)
+    if "full" in text:
+        return CommitError(f"the disk holding {path} is full; nothing was changed")
+    return CommitError(
+        f"{path} cannot be written ({text}); it may be damaged — nothing was changed"
+        f" (`sqlite3 {path} 'PRAGMA integrity_check'` says more)"
+    )
+
+
+def _busy(path: Path) -> SourceBusy:
+    return SourceBusy(
+        f"{path} is locked by another writer (Hermes may be writing to it); nothing was"
+        " changed — try again in a moment"
+    )
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back if a transaction is open (SQLite ends one itself on some errors)."""
+    with contextlib.suppress(sqlite3.Error):
+        conn.execute("ROLLBACK")
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
@@ -156,7 +211,7 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {str(c[1]) for c in conn.execute(f"PRAGMA table_info({table})").fetchall()}
+    return {str(c[1]) for c in conn.execute(f"PRAGMA table_info({q(table)})").fetchall()}
 
 
 @contextmanager
@@ -171,41 +226,80 @@ def compression_lock(
     """Hold Hermes' ``compression_locks`` row for ``session_id`` during the block.
 
     Raises :class:`LeaseBusy` when a live holder (Hermes or another tjui) has it; an
-    expired row, or one whose holder process on this host is gone, is taken over.
-    Yields the holder string (None when the database has no lock table).
+    expired row, or one whose holder process on this host is gone, is taken over, and
+    rows a dead tjui left for other sessions are cleared on the way. The row is released
+    on every way out of the block, in a connection of its own. Yields the holder string
+    (None when the database has no lock table).
     """
     who = holder or make_holder("tjui")
     with _writer(path) as conn:
         if not _has_table(conn, "compression_locks"):
-            yield None
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            now = clock()
-            row = conn.execute(
-                "SELECT holder, expires_at FROM compression_locks WHERE session_id = ?",
-                (session_id,),
-            ).fetchone()
-            if row is not None:
-                current, expires = str(row[0]), float(row[1])
-                if expires > now and not holder_is_dead(current):
-                    raise LeaseBusy(f"{path.name} session {session_id}", current, expires)
-            conn.execute(
-                "INSERT OR REPLACE INTO compression_locks"
-                " (session_id, holder, acquired_at, expires_at) VALUES (?, ?, ?, ?)",
-                (session_id, who, now, now + ttl),
+            held = False
+        else:
+            _take_lock(conn, path, session_id, who, clock(), ttl)
+            held = True
+    if not held:
+        yield None
+        return
+    try:
+        yield who
+    finally:
+        release_lock(path, session_id, who)
+
+
+def _take_lock(
+    conn: sqlite3.Connection, path: Path, session_id: str, who: str, now: float, ttl: float
+) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        stale = [
+            (sid, h)
+            for sid, h in conn.execute(
+                "SELECT session_id, holder FROM compression_locks WHERE holder LIKE 'tjui%'"
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            if holder_is_dead(str(h))
+        ]
+        conn.executemany("DELETE FROM compression_locks WHERE session_id = ? AND holder = ?", stale)
+        row = conn.execute(
+            "SELECT holder, expires_at FROM compression_locks WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        if row is not None:
+            current, expires = str(row[0]), float(row[1])
+            if expires > now and not holder_is_dead(current):
+                raise LeaseBusy(f"{path.name} session {session_id}", current, expires)
+        conn.execute(
+            "INSERT OR REPLACE INTO compression_locks"
+            " (session_id, holder, acquired_at, expires_at) VALUES (?, ?, ?, ?)",
+            (session_id, who, now, now + ttl),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
+
+
+def release_lock(path: Path, session_id: str, who: str, *, attempts: int = 3) -> bool:
+    """Delete our ``compression_locks`` row; True when it is gone.
+
+    Never raises: when another writer keeps the database locked through every attempt,
+    the row stays — it names this host and process, so once this process has ended the
+    next tjui to take a lock in the database clears it.
+    """
+    for attempt in range(attempts):
         try:
-            yield who
-        finally:
-            conn.execute(
-                "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?",
-                (session_id, who),
-            )
+            with _writer(path) as conn:
+                conn.execute(
+                    "DELETE FROM compression_locks WHERE session_id = ? AND holder = ?",
+                    (session_id, who),
+                )
+            return True
+        except StaleSourceError:
+            return True  # the database is gone, and the row with it
+        except CommitError:
+            if attempt + 1 < attempts:
+                time.sleep(0.2)
+    return False
 
 
 def lock_holder(path: Path, session_id: str) -> str | None:
@@ -296,7 +390,7 @@ def commit_in_place(
             checkpoint("before-db-commit")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
     checkpoint("after-transaction")
     return done
@@ -337,7 +431,7 @@ def commit_child(
             if updates:
                 conn.execute(
                     "UPDATE sessions SET "
-                    + ", ".join(f"{k} = ?" for k in updates)
+                    + ", ".join(f"{q(k)} = ?" for k in updates)
                     + " WHERE id = ?",
                     (*updates.values(), session_id),
                 )
@@ -349,7 +443,7 @@ def commit_child(
             checkpoint("before-db-commit")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
     checkpoint("after-transaction")
     return done
@@ -363,7 +457,7 @@ def _restore_session_row(conn: sqlite3.Connection, session_id: str, before: byte
     values = {k: _from_jsonable(v) for k, v in row.items() if k != "id"}
     if values:
         conn.execute(
-            "UPDATE sessions SET " + ", ".join(f"{k} = ?" for k in values) + " WHERE id = ?",
+            "UPDATE sessions SET " + ", ".join(f"{q(k)} = ?" for k in values) + " WHERE id = ?",
             (*values.values(), session_id),
         )
 
@@ -413,7 +507,7 @@ def undo_in_place(
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
     return restored
 
@@ -475,6 +569,6 @@ def undo_child(
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
     return restored

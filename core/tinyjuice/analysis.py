@@ -1,0 +1,53 @@
+"""Per-message work done once per transcript, reused by every compress() on it.
+
+An interactive preview compresses the same transcript again and again — the boundary
+moves, the focus or the profile changes — and most of each run redoes per-message work
+whose result does not depend on any of those: the redaction of a message is the same
+wherever the boundary falls. A :class:`TranscriptAnalysis` remembers it; pass the same
+object to each ``compress(..., analysis=...)`` on one transcript (it holds no text of
+its own beyond the results, and only for the messages it was asked about).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tinyjuice.model import Message
+from tinyjuice.redact import redact_messages
+
+__all__ = ["TranscriptAnalysis"]
+
+
+class TranscriptAnalysis:
+    """Memoised per-message results, keyed by the message object itself.
+
+    A message is recognised by identity (the object, kept alive with its result), so a
+    result is never served for another message that merely reuses a freed id.
+    """
+
+    def __init__(self) -> None:
+        self._redacted: dict[int, tuple[Message, Message]] = {}
+        #: How many messages were redacted afresh, and answered from memory (for tests).
+        self.redacted_fresh = 0
+        self.redacted_reused = 0
+
+    def redact_messages(self, messages: Sequence[Message]) -> tuple[list[Message], int]:
+        """:func:`tinyjuice.redact.redact_messages`, scanning each message once ever."""
+        memo = self._redacted
+        out = list(messages)
+        todo: list[int] = []
+        for i, m in enumerate(messages):
+            hit = memo.get(id(m))
+            if hit is not None and hit[0] is m:
+                out[i] = hit[1]
+            else:
+                todo.append(i)
+        if todo:
+            fresh, _ = redact_messages([messages[i] for i in todo])
+            for i, r in zip(todo, fresh, strict=True):
+                memo[id(messages[i])] = (messages[i], r)
+                out[i] = r
+        self.redacted_fresh += len(todo)
+        self.redacted_reused += len(messages) - len(todo)
+        changed = sum(1 for r, m in zip(out, messages, strict=True) if r is not m)
+        return out, changed

@@ -1,0 +1,198 @@
+"""Rules survival: instructions that must outlive a compaction, and whether they did.
+
+Rules are found in the compressed span — the turns a summary replaces:
+
+- ``claude_md`` / ``agents_md`` — rules files injected as context (Claude Code's
+  ``Contents of …/CLAUDE.md`` reminders, Codex's ``# AGENTS.md instructions``,
+  ``<user_instructions>``): every bullet or numbered line, and every sentence with a
+  rule word ("always", "never", "must", "don't"…);
+- ``system_prompt`` — system messages inside the span (a rules section, a skill): the
+  sentences with a rule word;
+- ``skill`` — skill bodies (a ``Skill`` tool's result, a ``<skill>`` or "skill" section
+  of injected context): like rules files;
+- ``user`` — the user's stated constraints (:mod:`tinyjuice.facts`).
+
+A rule *survives* when the model that continues still sees it: in the summary (most of
+its words, in any case or quoting), or in a message it still has (``kept``: the system
+prompt and head a tinyjuice compaction keeps, the tail, or a rules file the agent
+re-injected after its own compaction).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tinyjuice.breakdown import _classified_sections
+from tinyjuice.facts import _CONSTRAINT_RE, _real_user, norm_text, split_sentences
+from tinyjuice.model import Message, Role
+from tinyjuice.redact import redact_text
+
+__all__ = ["Rule", "RuleCheck", "RulesReport", "check_rules", "find_rules"]
+
+#: Share of a rule's words the summary must hold for the rule to count as kept.
+KEPT_SHARE = 0.7
+MAX_RULES = 60
+
+_BULLET_RE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?P<body>.+)$")
+_RULES_FILE_RE = re.compile(r"(?:CLAUDE|AGENTS|GEMINI)\.md|\.cursorrules|user_instructions", re.I)
+_SKILL_RE = re.compile(r"<skill\b|^#+\s*skill|base directory for this skill", re.I | re.M)
+_WORD_RE = re.compile(r"[\w.+-]{3,}")
+_SUFFIX_RE = re.compile(r"(?:ing|ed|es|s)$")
+
+
+def _stem(word: str) -> str:
+    """A word as compared: ``.``/``-`` trimmed, a plural or tense ending dropped."""
+    w = word.strip("./-")
+    return _SUFFIX_RE.sub("", w) if len(w) > 4 else w
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    text: str
+    #: ``claude_md``, ``agents_md``, ``skill``, ``system_prompt`` or ``user``.
+    source: str
+    #: Message index where it was found.
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class RuleCheck:
+    rule: Rule
+    #: ``summary``, ``kept`` (still in the context) or ``lost``.
+    where: str
+
+    @property
+    def survived(self) -> bool:
+        return self.where != "lost"
+
+
+@dataclass(frozen=True, slots=True)
+class RulesReport:
+    checks: tuple[RuleCheck, ...]
+
+    @property
+    def lost(self) -> tuple[RuleCheck, ...]:
+        return tuple(c for c in self.checks if not c.survived)
+
+    @property
+    def ok(self) -> bool | None:
+        return None if not self.checks else not self.lost
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": len(self.checks),
+            "kept": len(self.checks) - len(self.lost),
+            "ok": self.ok,
+            "lost": [
+                {"text": c.rule.text, "source": c.rule.source, "index": c.rule.index}
+                for c in self.lost
+            ],
+            "rules": [
+                {
+                    "text": c.rule.text,
+                    "source": c.rule.source,
+                    "index": c.rule.index,
+                    "where": c.where,
+                }
+                for c in self.checks
+            ],
+        }
+
+
+def _rule_lines(text: str, *, every_bullet: bool) -> list[str]:
+    out: list[str] = []
+    for raw in text.splitlines():
+        if raw.lstrip().startswith(("<", "Contents of ")):
+            continue
+        m = _BULLET_RE.match(raw)
+        if m and every_bullet:
+            body = m.group("body").strip()
+            if 8 <= len(body) <= 300:
+                out.append(body)
+            continue
+        for s in split_sentences(raw):
+            if _CONSTRAINT_RE.search(s) and 8 <= len(s) <= 300:
+                out.append(s)
+    return out
+
+
+def _source_of(m: Message, text: str) -> tuple[str, str] | None:
+    """(source, the part of the text holding rules) for a rules-bearing message."""
+    if m.role is Role.TOOL and (m.tool_name or "").lower() == "skill":
+        return "skill", text
+    if m.meta.is_injected or m.role is Role.SYSTEM:
+        found = _RULES_FILE_RE.search(text)
+        if found:
+            kind = "agents_md" if "agents" in found.group(0).lower() else "claude_md"
+            if kind == "agents_md" or m.meta.injected_kind == "agents_md":
+                kind = "agents_md"
+            return kind, text
+        if _SKILL_RE.search(text):
+            return "skill", text
+        if m.role is Role.SYSTEM:
+            sections = _classified_sections(text)
+            picked = "\n".join(sections.get(k, "") for k in ("rules", "skills"))
+            return "system_prompt", picked or text
+    return None
+
+
+def find_rules(middle: Sequence[Message], *, start_index: int = 0) -> tuple[Rule, ...]:
+    """The rules in ``middle`` (see the module docs), de-duplicated, first seen first."""
+    seen: dict[str, Rule] = {}
+    for offset, m in enumerate(middle):
+        text = m.text
+        if not text.strip():
+            continue
+        index = start_index + offset
+        if _real_user(m):
+            for s in split_sentences(text):
+                if _CONSTRAINT_RE.search(s) and 8 <= len(s) <= 300:
+                    seen.setdefault(norm_text(s), Rule(s, "user", index))
+            continue
+        found = _source_of(m, text)
+        if found is None:
+            continue
+        source, body = found
+        every = source != "system_prompt"
+        for line in _rule_lines(body, every_bullet=every):
+            seen.setdefault(norm_text(line), Rule(line, source, index))
+    return tuple(redact_rule(r) for r in list(seen.values())[:MAX_RULES])
+
+
+def redact_rule(rule: Rule) -> Rule:
+    return Rule(redact_text(rule.text), rule.source, rule.index)
+
+
+def _words(text: str) -> list[str]:
+    return list(dict.fromkeys(_stem(w) for w in _WORD_RE.findall(norm_text(text))))
+
+
+def _holds(plain: str, vocab: set[str], rule: str) -> bool:
+    key = norm_text(rule)
+    if key.rstrip(".") in plain:
+        return True
+    words = [w for w in _words(rule) if w]
+    if not words:
+        return False
+    return sum(w in vocab for w in words) >= KEPT_SHARE * len(words)
+
+
+def check_rules(rules: Sequence[Rule], summary: str, kept: Sequence[Message] = ()) -> RulesReport:
+    """Where each rule still is after the compaction: the summary, a kept message, or
+    nowhere (lost)."""
+    plain = norm_text(redact_text(summary))
+    vocab = {_stem(w) for w in _WORD_RE.findall(plain)}
+    kept_text = norm_text(redact_text("\n".join(m.text for m in kept)))
+    checks = []
+    for rule in rules:
+        if _holds(plain, vocab, rule.text):
+            where = "summary"
+        elif kept_text and norm_text(rule.text).rstrip(".") in kept_text:
+            where = "kept"
+        else:
+            where = "lost"
+        checks.append(RuleCheck(rule, where))
+    return RulesReport(tuple(checks))

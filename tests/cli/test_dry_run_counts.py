@@ -1,0 +1,43 @@
+"""`compress --dry-run` counts exactly what decides; --exact counts everything."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from benchmarks.gen import conversation, render
+from tinyjuice.tokens import default_counter
+from tjui.cli import main
+
+
+def run(*args: str) -> dict:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_dry_run_labels_the_estimated_middle(tmp_path: Path) -> None:
+    if default_counter().name == "rough":
+        pytest.skip("no tokenizer")
+    path = tmp_path / "gen.json"
+    path.write_bytes(render(conversation(1500), "openai"))
+    args = ("compress", str(path), "--dry-run", "--json", "--force", "--context-window", "64000")
+    quick = run(*args)
+    assert quick["counts"] == {
+        "head": "exact",
+        "middle": "estimated",
+        "tail": "exact",
+        "total": "estimated",
+    }
+    exact = run(*args, "--exact")
+    assert set(exact["counts"].values()) == {"exact"}
+    assert quick["boundary"] == exact["boundary"]
+    for zone in ("head", "tail"):
+        assert quick["zones"][zone] == exact["zones"][zone]
+    assert quick["summary_budget"] == exact["summary_budget"]
+    # --exact stored the file's exact counts: now a plain dry run uses them.
+    again = run(*args[:-2], "--context-window", "64001")
+    assert set(again["counts"].values()) == {"exact"}
