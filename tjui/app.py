@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.worker import Worker
 
 from tinyjuice.formats import LoadError
+from tjui.screens.browser import BrowserScreen
 from tjui.screens.commit import CommitDialog
 from tjui.screens.error import ErrorDialog
 from tjui.screens.help import HelpScreen
@@ -37,16 +38,27 @@ class TjuiApp(App[None]):
         Binding("question_mark", "help", "Help", id="app.help"),
     ]
 
-    def __init__(self, request: LoadRequest) -> None:
+    def __init__(
+        self, request: LoadRequest | None, *, now: Callable[[], float] | None = None
+    ) -> None:
+        """``request`` None opens the session browser (``now`` fixes its clock in tests)."""
         super().__init__()
         self.request = request
+        self.now = now
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         # The context bar's category colours, per theme brightness.
         return bar_palette(dark=self.current_theme.dark)
 
     def on_mount(self) -> None:
-        self.open(self.request)
+        if self.request is None:
+            self.push_screen(BrowserScreen(now=self.now) if self.now else BrowserScreen())
+        else:
+            self.open(self.request)
+
+    def has_browser(self) -> bool:
+        """Whether the inspector was opened from the browser (Esc goes back to it)."""
+        return any(isinstance(s, BrowserScreen) for s in self.screen_stack)
 
     def open(self, request: LoadRequest) -> None:
         self.request = request
@@ -55,6 +67,9 @@ class TjuiApp(App[None]):
 
     def show_error(self, title: str, message: str) -> None:
         def _after(path: Path | None) -> None:
+            if path is None and self.has_browser():
+                self.call_later(self.pop_screen)  # back to the browser
+                return
             if path is None:
                 self.exit(return_code=1, message=f"tjui: error: {message}")
                 return
@@ -81,7 +96,9 @@ class TjuiApp(App[None]):
         self.switch_screen(MainScreen(request))
 
     def help_sections(self) -> list[tuple[str, list[Binding]]]:
+        browser = [("Session browser", _bindings(BrowserScreen.BINDINGS))]
         return [
+            *(browser if self.has_browser() else []),
             ("Messages", _bindings(MessageList.BINDINGS)),
             ("Boundary, summary and preview", _own(_bindings(MainScreen.BINDINGS))),
             ("Preview", _bindings(PreviewScreen.BINDINGS)),
@@ -138,6 +155,7 @@ def make_app(
     session: str | None = None,
     context_window: int | None = None,
     model: str | None = None,
+    warn_at: float | None = None,
     whole_file: bool = False,
 ) -> TjuiApp:
     """Build the app for a transcript (tests reuse this factory)."""
@@ -148,6 +166,7 @@ def make_app(
             session=session,
             context_window=context_window,
             model=model,
+            warn_at=warn_at,
             whole_file=whole_file,
         )
     )
@@ -160,11 +179,18 @@ class AppOptions(TypedDict, total=False):
     session: str | None
     context_window: int | None
     model: str | None
+    warn_at: float | None
     whole_file: bool
 
 
-def run_app(path: str | Path, **kwargs: Unpack[AppOptions]) -> None:
-    app = make_app(path, **kwargs)
+def make_browser_app(*, now: Callable[[], float] | None = None) -> TjuiApp:
+    """The app opening on the session browser (``now`` fixes its clock for tests)."""
+    return TjuiApp(None, now=now)
+
+
+def run_app(path: str | Path | None, **kwargs: Unpack[AppOptions]) -> None:
+    """Run the inspector on ``path``, or the session browser when it is None."""
+    app = make_browser_app() if path is None else make_app(path, **kwargs)
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)

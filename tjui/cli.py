@@ -1,6 +1,6 @@
 """The ``tjui`` command line.
 
-``tjui [FILE]`` opens the inspector (the bundled demo session when FILE is omitted);
+``tjui [FILE]`` opens the inspector (the session browser when FILE is omitted);
 subcommands work headless and most take ``--json``. Bad input is reported as one
 clear line on stderr with exit status 2, never a traceback.
 """
@@ -67,6 +67,17 @@ _LAZY: dict[str, tuple[str, str, str]] = {
         "tjui.commands.explain",
         "explain_cmd",
         "Why compaction fired: each past compaction, the threshold and its rule, and now.",
+    ),
+    "ls": (
+        "tjui.commands.ls",
+        "ls_cmd",
+        "List the agent sessions on this machine, newest first.",
+    ),
+    "watch": (
+        "tjui.commands.watch",
+        "watch_cmd",
+        "Follow FILE as the agent writes it: live tokens, % of the window, turns to the next"
+        " compaction.",
     ),
 }
 
@@ -149,8 +160,9 @@ def _and(names: list[str]) -> str:
 def main() -> None:
     """tjui — see and shape what fills an LLM agent's context window.
 
-    Run `tjui [FILE]` to open the inspector on a transcript (the bundled demo when
-    FILE is omitted). Formats: openai, anthropic, hermes, claude-code, codex,
+    Run `tjui [FILE]` to open the inspector on a transcript, or `tjui` alone for a
+    browser of every agent session on this machine (`tjui demo`: the bundled demo).
+    Formats: openai, anthropic, hermes, claude-code, codex,
     sharegpt, swe-agent — detected automatically.
     """
     _check_tokenizer_env()
@@ -185,6 +197,12 @@ def _check_tokenizer_env() -> None:
 @context_window_option
 @click.option("--model", default=None, metavar="M", help="Override the model name.")
 @whole_file_option
+@click.option(
+    "--warn-at",
+    default=None,
+    metavar="P%",
+    help="Notify when the followed session's live context reaches P% of the window.",
+)
 def open_cmd(
     file: Path | None,
     fmt: str | None,
@@ -192,8 +210,39 @@ def open_cmd(
     context_window: int | None,
     model: str | None,
     whole_file: bool,
+    warn_at: str | None,
 ) -> None:
-    """Open the inspector on FILE (the bundled demo session by default)."""
+    """Open the inspector on FILE (the session browser when FILE is omitted)."""
+    from tjui.commands.watch import parse_percent
+
+    level = parse_percent(warn_at)
+    _need_terminal()
+    from tjui.app import run_app
+
+    run_app(
+        file,
+        fmt=fmt,
+        session=session,
+        context_window=context_window,
+        model=model,
+        whole_file=whole_file,
+        warn_at=level,
+    )
+
+
+@main.command("demo")
+@context_window_option
+def demo_cmd(context_window: int | None) -> None:
+    """Open the inspector on the bundled demo session."""
+    _need_terminal()
+    from tjui.app import run_app
+    from tjui.paths import demo_session
+
+    run_app(demo_session(), context_window=context_window)
+
+
+def _need_terminal() -> None:
+    """Refuse (exit status 2) when stdin, stdout or stderr is not a terminal."""
     streams = _not_terminals()
     if streams:
         commands = [f"tjui {c} FILE" for c in HEADLESS_COMMANDS]
@@ -208,18 +257,6 @@ def open_cmd(
             # the terminal the user is looking at.
             click.echo(f"tjui: error: {message}")
         fail(message)
-    from tjui.app import run_app
-    from tjui.paths import demo_session
-
-    path = file if file is not None else demo_session()
-    run_app(
-        path,
-        fmt=fmt,
-        session=session,
-        context_window=context_window,
-        model=model,
-        whole_file=whole_file,
-    )
 
 
 @main.command("inspect")

@@ -19,12 +19,12 @@ SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 
 
 @pytest.fixture
-def opened(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The paths ``run_app`` was called with (it never starts the app here)."""
-    calls: list[Path] = []
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[Path | None]:
+    """The paths ``run_app`` was called with (None: the browser); it never starts the app."""
+    calls: list[Path | None] = []
 
-    def fake_run_app(path: str | Path, **kwargs: object) -> None:
-        calls.append(Path(path))
+    def fake_run_app(path: str | Path | None, **kwargs: object) -> None:
+        calls.append(None if path is None else Path(path))
 
     monkeypatch.setattr(tjui.app, "run_app", fake_run_app)
     return calls
@@ -35,8 +35,10 @@ def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tjui.cli, "_is_tty", lambda name: True)
 
 
-@pytest.mark.parametrize("args", [[str(SESSIONS / "openai-chat.json")], [], ["open"]])
-def test_without_a_terminal_the_inspector_refuses(args: list[str], opened: list[Path]) -> None:
+@pytest.mark.parametrize("args", [[str(SESSIONS / "openai-chat.json")], [], ["open"], ["demo"]])
+def test_without_a_terminal_the_inspector_refuses(
+    args: list[str], opened: list[Path | None]
+) -> None:
     code, out, err = run(*args)
     assert code == 2
     assert out == "" and opened == []
@@ -47,7 +49,7 @@ def test_without_a_terminal_the_inspector_refuses(args: list[str], opened: list[
 
 
 def test_stderr_not_a_terminal_refuses_too(
-    opened: list[Path], monkeypatch: pytest.MonkeyPatch
+    opened: list[Path | None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `tjui 2>err.log`: Textual would draw the whole UI into err.log.
     monkeypatch.setattr(tjui.cli, "_is_tty", lambda name: name != "stderr")
@@ -58,15 +60,27 @@ def test_stderr_not_a_terminal_refuses_too(
     assert out == err
 
 
-def test_with_a_terminal_file_opens_the_inspector(opened: list[Path], terminal: None) -> None:
+def test_with_a_terminal_file_opens_the_inspector(
+    opened: list[Path | None], terminal: None
+) -> None:
     code, _, err = run(str(SESSIONS / "openai-chat.json"))
     assert code == 0, err
     assert opened == [SESSIONS / "openai-chat.json"]
 
 
+def test_bare_tjui_opens_the_browser_and_demo_the_demo(
+    opened: list[Path | None], terminal: None
+) -> None:
+    from tjui.paths import demo_session
+
+    assert run()[0] == 0 and run("open")[0] == 0
+    assert run("demo")[0] == 0
+    assert opened == [None, None, demo_session()]
+
+
 @pytest.mark.parametrize(("typed", "meant"), [("inspectt", "inspect"), ("hist", "history")])
 def test_mistyped_command_suggests_the_closest(
-    typed: str, meant: str, opened: list[Path], terminal: None
+    typed: str, meant: str, opened: list[Path | None], terminal: None
 ) -> None:
     code, out, err = run(typed, "x.json")
     assert code == 2
@@ -74,14 +88,14 @@ def test_mistyped_command_suggests_the_closest(
     assert err == f"tjui: error: No such command '{typed}'. Did you mean '{meant}'?\n"
 
 
-def test_unknown_word_lists_the_commands(opened: list[Path], terminal: None) -> None:
+def test_unknown_word_lists_the_commands(opened: list[Path | None], terminal: None) -> None:
     code, _, err = run("zzzqqq")
     assert code == 2 and opened == []
     assert "No such command 'zzzqqq'" in err and "inspect" in err and "Did you mean" not in err
 
 
 def test_path_like_arguments_still_open(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened: list[Path], terminal: None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened: list[Path | None], terminal: None
 ) -> None:
     # A missing path (dot or separator) goes to the inspector, whose dialog says
     # "no such file"; an existing file named like a word opens too.

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from builders import coding_session
 
+from tinyjuice.options import CompactionOptions, Profile
 from tinyjuice.pipeline import _PROFILE_STEPS, compress
-from tinyjuice.report import CompactionOptions, Profile, Status
+from tinyjuice.report import Status
 from tinyjuice.tokens import RoughCounter
 
 

@@ -147,6 +147,7 @@ def config_cmd(provider: str | None, as_json: bool, **flags: Any) -> None:
     except ConfigError as exc:
         fail(str(exc))
     data = cfg.to_dict()
+    data["session_stores"] = _session_stores()
     if as_json:
         emit_json(data)
         return
@@ -182,6 +183,29 @@ def config_cmd(provider: str | None, as_json: bool, **flags: Any) -> None:
         click.echo("\nenvironment")
         for var, value in data["environment"].items():
             click.echo(f"  {var}={value}")
+    _echo_stores(data["session_stores"])
+
+
+def _session_stores() -> dict[str, Any]:
+    """Where `tjui ls` and the browser look for each agent's sessions, and the row cache."""
+    from tinyjuice.discovery import CACHE_ENV, ROOT_ENV, agent_roots, cache_dir
+
+    return {
+        "roots": [
+            {**r.to_dict(), "exists": r.path.is_dir(), "env": ROOT_ENV[r.agent]}
+            for r in agent_roots()
+        ],
+        "cache_dir": str(cache_dir()),
+        "cache_env": CACHE_ENV,
+    }
+
+
+def _echo_stores(stores: dict[str, Any]) -> None:
+    click.echo("\nsession stores (tjui ls, the browser)")
+    for r in stores["roots"]:
+        state = "" if r["exists"] else "  (not found)"
+        click.echo(f"  {r['agent']:<12} {r['path']}  [{r['source']}; ${r['env']}]{state}")
+    click.echo(f"  {'row cache':<12} {stores['cache_dir']}  [${stores['cache_env']}]")
 
 
 # --------------------------------------------------------------------------- scorecard

@@ -8,6 +8,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,6 +23,9 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
 from textual.worker import Worker, get_current_worker
 
+from tinyjuice.atomic import sha256_hex
+from tinyjuice.follow import Change, ChangeKind, LiveStatus, live_status
+from tinyjuice.formats import LoadOptions, load_bytes
 from tinyjuice.formats.catalog import SessionEntry, file_sessions, position_of
 from tinyjuice.live import LiveSplit, live_split
 from tinyjuice.model import Transcript
@@ -31,6 +35,7 @@ from tinyjuice.store import CommitRecord, LoadedSource, SourceKind, load_source
 from tinyjuice.subagents import Subagent, list_subagents, open_subagent
 from tinyjuice.tokens import RoughCounter, TranscriptTokens, count_transcript, default_counter
 from tjui.counting import exact_tokens, source_identity, stored_tokens
+from tjui.live import POLL_SECONDS, LiveCommitDialog, LiveFollow
 from tjui.session import InspectorSession
 from tjui.widgets.context_bar import ContextBar
 from tjui.widgets.detail import DetailPane
@@ -91,6 +96,8 @@ class LoadRequest:
     session: str | None = None
     context_window: int | None = None
     model: str | None = None
+    #: Notify once when a followed session reaches this % of the window.
+    warn_at: float | None = None
     #: Show every message as live (``--whole-file``): no history greyed out.
     whole_file: bool = False
     #: Open this subagent of the session at ``path`` (its sidechain lines).
@@ -175,6 +182,7 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         Binding("s", "sessions", "Sessions", show=False, id="main.sessions"),
         Binding("y", "copy_message", "Copy", show=False, id="main.copy"),
         Binding("escape", "back_to_list", "Back to list", show=False, id="main.back"),
+        Binding("F", "toggle_follow", "Follow", show=False, id="main.follow"),
         Binding("a", "subagents", "Subagents", show=False, id="main.subagents"),
         Binding("backspace", "close_subagent", "Back to the session", show=False, id="main.up"),
     ]
@@ -200,6 +208,20 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         session: InspectorSession
 
     @dataclass
+    class LiveChanged(TMessage):
+        """The followed file changed: the reloaded session (None: only the status)."""
+
+        session: InspectorSession | None
+        status: LiveStatus
+        kind: ChangeKind | None = None
+        #: The counter the status was computed with.
+        counter: str = ""
+        #: What the reloaded session was read from (a commit checks it is still current).
+        loaded: LoadedSource | None = None
+        #: Tokens of the history before the live context (greyed above the list).
+        history_tokens: tuple[int, ...] = ()
+
+    @dataclass
     class SessionsListed(TMessage):
         entries: list[SessionEntry]
 
@@ -220,6 +242,7 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         self.subagents: list[Subagent] = []
         self._matches: tuple[int, ...] = ()
         self._detail_timer: Timer | None = None
+        self.live: LiveFollow | None = None
         self._project_timer: Timer | None = None
         self._status_wrapped = False
         self._project_lock = threading.Lock()
@@ -354,8 +377,13 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
             self._list_sessions(event.session.transcript.format)
         self._refresh_all()
         self._show_detail(self.query_one(MessageList).cursor)
+        self._start_follow()
 
     def on_main_screen_counted(self, event: Counted) -> None:
+        if self.session is not None and len(self.session.transcript) != len(
+            event.session.transcript
+        ):
+            return  # the followed file grew meanwhile: the newer session is on screen
         if self.session is not None:
             # Keep any boundary the user chose while exact counts were running.
             event.session.replan(self.session.options)
@@ -364,13 +392,16 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         lst.set_tokens(event.session.tokens.per_message, estimated=False)
         self._refresh_all()
         self._show_detail(lst.cursor)
+        if self.live is not None:
+            self._reload_live(None)  # the live status on the exact counts
 
     def _refresh_all(self) -> None:
         s = self.session
         if s is None:
             return
+        live = self.live.header_suffix() if self.live is not None else ""
         self.query_one("#file-header", Static).update(
-            header_text(s, self.request.path, self._which())
+            header_text(s, self.request.path, self._which()) + live
         )
         self._refresh_boundary()
 
@@ -585,10 +616,13 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
 
     def action_back_to_list(self) -> None:
         search = self.query_one("#search", Input)
+        closing = search.has_class("-visible") or self.has_class("-show-detail")
         if search.has_class("-visible"):
             search.remove_class("-visible")
         self.remove_class("-show-detail")
         self.query_one(MessageList).focus()
+        if not closing and self.app.has_browser():
+            self.app.pop_screen()  # back to the session browser
 
     def action_copy_message(self) -> None:
         if self.session is None or not self.session.transcript.messages:
@@ -667,8 +701,9 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
             if outcome is not None and (outcome.reload or outcome.source_changed):
                 self.app.call_later(self.app.reopen, self.request)
 
+        dialog = CommitDialog if self.live is None else partial(LiveCommitDialog, live=self.live)
         self.app.push_screen(
-            CommitDialog(
+            dialog(
                 self.session,
                 self.loaded or self.request.path,
                 fmt=self.request.fmt,
@@ -723,6 +758,104 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         self.app.push_screen(
             TimelineScreen(s.whole, tokens, context_window=s.options.context_window), _go
         )
+
+    # ------------------------------------------------------------------ follow
+
+    def _start_follow(self) -> None:
+        """Follow the open file (not a Hermes state.db session) as the agent writes it."""
+        loaded = self.loaded
+        if self.live is not None or loaded is None or loaded.ref.is_db:
+            return
+        self.live = LiveFollow.start(loaded.path, loaded.data, self.request.warn_at)
+        if self.live is not None:
+            self.set_interval(POLL_SECONDS, self._poll_live)
+            self._reload_live(None)
+
+    def _poll_live(self) -> None:
+        change = self.live.poll() if self.live is not None else None
+        if change is not None and change.kind is not ChangeKind.MISSING:
+            self._reload_live(change)
+
+    @work(thread=True, exclusive=True, group="live", name="live", exit_on_error=False)
+    def _reload_live(self, change: Change | None) -> None:
+        """Load what the file holds now (None: just the status of what is on screen)."""
+        req, current = self.request, self.session
+        if current is None:
+            return
+        session = loaded = None
+        history_tokens: tuple[int, ...] = ()
+        if change is not None:
+            options = LoadOptions(session=req.session)
+            transcript = load_bytes(change.data, req.path, req.fmt, options=options)
+            if self.loaded is not None:
+                loaded = replace(
+                    self.loaded,
+                    data=change.data,
+                    sha256=sha256_hex(change.data),
+                    size=len(change.data),
+                    transcript=transcript,
+                )
+            if req.model:
+                transcript = replace(transcript, model=req.model)
+            if req.context_window:
+                transcript = replace(transcript, context_window=req.context_window)
+            # As the first load: the live context on screen, the history before it greyed.
+            split = live_split(transcript, whole_file=req.whole_file)
+            tokens = count_transcript(transcript, current.counter)
+            history_tokens = tokens.per_message[: split.start]
+            session = InspectorSession.build(
+                split.live,
+                tokens.tail(split.start),
+                current.counter,
+                context_window=req.context_window,
+                split=split,
+                subagents=len(self.subagents),
+            )
+            session.replan(current.options)  # the boundary stays where the user put it
+        shown = session or current
+        status = live_status(shown.transcript, shown.tokens, context_window=req.context_window)
+        kind = change.kind if change else None
+        self.post_message(
+            self.LiveChanged(session, status, kind, shown.tokens.counter, loaded, history_tokens)
+        )
+
+    def on_main_screen_live_changed(self, event: LiveChanged) -> None:
+        if self.live is None or self.session is None:
+            return
+        if event.session is None and event.counter != self.session.tokens.counter:
+            return  # a status from counts the screen has since refined
+        if event.session is not None:
+            self.session = event.session
+            self.loaded = event.loaded or self.loaded
+            lst = self.query_one(MessageList)
+            tokens = event.session.tokens
+            lst.set_transcript(
+                event.session.transcript, tokens.per_message, estimated=tokens.counter == "rough"
+            )
+            split = event.session.split
+            if split is not None:
+                lst.set_history(split.history, event.history_tokens)
+        # (A JSON document is rewritten on every turn: that is no news.)
+        if event.kind is ChangeKind.TRUNCATED or (
+            event.kind is ChangeKind.REPLACED and self.live.tail.jsonl
+        ):
+            self.notify(f"{self.request.path.name} was {event.kind.value}: reloaded")
+        if self.live.crossed_warning(event.status, event.counter):
+            self.notify(
+                f"the live context is at {event.status.percent:.0f}% of the window"
+                f" (warning level {self.live.warn_at:g}%); {event.status.prediction()}",
+                title="Context warning",
+                severity="warning",
+            )
+        self._refresh_all()
+
+    def action_toggle_follow(self) -> None:
+        if self.live is None:
+            self.notify("this session cannot be followed (not a file)")
+            return
+        self.live.following = not self.live.following
+        self.notify("following the file" if self.live.following else "follow paused (F resumes)")
+        self._refresh_all()
 
     # ------------------------------------------------------------------ search
 

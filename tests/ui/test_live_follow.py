@@ -1,0 +1,193 @@
+"""Live follow (Pilot): an agent appends to the open session; the inspector follows it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from fakehome import claude_records
+from textual.widgets import Static
+from ui_helpers import wait_for, wait_loaded
+
+from tinyjuice.store import CommitMode
+from tjui.app import make_app
+from tjui.live import LiveCommitDialog
+from tjui.screens.main import MainScreen
+from tjui.widgets.message_list import MessageList
+
+SID = "3c3c3c3c-0000-4000-8000-000000000001"
+
+
+def _write(path: Path, records: list[dict[str, Any]], mode: str = "w") -> None:
+    with path.open(mode, encoding="utf-8") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in records)
+    st = path.stat()  # make sure the mtime moves even on a coarse clock
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+
+
+def _session(tmp_path: Path, turns: int = 8) -> tuple[Path, list[dict[str, Any]]]:
+    records = claude_records(SID, turns=turns + 3)
+    for r in records:  # make the turns big enough for the prediction to move
+        message = r.get("message")
+        if isinstance(message, dict) and message.get("role") == "user":
+            message["content"] = str(message["content"]) + " " + "details " * 1500
+        if isinstance(message, dict):
+            message.pop("usage", None)  # counted, so the growth is the appended turns
+    path = tmp_path / f"{SID}.jsonl"
+    _write(path, records[: 1 + 2 * turns])
+    return path, records
+
+
+def header(screen: MainScreen) -> str:
+    return str(screen.query_one("#file-header", Static).render())
+
+
+async def _ready(pilot: Any) -> MainScreen:
+    screen = await wait_loaded(pilot)  # exact counts
+
+    def status_on_exact_counts() -> bool:
+        live = screen.live
+        return live is not None and live.status is not None and live.status_counter != "rough"
+
+    await wait_for(pilot, status_on_exact_counts)
+    return screen
+
+
+async def test_appended_messages_show_with_selection_and_boundary_kept(tmp_path: Path) -> None:
+    path, records = _session(tmp_path)
+    async with make_app(path).run_test(size=(160, 40)) as pilot:
+        screen = await _ready(pilot)
+        assert screen.session is not None and screen.live is not None
+        before = screen.live.status
+        assert before is not None and "live" not in header(screen)  # at rest so far
+        lst = screen.query_one(MessageList)
+        lst.cursor = 3
+        screen.action_boundary_step(-1)
+        boundary = screen.session.plan.end
+        _write(path, records[17:21], mode="a")
+        await wait_for(
+            pilot, lambda: screen.session is not None and len(screen.session.transcript) == 20
+        )
+        await pilot.pause()
+        assert lst.count == 20 and lst.cursor == 3
+        assert screen.session.plan.end == boundary
+        after = screen.live.status
+        assert after is not None and after.messages == 20
+        assert after.live_tokens > before.live_tokens
+        assert after.headroom_tokens < before.headroom_tokens
+        assert "● live" in header(screen) and after.prediction() in header(screen)
+
+
+async def test_a_truncated_file_reloads_with_a_notice(tmp_path: Path) -> None:
+    path, records = _session(tmp_path)
+    app = make_app(path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        screen = await _ready(pilot)
+        _write(path, records[:5])
+        await wait_for(
+            pilot, lambda: screen.session is not None and len(screen.session.transcript) == 4
+        )
+        assert screen.query_one(MessageList).count == 4
+        assert any("truncated: reloaded" in n.message for n in app._notifications)
+
+
+async def test_a_half_written_last_line_waits_for_its_end(tmp_path: Path) -> None:
+    path, records = _session(tmp_path)
+    async with make_app(path).run_test(size=(160, 40)) as pilot:
+        screen = await _ready(pilot)
+        line = json.dumps(records[17]) + "\n"
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(line[:50])
+        await pilot.pause(0.5)
+        assert screen.session is not None and len(screen.session.transcript) == 16
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(line[50:])
+        await wait_for(
+            pilot, lambda: screen.session is not None and len(screen.session.transcript) == 17
+        )
+
+
+async def test_f_pauses_and_resumes_following(tmp_path: Path) -> None:
+    path, records = _session(tmp_path)
+    async with make_app(path).run_test(size=(160, 40)) as pilot:
+        screen = await _ready(pilot)
+        await pilot.press("F")
+        assert "follow off" in header(screen)
+        _write(path, records[17:19], mode="a")
+        await pilot.pause(0.5)
+        assert screen.session is not None and len(screen.session.transcript) == 16
+        await pilot.press("F")
+        await wait_for(
+            pilot, lambda: screen.session is not None and len(screen.session.transcript) == 18
+        )
+
+
+async def test_warning_level_notifies_once(tmp_path: Path) -> None:
+    path, records = _session(tmp_path)
+    app = make_app(path, context_window=60_000, warn_at=1.0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await _ready(pilot)
+        await wait_for(pilot, lambda: any("warning level" in n.message for n in app._notifications))
+        _write(path, records[17:19], mode="a")
+        await pilot.pause(0.5)
+        assert sum("warning level" in n.message for n in app._notifications) == 1
+
+
+def _hermes_log(path: Path, turns: int) -> None:
+    """A Hermes session log (a JSON document the agent rewrites every turn; it can be
+    committed in place), with turns long enough to compress."""
+    messages = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"turn {i}: " + "notes on the kiln module " * 300,
+        }
+        for i in range(turns)
+    ]
+    doc = {
+        "session_id": "20261120_100000_live01",
+        "model": "anthropic/claude-sonnet-4",
+        "platform": "cli",
+        "session_start": "2026-11-20T10:00:00",
+        "last_updated": "2026-11-20T10:30:00",
+        "system_prompt": "You are Hermes.",
+        "tools": [],
+        "message_count": turns,
+        "messages": messages,
+    }
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc), encoding="utf-8")
+    os.replace(tmp, path)  # as the agent saves it: a new file renamed over the old
+
+
+async def test_in_place_commit_on_a_live_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "session_20261120_100000_live01.json"
+    _hermes_log(path, 16)
+    app = make_app(path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _ready(pilot)
+        _hermes_log(path, 18)  # the agent saved two more turns
+        await wait_for(
+            pilot, lambda: screen.session is not None and len(screen.session.transcript) == 18
+        )
+        assert not any("reloaded" in n.message for n in app._notifications)  # its normal way
+        original = path.read_bytes()
+        screen.query_one(MessageList).cursor = 12
+        screen.action_compress_up_to_here()  # something to compress
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, LiveCommitDialog))
+        dialog = app.screen
+        assert isinstance(dialog, LiveCommitDialog)
+        await wait_for(pilot, lambda: dialog.plan is not None)
+        assert dialog.mode is CommitMode.IN_PLACE
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.3)
+        result = str(dialog.query_one("#commit-result", Static).render())
+        assert "refused: the agent is still writing this file" in result
+        assert dialog.record is None and path.read_bytes() == original
+        await pilot.press("m")  # child: allowed
+        await wait_for(pilot, lambda: dialog.plan is not None and dialog.mode is CommitMode.CHILD)
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: dialog.record is not None)
+        assert path.read_bytes() == original
