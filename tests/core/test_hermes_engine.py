@@ -179,3 +179,11 @@ def test_provider_choice_without_hermes() -> None:
     provider = default_provider({}, env=env)
     assert provider is not None and provider.name == "tinyjuice-env"
     assert HermesAuxProvider().name == "hermes-auxiliary"
+
+
+def test_has_content_to_compress_follows_the_boundary() -> None:
+    e = engine()
+    assert e.has_content_to_compress(conversation()) is True
+    short = conversation(1)  # system, one ask and its tool round: all protected
+    assert e.has_content_to_compress(short) is False
+    assert e.has_content_to_compress([{"role": "wizard"}]) is True  # compress() decides

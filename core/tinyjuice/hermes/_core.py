@@ -29,6 +29,7 @@ from tinyjuice.budget import (
 )
 from tinyjuice.messages import from_messages, to_messages
 from tinyjuice.pipeline import compress as compress_transcript
+from tinyjuice.pipeline import plan_boundary
 from tinyjuice.report import DEFAULT_CONTEXT_WINDOW, CompactionOptions, CompactionReport, Status
 from tinyjuice.summary import SummaryProvider
 from tinyjuice.tokens import CountKind
@@ -180,18 +181,7 @@ class EngineCore:
         self, messages: list[dict[str, Any]], focus_topic: str | None, started: float
     ) -> list[dict[str, Any]]:
         transcript = from_messages(messages, "openai", model=self.model or None)
-        # Hermes decided to compact (its should_compress, a manual /compress, or a
-        # context-overflow recovery): tinyjuice's own threshold check is bypassed.
-        options = CompactionOptions(
-            context_window=self.context_length,
-            threshold_ratio=self.threshold_percent,
-            threshold_floor=self.threshold_floor,
-            protect_first_n=self.protect_first_n,
-            protect_last_n=self.protect_last_n,
-            focus_topic=focus_topic or None,
-            force=True,
-            lineage_id=self.session_id,
-        )
+        options = self._options(focus_topic)
         provider = self._provider_factory(self._runtime)
         result = compress_transcript(transcript, options, provider, self.state, now=self._clock())
         self.state = result.state
@@ -213,6 +203,30 @@ class EngineCore:
             self._last_summary_error = report.failure_class or None
         self._remember(report, messages, out, started, provider)
         return out
+
+    def _options(self, focus_topic: str | None = None) -> CompactionOptions:
+        # Hermes decided to compact (its should_compress, a manual /compress, or a
+        # context-overflow recovery): tinyjuice's own threshold check is bypassed.
+        return CompactionOptions(
+            context_window=self.context_length,
+            threshold_ratio=self.threshold_percent,
+            threshold_floor=self.threshold_floor,
+            protect_first_n=self.protect_first_n,
+            protect_last_n=self.protect_last_n,
+            focus_topic=focus_topic or None,
+            force=True,
+            lineage_id=self.session_id,
+        )
+
+    def has_content_to_compress(self, messages: list[dict[str, Any]]) -> bool:
+        """Whether tinyjuice's boundary leaves a middle to compact (the gateway's
+        ``/compress`` guard); True when the list cannot be read, so compress() decides."""
+        try:
+            transcript = from_messages(messages, "openai", model=self.model or None)
+            plan = plan_boundary(transcript, self._options(), state=self.state)
+        except Exception:
+            return True
+        return plan.middle_messages > 0
 
     def _reset_attempt(self) -> None:
         # The per-call fields Hermes' compression step reads after compress() returns.
