@@ -187,3 +187,8 @@ def test_has_content_to_compress_follows_the_boundary() -> None:
     short = conversation(1)  # system, one ask and its tool round: all protected
     assert e.has_content_to_compress(short) is False
     assert e.has_content_to_compress([{"role": "wizard"}]) is True  # compress() decides
+
+
+def test_the_aux_provider_never_shows_the_key() -> None:
+    provider = HermesAuxProvider({"model": "m", "api_key": "sk-live-123456"})
+    assert "sk-live-123456" not in repr(provider)

@@ -80,7 +80,9 @@ def _content(response: Any) -> str:
 class HermesAuxProvider:
     """A :class:`~tinyjuice.summary.SummaryProvider` over Hermes' ``call_llm``."""
 
-    runtime: Mapping[str, str] = field(default_factory=dict)
+    #: Hermes' main runtime (model, provider, base_url, api_key, api_mode), passed to
+    #: ``call_llm`` as ``main_runtime``; kept out of ``repr`` (it holds the key).
+    runtime: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def name(self) -> str:
