@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.hermes.fake_openai import serve
+from fake_openai import serve
 
 pytestmark = pytest.mark.hermes
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_hermes_agent import _hermes_venv
 
 from benchmarks import RunContext
 from benchmarks import hermes_engine as section
-from tests.hermes.test_hermes_agent import _hermes_venv
 
 
 def test_without_the_venv_the_row_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
