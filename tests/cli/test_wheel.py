@@ -69,6 +69,9 @@ def test_tinyjuice_wheel_alone_brings_no_ui(wheels: dict[str, Path], tmp_path: P
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"tinyjuice/__init__.py", "tinyjuice/py.typed", "tinyjuice/model.py"} <= names
     assert not any(n.startswith(("tjui/", "sessions/")) for n in names)
+    with zipfile.ZipFile(wheel) as z:
+        eps = z.read(next(n for n in z.namelist() if n.endswith("entry_points.txt"))).decode()
+    assert "[hermes_agent.plugins]\ntinyjuice = tinyjuice.hermes" in eps
     requires = [ln for ln in _metadata(wheel) if ln.startswith("Requires-Dist:")]
     assert "Requires-Dist: httpx>=0.27; extra == 'providers'" in requires
     venv = tmp_path / "venv"
