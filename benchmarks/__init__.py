@@ -62,7 +62,7 @@ SECTIONS: dict[str, str] = {
     "batch": "benchmarks.batch",
     "savings": "benchmarks.savings",
     "review": "benchmarks.review",
-    "hermes": "benchmarks.hermes_engine",
+    "hermes_engine": "benchmarks.hermes_engine",
 }
 
 #: Top-level keys of results.json that are not sections.

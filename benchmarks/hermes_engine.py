@@ -1,4 +1,5 @@
-"""Hermes section: tinyjuice's Hermes engine vs Hermes' built-in ContextCompressor.
+"""Hermes engine section (``--section hermes_engine``): tinyjuice's Hermes context
+engine vs Hermes' built-in ContextCompressor.
 
 Both get the same OpenAI message lists (1k / 10k / 100k messages of the generated
 session) and a 128K window, with the summary LLM stubbed to fail so each falls back to
