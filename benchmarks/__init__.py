@@ -66,6 +66,7 @@ SECTIONS: dict[str, str] = {
     "review": "benchmarks.review",
     "speed": "benchmarks.speed",
     "hermes": "benchmarks.hermes",
+    "hermes_engine": "benchmarks.hermes_engine",
 }
 
 #: Top-level keys of results.json that are not sections.

@@ -857,7 +857,8 @@ def _group_key(m: Message, own: bool) -> Any:
     return m.hints.get("block_group") if own else None
 
 
-def _messages_to_dicts(messages: Sequence[Message], own: bool) -> list[dict[str, Any]]:
+def messages_to_dicts(messages: Sequence[Message], own: bool) -> list[dict[str, Any]]:
+    """Messages → Anthropic message dicts (tool results grouped into user turns)."""
     out: list[dict[str, Any]] = []
     i, n = 0, len(messages)
     while i < n:
@@ -929,7 +930,7 @@ def write(transcript: Transcript, *, jsonl: bool | None = None) -> bytes:
     lead: list[str] = []
     while messages and messages[0].role in (Role.SYSTEM, Role.DEVELOPER):
         lead.append(messages.pop(0).text)
-    body = _messages_to_dicts(messages, own)
+    body = messages_to_dicts(messages, own)
     extra = dict(transcript.extra) if own else {}
     if (
         extra.get("_top_form") == "list"
