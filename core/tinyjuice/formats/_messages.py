@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from tinyjuice.markers import SUMMARY_STARTS
 from tinyjuice.model import (
     EMPTY,
     CompactionEvent,
@@ -22,7 +23,6 @@ from tinyjuice.model import (
     ToolCall,
     Trigger,
 )
-from tinyjuice.summary.markers import SUMMARY_STARTS
 
 __all__ = [
     "SUMMARY_PREFIXES",

@@ -3,7 +3,7 @@
 The compressed middle of a conversation is replaced by one *handoff summary* message;
 this package owns everything about that message except calling a model:
 
-- :mod:`~tinyjuice.summary.markers` — the prefix, preamble and end marker that make a
+- :mod:`~tinyjuice.markers` — the prefix, preamble and end marker that make a
   summary impossible to read as a fresh request, and their removal (wrappers never nest);
 - :mod:`~tinyjuice.summary.contract` — the provider plug point (:class:`SummaryProvider`,
   :class:`SummaryRequest`, :class:`SummaryText`, :class:`SummaryError`) and the
@@ -22,6 +22,15 @@ all of them.
 from __future__ import annotations
 
 from tinyjuice.budget import SummaryKind
+from tinyjuice.markers import (
+    END_MARKER,
+    HANDOFF_PREAMBLE,
+    HANDOFF_PREFIX,
+    LEGACY_SUMMARY_PREFIXES,
+    METADATA_KEY,
+    strip_summary_wrappers,
+    wrap_summary,
+)
 from tinyjuice.summary.contract import (
     SECTION_TITLES,
     FailureClass,
@@ -40,15 +49,6 @@ from tinyjuice.summary.failure import (
 from tinyjuice.summary.fallback import (
     FallbackSummary,
     fallback_summary,
-)
-from tinyjuice.summary.markers import (
-    END_MARKER,
-    HANDOFF_PREAMBLE,
-    HANDOFF_PREFIX,
-    LEGACY_SUMMARY_PREFIXES,
-    METADATA_KEY,
-    strip_summary_wrappers,
-    wrap_summary,
 )
 from tinyjuice.summary.prompt import (
     build_summary_prompt,

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
+from tinyjuice.markers import strip_summary_wrappers
 from tinyjuice.model import Message
-from tinyjuice.summary.markers import strip_summary_wrappers
 
 _SECTIONS: tuple[tuple[str, str, str], ...] = (
     (

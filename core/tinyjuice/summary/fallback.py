@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tinyjuice.budget import SummaryKind
+from tinyjuice.markers import strip_summary_wrappers
 from tinyjuice.model import Message, Role, TextPart, ToolCall
 from tinyjuice.redact import redact_clip
 from tinyjuice.rules import tool_output_text
 from tinyjuice.summary.contract import StructuredSummary
-from tinyjuice.summary.markers import strip_summary_wrappers
 from tinyjuice.summary.scan import (
     _DIGEST_RE,
     _KEY_ARG_NAMES,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tinyjuice.markers import strip_summary_wrappers
 from tinyjuice.model import MediaPart, Message, Role
 from tinyjuice.summary.contract import _SECTIONS, SummaryRequest
-from tinyjuice.summary.markers import strip_summary_wrappers
 from tinyjuice.summary.wrapper import is_summary_message
 
 _SYSTEM_PROMPT = (

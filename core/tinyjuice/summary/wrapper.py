@@ -12,14 +12,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from tinyjuice.budget import SummaryKind
-from tinyjuice.model import EMPTY, Message, MessageMeta, Role, TextPart
-from tinyjuice.summary.contract import StructuredSummary, SummaryText, summary_body
-from tinyjuice.summary.markers import (
+from tinyjuice.markers import (
     METADATA_KEY,
     SUMMARY_STARTS,
     strip_summary_wrappers,
     wrap_summary,
 )
+from tinyjuice.model import EMPTY, Message, MessageMeta, Role, TextPart
+from tinyjuice.summary.contract import StructuredSummary, SummaryText, summary_body
 
 _SUMMARY_ROLES = frozenset((Role.USER, Role.ASSISTANT, Role.SYSTEM))
 
