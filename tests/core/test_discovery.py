@@ -179,3 +179,19 @@ def test_a_large_jsonl_is_estimated_from_both_ends(
     (row,) = discover(agents=["claude-code"])
     assert 2400 <= (row.messages_estimate or 0) <= 3600  # 3,000 messages, estimated
     assert row.title == "Birdfeed RSS parser fix"
+
+
+def test_a_state_db_without_sessions_lists_no_row(fake_home: Path) -> None:
+    """Hermes creates ~/.hermes/state.db for other tables before any session exists:
+    no row, rather than an "unreadable" one; a half Hermes schema is still reported."""
+    import sqlite3
+
+    db = next(p for p in fake_home.rglob("state.db"))
+    db.unlink()
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE async_delegations (delegation_id TEXT PRIMARY KEY)")
+    assert not [r for r in discover() if r.path == str(db)]
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY)")
+    rows = [r for r in discover() if r.path == str(db)]
+    assert len(rows) == 1 and rows[0].error and "not a Hermes state.db" in rows[0].error

@@ -113,6 +113,8 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _hermes_db(path: Path, size: int, mtime: float) -> list[SessionRow]:
     from tinyjuice.formats import LoadError, hermes
 
+    if _holds_no_sessions(path):
+        return []  # Hermes made the file for something else (e.g. delegations): no rows
     try:
         infos = hermes.list_sessions(path)
     except LoadError as exc:
@@ -133,6 +135,17 @@ def _hermes_db(path: Path, size: int, mtime: float) -> list[SessionRow]:
             )
         )
     return rows
+
+
+def _holds_no_sessions(path: Path) -> bool:
+    """True when a ``state.db`` has neither a ``sessions`` nor a ``messages`` table (a
+    database with only one of them is damaged, and reported as unreadable)."""
+    try:
+        with _connect(path) as conn:
+            names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.Error:
+        return False
+    return not names & {"sessions", "messages"}
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
