@@ -311,7 +311,7 @@ def inspect_cmd(
     subagents. The other figures are for the whole file."""
     from dataclasses import replace
 
-    from tinyjuice.report import DEFAULT_CONTEXT_WINDOW
+    from tinyjuice.model_limits import DEFAULT_CONTEXT_WINDOW
     from tinyjuice.stats import compute_stats
     from tinyjuice.subagents import folder_fingerprint, list_subagents
     from tinyjuice.tokens import default_counter

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -99,3 +102,26 @@ def test_every_command_help_is_its_own(name: str) -> None:
     assert via_group.exit_code == 0, via_group.output
     alone = CliRunner().invoke(command, ["--help"], terminal_width=120, prog_name=f"main {name}")
     assert via_group.output == alone.output
+
+
+def test_inspect_json_imports_no_report_store_summary_or_rich(tmp_path: Path) -> None:
+    """`tjui inspect FILE --json` (cold cache) loads, counts and prints: nothing else."""
+    sample = Path(__file__).resolve().parents[2] / "sessions" / "claude-code.jsonl"
+    env = {**os.environ, "TJUI_CACHE_DIR": str(tmp_path)}
+    env.pop("TJUI_NO_CACHE", None)
+    heavy = (*_HEAVY, "tinyjuice.report", "tinyjuice.redact", "rich", "textual")
+    code = (
+        "import sys; from tjui.cli import main; sys.argv = ['tjui', *sys.argv[1:]]\n"
+        "try: main()\n"
+        "except SystemExit as e: assert not e.code, e.code\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "inspect", str(sample), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    assert json.loads(done.stdout)["messages"] > 0
+    assert ast.literal_eval(done.stderr.strip().splitlines()[-1]) == []
