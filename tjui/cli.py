@@ -18,6 +18,7 @@ from tinyjuice.formats import FORMAT_NAMES, WRITABLE_FORMATS, LoadError
 from tjui.clikit import (
     boundary_options,
     check_policy,
+    commit_options,
     context_window_option,
     emit_json,
     ensure_parent_dir,
@@ -28,12 +29,11 @@ from tjui.clikit import (
     load_or_fail,
     output_option,
     policy_option,
+    provider_option,
     require_messages,
     session_option,
     whole_file_option,
 )
-from tjui.commands.store import commit_from_cli, commit_options, echo_commit, load_for_commit
-from tjui.commands.summaries import provider_option, resolve_provider
 
 _GROUP_FLAGS = ("--help", "-h", "--version")
 
@@ -50,7 +50,7 @@ def _looks_like_command(word: str) -> bool:
 
 #: Commands whose modules are imported only when they run (start-up time): module,
 #: attribute, and the first paragraph of their help for `tjui --help` (a test checks it
-#: is theirs).
+#: is theirs). The commands defined here import what they need inside their functions.
 _LAZY: dict[str, tuple[str, str, str]] = {
     "batch": (
         "tjui.commands.batch",
@@ -63,15 +63,45 @@ _LAZY: dict[str, tuple[str, str, str]] = {
         "cache_group",
         "The analysis cache: exact token counts and results kept between runs.",
     ),
+    "config": (
+        "tjui.commands.summaries",
+        "config_cmd",
+        "Show the effective summary-provider configuration and where each value came from.",
+    ),
     "explain": (
         "tjui.commands.explain",
         "explain_cmd",
         "Why compaction fired: each past compaction, the threshold and its rule, and now.",
     ),
+    "history": (
+        "tjui.commands.store",
+        "history_cmd",
+        "List commits (newest first), or only those of FILE.",
+    ),
     "ls": (
         "tjui.commands.ls",
         "ls_cmd",
         "List the agent sessions on this machine, newest first.",
+    ),
+    "recover": (
+        "tjui.commands.store",
+        "recover_cmd",
+        "Write an archived copy (by its sha256, or its first 8+ characters) to a file.",
+    ),
+    "review": (
+        "tjui.commands.summaries",
+        "review_cmd",
+        "Review the summaries an agent already wrote in FILE: one scorecard per compaction.",
+    ),
+    "summarize": (
+        "tjui.commands.summaries",
+        "summarize_cmd",
+        "Write the handoff summary for FILE's middle and review it. Nothing is saved.",
+    ),
+    "undo": (
+        "tjui.commands.store",
+        "undo_cmd",
+        "Restore what a commit replaced, byte for byte (the newest commit by default).",
     ),
     "watch": (
         "tjui.commands.watch",
@@ -281,7 +311,7 @@ def inspect_cmd(
     subagents. The other figures are for the whole file."""
     from dataclasses import replace
 
-    from tinyjuice.report import DEFAULT_CONTEXT_WINDOW
+    from tinyjuice.model_limits import DEFAULT_CONTEXT_WINDOW
     from tinyjuice.stats import compute_stats
     from tinyjuice.subagents import folder_fingerprint, list_subagents
     from tinyjuice.tokens import default_counter
@@ -456,7 +486,11 @@ def compress_cmd(
         return
     tokens = _live_tokens(source.tokens(counter), split) if source is not None else None
     # A model is used only when asked for: plain `tjui compress` stays deterministic.
-    summarizer = resolve_provider(provider) if provider is not None else None
+    summarizer = None
+    if provider is not None:
+        from tjui.commands.summaries import resolve_provider
+
+        summarizer = resolve_provider(provider)
     result = compress(transcript, options, summarizer, counter=counter, tokens=tokens)
     report = result.report.to_dict()
     report["live"] = _live_dict(split)
@@ -464,6 +498,8 @@ def compress_cmd(
     losses: list[ConversionLoss] = []
     written_format: str | None = None
     if loaded is not None:
+        from tjui.commands.store import commit_from_cli
+
         # With --commit, -o/--to name the export or child target; the store checks them.
         if output is not None and result.changed:
             ensure_parent_dir(output)
@@ -489,6 +525,8 @@ def compress_cmd(
 
         print_report(report)
         if loaded is not None:
+            from tjui.commands.store import echo_commit
+
             echo_commit(report["commit"])
     if output is not None and loaded is None and written is None:
         # A no-op (below the threshold, nothing to compress) or an abort writes nothing.
@@ -515,6 +553,8 @@ def _load_live(
     to the live context); exits on a file that cannot be read or holds no messages."""
     loaded = None
     if for_commit:
+        from tjui.commands.store import load_for_commit
+
         loaded = load_for_commit(file, fmt, session=session, lenient=lenient)
         transcript = loaded.transcript
     elif source is not None:
@@ -706,22 +746,6 @@ def _asdict(value: Any) -> dict[str, Any]:
     from dataclasses import asdict
 
     return asdict(value)
-
-
-def _register_commands() -> None:
-    """Commands that live in their own modules (tjui/commands/)."""
-    from tjui.commands.store import history_cmd, recover_cmd, undo_cmd
-    from tjui.commands.summaries import config_cmd, review_cmd, summarize_cmd
-
-    # batch, cache and explain are imported when used (see _LAZY).
-    for command in (summarize_cmd, review_cmd, config_cmd):
-        main.add_command(command)
-    main.add_command(history_cmd)
-    main.add_command(undo_cmd)
-    main.add_command(recover_cmd)
-
-
-_register_commands()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,6 +1,9 @@
 """Shared pieces of the command line: errors, JSON output, common options, loading.
 
 Command modules (``tjui/commands/*.py``) import these; ``tjui.cli`` registers them.
+Start-up time: this module is imported by ``tjui --help``, so it holds only click
+options and light helpers; the store, summary and config code is imported inside
+the functions that use it.
 """
 
 from __future__ import annotations
@@ -18,9 +21,13 @@ from tinyjuice.formats import FORMAT_NAMES, LoadError
 from tinyjuice.model import Transcript
 
 __all__ = [
+    "COMMIT_MODES",
     "EXIT_USAGE",
+    "FALLBACK_PROVIDER",
+    "PROVIDER_ENV",
     "boundary_options",
     "check_output_path",
+    "commit_options",
     "context_window_option",
     "emit_json",
     "ensure_parent_dir",
@@ -29,12 +36,22 @@ __all__ = [
     "lenient_option",
     "load_or_fail",
     "output_option",
+    "provider_option",
     "session_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_USAGE = 2
+
+#: ``--mode`` of ``compress --commit``: the values of ``tinyjuice.store.CommitMode``
+#: (copied so that ``tjui --help`` does not import the store; a test keeps them equal).
+COMMIT_MODES = ("in-place", "child", "export")
+#: ``--provider`` value for the deterministic summary (``tjui.config.FALLBACK_NAME``)
+#: and the variable naming the default provider (``tjui.config.ENV_VARS["provider"]``);
+#: copied so that ``tjui --help`` does not import the config code (a test checks).
+FALLBACK_PROVIDER = "fallback"
+PROVIDER_ENV = "TJUI_PROVIDER"
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
@@ -240,3 +257,38 @@ def output_option(help_text: str) -> Callable[[F], F]:
         )(f)
 
     return decorate
+
+
+def commit_options(f: F) -> F:
+    """Add ``--commit`` and ``--mode`` to a command (``tjui compress``); the commit
+    itself is :func:`tjui.commands.store.commit_from_cli`."""
+    f = click.option(
+        "--mode",
+        "commit_mode",
+        type=click.Choice(COMMIT_MODES),
+        default=None,
+        help="With --commit: in-place (replace FILE, original archived), child (new file or"
+        " session continuing FILE) or export (to -o PATH, --to FORMAT). Default: the"
+        " engine's recommendation.",
+    )(f)
+    return click.option(
+        "--commit",
+        "do_commit",
+        is_flag=True,
+        help="Persist the result: archive the original first, then write (undo with `tjui undo`).",
+    )(f)
+
+
+def provider_option(f: F) -> F:
+    """``--provider NAME``: a configured provider, or ``fallback`` for no model (resolved
+    by :func:`tjui.commands.summaries.resolve_provider`)."""
+    return click.option(
+        "--provider",
+        "provider",
+        default=None,
+        metavar="NAME",
+        help=(
+            f"Summary provider from config.toml, or '{FALLBACK_PROVIDER}' for the deterministic "
+            f"summary (default: ${PROVIDER_ENV}, then default_provider)."
+        ),
+    )(f)

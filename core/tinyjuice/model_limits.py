@@ -11,7 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["MODEL_LIMITS", "ModelLimits", "lookup_model", "resolve_context_window"]
+__all__ = [
+    "DEFAULT_CONTEXT_WINDOW",
+    "MODEL_LIMITS",
+    "ModelLimits",
+    "lookup_model",
+    "resolve_context_window",
+]
+
+#: Used only when neither the caller, the transcript nor the model table knows the window
+#: (also ``tinyjuice.report.DEFAULT_CONTEXT_WINDOW``).
+DEFAULT_CONTEXT_WINDOW = 128_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.model import Message, Transcript
+from tinyjuice.model_limits import DEFAULT_CONTEXT_WINDOW
 from tinyjuice.options import Profile
 from tinyjuice.redact import redact_json
 
@@ -28,8 +29,6 @@ __all__ = [
     "SummaryKind",
 ]
 
-#: Used only when neither the caller, the transcript nor the model table knows the window.
-DEFAULT_CONTEXT_WINDOW = 128_000
 
 
 class Status(StrEnum):

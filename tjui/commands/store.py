@@ -21,14 +21,20 @@ from tinyjuice.store import (
     Archive,
     ArchiveError,
     CommitError,
-    CommitMode,
     CommitRecord,
     LeaseBusy,
     LoadedSource,
     SourceBusy,
     StaleSourceError,
 )
-from tjui.clikit import emit_json, ensure_parent_dir, fail, output_option, session_option
+from tjui.clikit import (
+    commit_options,
+    emit_json,
+    ensure_parent_dir,
+    fail,
+    output_option,
+    session_option,
+)
 
 __all__ = [
     "EXIT_BUSY",
@@ -53,8 +59,6 @@ EXIT_BUSY = 3
 #: The source changed since it was loaded.
 EXIT_STALE = 4
 
-_MODES = [m.value for m in CommitMode]
-
 
 def _refuse(exc: Exception) -> NoReturn:
     """Report a refusal from the store and exit with its status."""
@@ -66,25 +70,6 @@ def _refuse(exc: Exception) -> NoReturn:
 
 
 # ------------------------------------------------------------------ compress --commit
-
-
-def commit_options(f: F) -> F:
-    """Add ``--commit`` and ``--mode`` to a command (``tjui compress``)."""
-    f = click.option(
-        "--mode",
-        "commit_mode",
-        type=click.Choice(_MODES),
-        default=None,
-        help="With --commit: in-place (replace FILE, original archived), child (new file or"
-        " session continuing FILE) or export (to -o PATH, --to FORMAT). Default: the"
-        " engine's recommendation.",
-    )(f)
-    return click.option(
-        "--commit",
-        "do_commit",
-        is_flag=True,
-        help="Persist the result: archive the original first, then write (undo with `tjui undo`).",
-    )(f)
 
 
 def load_for_commit(

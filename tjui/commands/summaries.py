@@ -24,11 +24,12 @@ from tjui.clikit import (
     live_split_or_fail,
     load_or_fail,
     policy_option,
+    provider_option,
     require_messages,
     session_option,
     whole_file_option,
 )
-from tjui.config import ENV_VARS, FALLBACK_NAME, ConfigError, Overrides
+from tjui.config import FALLBACK_NAME, ConfigError, Overrides
 
 __all__ = [
     "config_cmd",
@@ -44,20 +45,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Missing items listed per category in the text scorecard (``--json`` lists them all).
 SHOWN_MISSING = 8
-
-
-def provider_option(f: F) -> F:
-    """``--provider NAME``: a configured provider, or ``fallback`` for no model."""
-    return click.option(
-        "--provider",
-        "provider",
-        default=None,
-        metavar="NAME",
-        help=(
-            f"Summary provider from config.toml, or '{FALLBACK_NAME}' for the deterministic "
-            f"summary (default: ${ENV_VARS['provider']}, then default_provider)."
-        ),
-    )(f)
 
 
 def provider_flags(f: F) -> F:
