@@ -25,7 +25,7 @@ from textual.worker import Worker, get_current_worker
 
 from tinyjuice.atomic import sha256_hex
 from tinyjuice.follow import Change, ChangeKind, LiveStatus, live_status
-from tinyjuice.formats import LoadOptions, load_bytes
+from tinyjuice.formats import LoadError, LoadOptions, Source, load_appended
 from tinyjuice.formats.catalog import SessionEntry, file_sessions, position_of
 from tinyjuice.live import LiveSplit, live_split
 from tinyjuice.model import Transcript
@@ -258,6 +258,8 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         #: The whole file's transcript and counts as last loaded: a followed file's
         #: append is counted from them (only the new messages).
         self._counted: tuple[Transcript, TranscriptTokens] | None = None
+        #: The followed file's lines as last parsed: an append parses only its new lines.
+        self._parsed: Source | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -797,7 +799,9 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         history_tokens: tuple[int, ...] = ()
         if change is not None:
             options = LoadOptions(session=req.session)
-            transcript = load_bytes(change.data, req.path, req.fmt, options=options)
+            transcript, self._parsed = load_appended(
+                change.data, self._parsed, req.path, req.fmt, options=options
+            )
             if self.loaded is not None:
                 loaded = replace(
                     self.loaded,
@@ -834,6 +838,13 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         self.post_message(
             self.LiveChanged(session, status, kind, shown.tokens.counter, loaded, history_tokens)
         )
+        if change is None and self._parsed is None and self.loaded is not None:
+            # Parse the loaded bytes once now, so the first append parses only its lines.
+            with contextlib.suppress(LoadError):
+                options = LoadOptions(session=req.session)
+                _, self._parsed = load_appended(
+                    self.loaded.data, None, req.path, req.fmt, options=options
+                )
 
     def on_main_screen_live_changed(self, event: LiveChanged) -> None:
         if self.live is None or self.session is None:
