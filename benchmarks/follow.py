@@ -5,8 +5,10 @@ A Claude Code session from the generator (1,000 and 10,000 messages; 1,000 only 
 turn (a user line and an assistant line) is appended 10 times (5 with --quick) and
 each latency is measured from the write until the message list holds the new
 messages and the live status (the prediction in the header) is updated.
-Target: ≤ 250 ms (the worst append). Only the appended bytes are read, but the
-session is parsed and counted again whole, so the latency grows with its length.
+Target: ≤ 250 ms (the worst append). Only the appended bytes are read, only the new
+lines parsed and the new messages counted, but the reader's structure (chain, tree),
+the inspector's session (boundary index, plan, breakdown) and the live status are
+rebuilt whole, so the latency still grows with the session's length.
 Runs in a fresh interpreter (``python -m benchmarks.follow PATH N``).
 """
 

@@ -32,6 +32,7 @@ __all__ = [
     "TranscriptTokens",
     "count_transcript",
     "default_counter",
+    "extend_tokens",
     "message_tokens",
     "rough_tokens",
     "tool_schema_text",
@@ -407,3 +408,43 @@ def count_transcript(
         counter=counter.name,
         kind=counter.kind,
     )
+
+
+def extend_tokens(
+    previous: TranscriptTokens,
+    before: Transcript,
+    after: Transcript,
+    counter: TokenCounter | None = None,
+) -> TranscriptTokens:
+    """The counts of ``after``, a transcript that extends ``before`` (counted as
+    ``previous``): only the new messages are counted, the prefix sums extended.
+
+    Exactly :func:`count_transcript` of ``after``: a message's count depends on that
+    message alone. When ``after`` does not extend ``before`` (an earlier message, the
+    system prompt or the tools differ) or ``previous`` was made by another counter,
+    ``after`` is counted whole.
+    """
+    counter = counter or default_counter()
+    old, new = before.messages, after.messages
+    n = len(old)
+    if (
+        previous.counter != counter.name
+        or n == 0
+        or len(previous.per_message) != n
+        or len(new) < n
+        or after.system_prompt != before.system_prompt
+        or after.tools != before.tools
+        or tools_in_text(after) != tools_in_text(before)
+        or any(a is not b and a != b for a, b in zip(old, new, strict=False))
+    ):
+        return count_transcript(after, counter)
+    if len(new) == n:
+        return previous
+    # The new messages alone: no system prompt, no tools (they are ``previous``'s).
+    added = count_transcript(
+        replace(after, messages=new[n:], system_prompt=None, tools=()), counter
+    )
+    per = previous.per_message + added.per_message
+    base = previous.prefix[-1]
+    prefix = previous.prefix + tuple(base + x for x in added.prefix[1:])
+    return replace(previous, per_message=per, prefix=prefix)

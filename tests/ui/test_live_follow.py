@@ -191,3 +191,40 @@ async def test_in_place_commit_on_a_live_file_is_refused(tmp_path: Path) -> None
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: dialog.record is not None)
         assert path.read_bytes() == original
+
+
+async def test_an_append_is_parsed_and_counted_from_what_was_loaded(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Only the appended lines are parsed and only the new messages counted; the
+    session on screen is the one a full reload gives."""
+    import orjson
+
+    import tinyjuice.formats._io as io
+    from tinyjuice.formats import load_bytes
+    from tinyjuice.tokens import count_transcript
+
+    path, records = _session(tmp_path)
+    async with make_app(path).run_test(size=(160, 40)) as pilot:
+        screen = await _ready(pilot)
+        await wait_for(pilot, lambda: screen._parsed is not None)  # seeded once following
+        parsed: list[bytes] = []
+        real = orjson.loads
+
+        def loads(raw: bytes) -> Any:
+            parsed.append(raw)
+            return real(raw)
+
+        monkeypatch.setattr(io.orjson, "loads", loads)
+        appended = b"".join(json.dumps(r).encode() + b"\n" for r in records[17:19])
+        _write(path, records[17:19], mode="a")
+        await wait_for(
+            pilot, lambda: screen.session is not None and len(screen.session.transcript) == 18
+        )
+        monkeypatch.setattr(io.orjson, "loads", real)
+        assert parsed and all(raw in appended for raw in parsed)
+        assert screen._counted is not None and screen.session is not None
+        whole = load_bytes(path.read_bytes(), path)
+        assert screen._counted[0] == whole
+        counter = screen.session.counter
+        assert screen._counted[1] == count_transcript(whole, counter)

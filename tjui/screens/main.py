@@ -25,7 +25,7 @@ from textual.worker import Worker, get_current_worker
 
 from tinyjuice.atomic import sha256_hex
 from tinyjuice.follow import Change, ChangeKind, LiveStatus, live_status
-from tinyjuice.formats import LoadOptions, load_bytes
+from tinyjuice.formats import LoadError, LoadOptions, Source, load_appended
 from tinyjuice.formats.catalog import SessionEntry, file_sessions, position_of
 from tinyjuice.live import LiveSplit, live_split
 from tinyjuice.model import Transcript
@@ -33,7 +33,13 @@ from tinyjuice.options import Profile
 from tinyjuice.pipeline import BoundaryPlan
 from tinyjuice.store import CommitRecord, LoadedSource, SourceKind, load_source
 from tinyjuice.subagents import Subagent, list_subagents, open_subagent
-from tinyjuice.tokens import RoughCounter, TranscriptTokens, count_transcript, default_counter
+from tinyjuice.tokens import (
+    RoughCounter,
+    TranscriptTokens,
+    count_transcript,
+    default_counter,
+    extend_tokens,
+)
 from tjui.counting import exact_tokens, source_identity, stored_tokens
 from tjui.live import POLL_SECONDS, LiveCommitDialog, LiveFollow
 from tjui.session import InspectorSession
@@ -249,6 +255,11 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         #: The sessions of a multi-session file (empty: one session) and which is shown.
         self.sessions_in_file: list[SessionEntry] = []
         self.session_position: int | None = None
+        #: The whole file's transcript and counts as last loaded: a followed file's
+        #: append is counted from them (only the new messages).
+        self._counted: tuple[Transcript, TranscriptTokens] | None = None
+        #: The followed file's lines as last parsed: an append parses only its new lines.
+        self._parsed: Source | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -309,6 +320,7 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         identity = source_identity(self.loaded) if self.loaded is not None else None
         stored = stored_tokens(transcript, identity, req.fmt, req.session, default_counter)
         if stored is not None:
+            self._counted = (transcript, stored)
             live_tokens = stored.tail(split.start)
             history = stored.per_message[: split.start]
             self.post_message(self.Loaded(live, live_tokens, split, history, estimated=False))
@@ -343,6 +355,7 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
             # A subagent is no file of its own: identity is None, nothing is cached.
             path = req.path if req.subagent is None else Path("")
             exact = exact_tokens(transcript, path, req.fmt, req.session, counter, identity)
+            self._counted = (transcript, exact)
             self.post_message(self.Counted(session.with_tokens(exact.tail(split.start), counter)))
             self.post_message(self.HistoryCounted(exact.per_message[: split.start]))
 
@@ -786,7 +799,9 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         history_tokens: tuple[int, ...] = ()
         if change is not None:
             options = LoadOptions(session=req.session)
-            transcript = load_bytes(change.data, req.path, req.fmt, options=options)
+            transcript, self._parsed = load_appended(
+                change.data, self._parsed, req.path, req.fmt, options=options
+            )
             if self.loaded is not None:
                 loaded = replace(
                     self.loaded,
@@ -801,7 +816,12 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
                 transcript = replace(transcript, context_window=req.context_window)
             # As the first load: the live context on screen, the history before it greyed.
             split = live_split(transcript, whole_file=req.whole_file)
-            tokens = count_transcript(transcript, current.counter)
+            counted = self._counted
+            if counted is None:
+                tokens = count_transcript(transcript, current.counter)
+            else:  # only the appended messages are counted
+                tokens = extend_tokens(counted[1], counted[0], transcript, current.counter)
+            self._counted = (transcript, tokens)
             history_tokens = tokens.per_message[: split.start]
             session = InspectorSession.build(
                 split.live,
@@ -818,6 +838,13 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         self.post_message(
             self.LiveChanged(session, status, kind, shown.tokens.counter, loaded, history_tokens)
         )
+        if change is None and self._parsed is None and self.loaded is not None:
+            # Parse the loaded bytes once now, so the first append parses only its lines.
+            with contextlib.suppress(LoadError):
+                options = LoadOptions(session=req.session)
+                _, self._parsed = load_appended(
+                    self.loaded.data, None, req.path, req.fmt, options=options
+                )
 
     def on_main_screen_live_changed(self, event: LiveChanged) -> None:
         if self.live is None or self.session is None:

@@ -45,10 +45,12 @@ __all__ = [
     "LoadError",
     "LoadOptions",
     "SaveError",
+    "Source",
     "conversion_losses",
     "detect",
     "dumps",
     "load",
+    "load_appended",
     "load_bytes",
     "save",
 ]
@@ -339,16 +341,72 @@ def load_bytes(
     p = Path(path)
     # Loading builds hundreds of thousands of objects and no cycles: see gc_paused.
     with gc_paused():
-        source = _parse(p, data, opts)
-        name = format or "transcript"  # named in the error if resolving itself fails
+        return _read(_parse(p, data, opts), data, p, format, opts)
+
+
+def load_appended(
+    data: bytes,
+    previous: Source | None,
+    path: str | Path = "<input>",
+    format: str | None = None,
+    *,
+    options: LoadOptions | None = None,
+) -> tuple[Transcript, Source]:
+    """:func:`load_bytes` of a file that grew, parsing only its new lines.
+
+    ``previous`` is what the last call returned (None: parse ``data`` whole). When
+    ``data`` is JSON lines that extend ``previous``'s bytes (ending at a newline),
+    only the new lines are parsed and the lines already parsed are reused; the reader
+    then reads them all, so the transcript is exactly :func:`load_bytes`'s (a line that
+    changes earlier state, a compaction boundary or a rewind, is read as it would be).
+    A reader may keep what it made of each line in ``Source.memo`` (Claude Code keeps
+    its parsed lines), so a line already read is not read again.
+    Anything else (another file, a rewrite, a new line that does not parse) is parsed
+    whole. Returns the transcript and the parsed source to pass next time.
+    """
+    opts = options or LoadOptions()
+    p = Path(path)
+    with gc_paused():
+        source = _appended(p, data, previous, opts) or _parse(p, data, opts)
+        if source.memo is None:
+            source.memo = {}
+        return _read(source, data, p, format, opts), source
+
+
+def _appended(
+    path: Path, data: bytes, previous: Source | None, options: LoadOptions
+) -> Source | None:
+    """``previous``'s lines and ``data``'s new ones (None: parse ``data`` whole)."""
+    if previous is None or previous.kind != "jsonl" or not isinstance(previous.doc, JsonlResult):
+        return None
+    old = previous.data
+    if not old.endswith(b"\n") or len(data) < len(old) or data[: len(old)] != old:
+        return None
+    new = data[len(old) :]
+    lines = list(previous.doc.lines)
+    if new.strip():
         try:
-            name, source = _resolve(source, format)
-            return _module(name).read(source, opts)
-        except LoadError as exc:
-            raise _with_position(exc, data) from None
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            # A reader met a shape it did not expect: report it, never a traceback.
-            raise LoadError(p, f"not a valid {name} transcript: {_shape_problem(exc)}") from exc
+            more = parse_jsonl(path, new, lenient=False)
+        except LoadError:
+            return None  # a bad line: parsed whole, for the error or the lenient count
+        before = old.count(b"\n")
+        lines += [JsonLine(jl.number + before, jl.value) for jl in more.lines]
+    doc = JsonlResult(lines=lines, bad_lines=list(previous.doc.bad_lines))
+    return Source(path=path, data=data, doc=doc, kind="jsonl", memo=previous.memo)
+
+
+def _read(
+    source: Source, data: bytes, p: Path, format: str | None, opts: LoadOptions
+) -> Transcript:
+    name = format or "transcript"  # named in the error if resolving itself fails
+    try:
+        name, source = _resolve(source, format)
+        return _module(name).read(source, opts)
+    except LoadError as exc:
+        raise _with_position(exc, data) from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        # A reader met a shape it did not expect: report it, never a traceback.
+        raise LoadError(p, f"not a valid {name} transcript: {_shape_problem(exc)}") from exc
 
 
 def _with_position(exc: LoadError, data: bytes) -> LoadError:

@@ -159,6 +159,9 @@ class Source:
     data: bytes
     doc: Any
     kind: str
+    #: What a reader kept from reading an earlier version of this file (a followed
+    #: file: see ``load_appended``), by reader; None when nothing is kept.
+    memo: dict[str, Any] | None = None
 
     def head_lines(self, n: int = 25) -> list[dict[str, Any]]:
         """The first ``n`` parsed JSONL objects (empty for other kinds)."""

@@ -744,9 +744,29 @@ def _lines_of(source: Source) -> list[JsonLine]:
 def read(source: Source, options: LoadOptions) -> Transcript:
     parsed: list[_Line] = []
     skipped_bad: list[tuple[int, str]] = []
+    # A followed file read again: lines parsed last time (the same JsonLine) are reused.
+    memo: dict[int, tuple[JsonLine, _Line]] | None = (
+        None if source.memo is None else source.memo.setdefault(NAME, {})
+    )
     for jl in _lines_of(source):
+        if memo is not None:
+            hit = memo.get(id(jl))
+            if hit is not None and hit[0] is jl:
+                t = hit[1]  # a copy: _link_unparented sets .parent
+                parsed.append(
+                    _Line(t.number, t.raw, t.type, t.uuid, t.parent, t.sidechain,
+                          t.parent_known, t.blocks, t.group)
+                )  # fmt: skip
+                continue
         try:
-            parsed.append(_parse_line(source, jl.number, jl.value))
+            line = _parse_line(source, jl.number, jl.value)
+            if memo is not None:
+                memo[id(jl)] = (
+                    jl,
+                    _Line(line.number, line.raw, line.type, line.uuid, line.parent,
+                          line.sidechain, line.parent_known, line.blocks, line.group),
+                )  # fmt: skip
+            parsed.append(line)
         except LoadError as exc:
             if not options.lenient:
                 raise
