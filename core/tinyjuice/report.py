@@ -30,7 +30,6 @@ __all__ = [
 ]
 
 
-
 class Status(StrEnum):
     COMPACTED = "compacted"
     NOOP = "noop"
