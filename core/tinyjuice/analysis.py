@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from tinyjuice.model import Message
 from tinyjuice.redact import redact_messages
+from tinyjuice.summary.fallback import TextRedactor
 
 __all__ = ["TranscriptAnalysis"]
 
@@ -30,6 +31,8 @@ class TranscriptAnalysis:
         #: How many messages were redacted afresh, and answered from memory (for tests).
         self.redacted_fresh = 0
         self.redacted_reused = 0
+        #: Text redaction of the fallback summary's items (a pure function, remembered).
+        self.redact_text = TextRedactor()
 
     def redact_messages(self, messages: Sequence[Message]) -> tuple[list[Message], int]:
         """:func:`tinyjuice.redact.redact_messages`, scanning each message once ever."""

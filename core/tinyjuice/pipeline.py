@@ -392,6 +392,8 @@ class _Run:
     own_index: BoundaryIndex | None = None
     #: Redaction, remembered across runs when the caller passed a TranscriptAnalysis.
     redact_many: Callable[[Sequence[Message]], tuple[list[Message], int]] = redact_messages
+    #: The fallback's text redaction (None: a fresh one), shared through the analysis.
+    redact_text: Callable[[str], str] | None = None
 
 
 def _prompt_tokens(transcript: Transcript, tokens: TranscriptTokens) -> PromptTokens:
@@ -818,7 +820,11 @@ def _fallback(
     else:
         source = _with_error_lines(middle, originals)
     fb = fallback_summary(
-        source, budget_tokens=budget_tokens, counter=run.counter, focus=run.options.focus_topic
+        source,
+        budget_tokens=budget_tokens,
+        counter=run.counter,
+        focus=run.options.focus_topic,
+        redactor=run.redact_text,
     )
     text = fb.text
     if prev:
@@ -886,6 +892,7 @@ def compress(
         run.own_index = own_index
         if analysis is not None:
             run.redact_many = analysis.redact_messages
+            run.redact_text = analysis.redact_text
 
         if (
             opts.profile is Profile.RULES

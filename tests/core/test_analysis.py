@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tinyjuice.analysis import TranscriptAnalysis
 from tinyjuice.formats import load
 from tinyjuice.options import CompactionOptions, Profile
@@ -46,3 +48,53 @@ def test_redaction_is_remembered_by_identity_not_id() -> None:
     again, _ = analysis.redact_messages(copies)
     assert again == first
     assert analysis.redacted_fresh == 2 * len(t.messages)
+
+
+def _generated(tmp_path: Path, n: int, seed: int) -> Path:
+    from benchmarks.gen import _render_claude_code, conversation
+
+    path = tmp_path / f"gen-{n}-{seed}.jsonl"
+    path.write_bytes(_render_claude_code(conversation(n, seed)))
+    return path
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_preview_sequences_with_and_without_analysis_are_identical(
+    tmp_path: Path, seed: int
+) -> None:
+    """Boundary moves, focus and profile changes on one transcript: every run with a
+    shared analysis equals a run without one (messages, report, fallback appendix)."""
+    from dataclasses import replace
+
+    from tjui.session import InspectorSession
+
+    t = load(_generated(tmp_path, 1500, seed))
+    counter = default_counter()
+    tokens = count_transcript(t, counter)
+    session = InspectorSession.build(t, tokens, counter)
+    base = session.compaction_options()
+    session.step_exchange(-1)
+    moved = session.compaction_options()
+    session.step_exchange(-2)
+    moved_more = session.compaction_options()
+    analysis = TranscriptAnalysis()
+    runs = [
+        base,
+        moved,
+        replace(moved, focus_topic="tests parser"),
+        replace(base, profile=Profile.RULES),
+        replace(moved_more, focus_topic="config"),
+        base,
+        replace(base, keep_last=5),
+    ]
+    appendices = 0
+    for options in runs:
+        kwargs = {"tokens": tokens, "counter": counter, "index": session.index}
+        fresh = compress(t, options, **kwargs)
+        reused = compress(t, options, analysis=analysis, **kwargs)
+        assert reused.transcript == fresh.transcript
+        assert reused.report.to_dict() == fresh.report.to_dict()
+        assert reused.appendix == fresh.appendix
+        appendices += bool(fresh.appendix)
+    assert appendices  # the fallback's appendix (redacted items) was exercised
+    assert analysis.redact_text.memo  # and its text redaction was remembered

@@ -54,6 +54,28 @@ _TURN_CHARS = 200
 _ARG_CHARS = 80
 
 
+class TextRedactor:
+    """:func:`tinyjuice.redact.redact_text` remembering every answer (a pure function).
+
+    A fallback summary redacts the same items again and again (each render of the
+    appendix while it is fitted to the budget, and every preview of one transcript); pass
+    one ``TextRedactor`` to reuse the scans (``memo`` may be shared between them).
+    """
+
+    __slots__ = ("memo",)
+
+    def __init__(self, memo: dict[str, str] | None = None) -> None:
+        self.memo: dict[str, str] = {} if memo is None else memo
+
+    def __call__(self, text: str) -> str:
+        done = self.memo.get(text)
+        if done is None:
+            from tinyjuice.redact import redact_text
+
+            done = self.memo[text] = redact_text(text)
+        return done
+
+
 class _RedactedItems(Mapping[str, tuple[str, ...]]):
     """Items per category, redacted when first read.
 
@@ -62,18 +84,20 @@ class _RedactedItems(Mapping[str, tuple[str, ...]]):
     (and kept), which reads exactly like a mapping redacted up front.
     """
 
-    __slots__ = ("_done", "_raw")
+    __slots__ = ("_done", "_raw", "_redact")
 
-    def __init__(self, raw: Mapping[str, Sequence[str]]) -> None:
+    def __init__(
+        self, raw: Mapping[str, Sequence[str]], redact: Callable[[str], str] | None = None
+    ) -> None:
         self._raw = {key: tuple(v) for key, v in raw.items() if v}
         self._done: dict[str, tuple[str, ...]] = {}
+        self._redact = redact
 
     def __getitem__(self, key: str) -> tuple[str, ...]:
         done = self._done.get(key)
         if done is None:
-            from tinyjuice.redact import redact_text
-
-            done = self._done[key] = tuple(redact_text(i) for i in self._raw[key])
+            redact = self._redact or TextRedactor()
+            done = self._done[key] = tuple(redact(i) for i in self._raw[key])
         return done
 
     def __iter__(self) -> Iterator[str]:
@@ -553,6 +577,7 @@ def fallback_summary(
     redact: bool = True,
     focus: str | None = None,
     appendix: bool = True,
+    redactor: Callable[[str], str] | None = None,
 ) -> FallbackSummary:
     """A model-free summary of ``middle`` (messages that were ALREADY redacted).
 
@@ -596,9 +621,11 @@ def fallback_summary(
     tight budget keeps), and the note names it; asks and last turns keep their order.
     With ``redact`` the chosen items go through :func:`tinyjuice.redact.redact_text` once
     more, and so do the items of ``omitted_items`` (each category when first read).
-    Linear in the size of ``middle``.
+    Linear in the size of ``middle``. ``redactor`` (default: a fresh
+    :class:`TextRedactor`) is the text redaction used, to share its memory across calls.
     """
     counter = counter or default_counter()
+    red: Callable[[str], str] = (redactor or TextRedactor()) if redact else _same
     items, focus = _gather(middle, last_turns, focus)
     totals = {key: len(v) for key, v in items.items()}
 
@@ -615,11 +642,9 @@ def fallback_summary(
     chosen, left_out = _allocate(items, remaining, counter)
 
     if redact:
-        from tinyjuice.redact import redact_text
-
-        chosen = {key: [redact_text(i) for i in v] for key, v in chosen.items()}
+        chosen = {key: [red(i) for i in v] for key, v in chosen.items()}
     omitted = {key: len(v) for key, v in left_out.items() if v}
-    draft = _Draft(len(middle), chosen, left_out, omitted, focus, appendix, redact)
+    draft = _Draft(len(middle), chosen, left_out, omitted, focus, appendix, red)
     listed, appendix_id, summary, text, tokens = draft.fit(budget_tokens, counter)
 
     included = {key: len(v) for key, v in chosen.items()}
@@ -631,7 +656,7 @@ def fallback_summary(
         tokens=tokens,
         source_messages=len(middle),
         omitted_items=(
-            _RedactedItems({key: left_out[key] for key, _ in _CATEGORIES})
+            _RedactedItems({key: left_out[key] for key, _ in _CATEGORIES}, red)
             if redact
             else {key: tuple(left_out[key]) for key, _ in _CATEGORIES if left_out[key]}
         ),
@@ -667,7 +692,8 @@ class _Draft:
     omitted: dict[str, int]
     focus: str | None
     appendix: bool
-    redact: bool
+    #: The text redaction (identity when not redacting).
+    redact: Callable[[str], str]
 
     def render(self) -> tuple[str, str | None, StructuredSummary, str]:
         """``(appendix, appendix id, summary, text)`` for the items as they are now."""
@@ -724,19 +750,17 @@ class _Fill:
         chosen: dict[str, list[str]],
         left_out: dict[str, list[str]],
         omitted: dict[str, int],
-        redact: bool,
+        redact: Callable[[str], str],
     ) -> None:
         self.chosen, self.left_out, self.omitted, self.redact = chosen, left_out, omitted, redact
 
     def run(self, render: Callable[[], int], budget: int) -> None:
-        from tinyjuice.redact import redact_text
-
         tries = self.TRIES
         for key, _ in _CATEGORIES:
             while self.left_out.get(key) and tries > 0:
                 tries -= 1
                 item = self.left_out[key].pop(0)
-                self.chosen[key].append(redact_text(item) if self.redact else item)
+                self.chosen[key].append(self.redact(item))
                 self._count(key, -1)
                 if render() <= budget:
                     continue
@@ -783,17 +807,16 @@ def _add_rules(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
     items["rules"] = [f"[{r.source}] {r.text}" for r in find_rules(middle) if r.source != "user"]
 
 
-def _appendix(n_messages: int, left_out: Mapping[str, list[str]], redact: bool) -> str:
+def _same(text: str) -> str:
+    return text
+
+
+def _appendix(
+    n_messages: int, left_out: Mapping[str, list[str]], redact_text: Callable[[str], str]
+) -> str:
     """Everything the budget left out, per category, as markdown; "" when nothing was."""
     if not any(left_out.get(key) for key, _ in _CATEGORIES):
         return ""
-    if redact:
-        from tinyjuice.redact import redact_text
-    else:
-
-        def redact_text(text: str) -> str:
-            return text
-
     blocks = [
         f"# Appendix to the fallback summary of {n_messages:,} message(s)\n"
         "Every item the summary left out to fit its budget, by category."
