@@ -394,6 +394,8 @@ class _Run:
     redact_many: Callable[[Sequence[Message]], tuple[list[Message], int]] = redact_messages
     #: The fallback's text redaction (None: a fresh one), shared through the analysis.
     redact_text: Callable[[str], str] | None = None
+    #: Per-message results remembered across runs (None: none passed).
+    analysis: TranscriptAnalysis | None = None
 
 
 def _prompt_tokens(transcript: Transcript, tokens: TranscriptTokens) -> PromptTokens:
@@ -893,6 +895,7 @@ def compress(
         if analysis is not None:
             run.redact_many = analysis.redact_messages
             run.redact_text = analysis.redact_text
+            run.analysis = analysis
 
         if (
             opts.profile is Profile.RULES
@@ -1043,7 +1046,12 @@ def _step_prune(
         # Everything that leaves the pipeline is redacted: digest lines, and any
         # large output that was not digested after all.
         todo = [i for i, m in enumerate(pruned) if id(m) not in w.redacted_ids]
-        cleaned, n = run.redact_many([pruned[i] for i in todo])
+        if run.analysis is not None:
+            cleaned, n = run.analysis.redact_derived(
+                [msgs[start + i] for i in todo], [pruned[i] for i in todo]
+            )
+        else:
+            cleaned, n = run.redact_many([pruned[i] for i in todo])
         w.redactions += n
         for i, r in zip(todo, cleaned, strict=True):
             pruned[i] = r
