@@ -99,3 +99,24 @@ def test_preview_sequences_with_and_without_analysis_are_identical(
         appendices += bool(fresh.appendix)
     assert appendices  # the fallback's appendix (redacted items) was exercised
     assert analysis.redact_text.memo  # and its text redaction was remembered
+
+
+def test_appendix_bullets_memo_gives_what_a_fresh_render_gives() -> None:
+    from tinyjuice.summary.fallback import TextRedactor, _appendix
+
+    red = TextRedactor()
+    memo: dict[str, tuple[list[str], list[str]]] = {}
+    key = "tool_calls"
+    left = {key: ["a", "b", "c", "token=ghp_" + "x" * 36]}
+    steps = [
+        lambda v: v.insert(0, "z"),  # the fit drops an item into the appendix
+        lambda v: v.pop(0),  # the fill takes it back
+        lambda v: v.pop(0),
+        lambda v: v.__setitem__(1, "other"),  # not a tail of what was seen: rebuilt
+        lambda v: v.append("new last"),
+    ]
+    assert _appendix(9, left, red, memo) == _appendix(9, left, red)
+    for step in steps:
+        step(left[key])
+        assert _appendix(9, left, red, memo) == _appendix(9, left, red)
+    assert memo[key][0] == left[key]

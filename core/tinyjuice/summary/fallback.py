@@ -694,10 +694,16 @@ class _Draft:
     appendix: bool
     #: The text redaction (identity when not redacting).
     redact: Callable[[str], str]
+    #: The appendix's bullets per category, reused by the next render (see _appendix).
+    bullets: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
 
     def render(self) -> tuple[str, str | None, StructuredSummary, str]:
         """``(appendix, appendix id, summary, text)`` for the items as they are now."""
-        listed = _appendix(self.n_messages, self.left_out, self.redact) if self.appendix else ""
+        listed = (
+            _appendix(self.n_messages, self.left_out, self.redact, self.bullets)
+            if self.appendix
+            else ""
+        )
         appendix_id = _appendix_id(listed)
         summary = _assemble(self.n_messages, self.chosen, self.omitted, self.focus, appendix_id)
         return listed, appendix_id, summary, summary.render()
@@ -812,9 +818,17 @@ def _same(text: str) -> str:
 
 
 def _appendix(
-    n_messages: int, left_out: Mapping[str, list[str]], redact_text: Callable[[str], str]
+    n_messages: int,
+    left_out: Mapping[str, list[str]],
+    redact_text: Callable[[str], str],
+    memo: dict[str, tuple[list[str], list[str]]] | None = None,
 ) -> str:
-    """Everything the budget left out, per category, as markdown; "" when nothing was."""
+    """Everything the budget left out, per category, as markdown; "" when nothing was.
+
+    ``memo`` keeps each category's items and bullets between renders of one draft: the
+    fit only adds and removes items at the front, so a list that is a tail of the one
+    seen before (compared item by item) reuses that tail's bullets.
+    """
     if not any(left_out.get(key) for key, _ in _CATEGORIES):
         return ""
     blocks = [
@@ -824,9 +838,29 @@ def _appendix(
     for key, label in _CATEGORIES:
         lines = left_out.get(key)
         if lines:
-            body = "\n".join(_bullet(redact_text(i)) for i in lines)
+            body = "\n".join(_bullets(key, lines, redact_text, memo))
             blocks.append(f"## {label} ({len(lines):,})\n{body}")
     return "\n\n".join(blocks) + "\n"
+
+
+def _bullets(
+    key: str,
+    lines: list[str],
+    redact_text: Callable[[str], str],
+    memo: dict[str, tuple[list[str], list[str]]] | None,
+) -> list[str]:
+    """The appendix bullets of ``lines`` (redacted), from ``memo`` when it holds them."""
+    if memo is not None:
+        seen = memo.get(key)
+        if seen is not None:
+            items, bullets = seen
+            skip = len(items) - len(lines)
+            if skip >= 0 and items[skip:] == lines:
+                return bullets[skip:]
+    bullets = [_bullet(redact_text(i)) for i in lines]
+    if memo is not None:
+        memo[key] = (list(lines), bullets)
+    return bullets
 
 
 def _appendix_id(appendix: str) -> str | None:
