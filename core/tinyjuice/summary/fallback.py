@@ -59,13 +59,17 @@ class TextRedactor:
 
     A fallback summary redacts the same items again and again (each render of the
     appendix while it is fitted to the budget, and every preview of one transcript); pass
-    one ``TextRedactor`` to reuse the scans (``memo`` may be shared between them).
+    one ``TextRedactor`` to reuse the scans (``memo`` may be shared between them). It
+    also carries ``paths``, the paths found in each text the summary scanned.
     """
 
-    __slots__ = ("memo",)
+    __slots__ = ("memo", "paths")
 
     def __init__(self, memo: dict[str, str] | None = None) -> None:
         self.memo: dict[str, str] = {} if memo is None else memo
+        #: The paths found in each text scanned (summary.scan._paths_many), remembered
+        #: alongside: the same texts come back on every preview.
+        self.paths: dict[str, list[str]] = {}
 
     def __call__(self, text: str) -> str:
         done = self.memo.get(text)
@@ -218,7 +222,9 @@ class _Pending:
                 add("urls", u.group(0).rstrip(".,:;!?'\""))
 
 
-def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
+def _collect(
+    middle: Sequence[Message], last_turns: int, paths: dict[str, list[str]] | None = None
+) -> _Collector:
     out = _Collector()
     add = out.add
     asks: list[str] = []
@@ -271,7 +277,7 @@ def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
                 error_labels.append("")
         for call in m.tool_calls:
             calls.add(call)
-    _add_scanned(out, todo)
+    _add_scanned(out, todo, paths)
     for ask in reversed(asks):
         add("asks", ask)
     for rendered, (count, call_id) in out.call_counts.items():
@@ -333,10 +339,12 @@ class _Calls:
                     add("commands", "`" + _one_line(cmd, _COMMAND_CHARS) + "`")
 
 
-def _add_scanned(out: _Collector, todo: _Pending) -> None:
+def _add_scanned(
+    out: _Collector, todo: _Pending, paths: dict[str, list[str]] | None = None
+) -> None:
     """The paths and error lines of the pending texts, in first-seen order."""
     add = out.add
-    found = _paths_many(todo.path_texts)
+    found = _paths_many(todo.path_texts, paths)
     named_paths = todo.named_paths
     for k in sorted({*found, *named_paths}):
         named = named_paths.get(k)
@@ -626,7 +634,8 @@ def fallback_summary(
     """
     counter = counter or default_counter()
     red: Callable[[str], str] = (redactor or TextRedactor()) if redact else _same
-    items, focus = _gather(middle, last_turns, focus)
+    memo = redactor.paths if isinstance(redactor, TextRedactor) else None
+    items, focus = _gather(middle, last_turns, focus, memo)
     totals = {key: len(v) for key, v in items.items()}
 
     # Fixed cost: the note at its longest, every heading and label that may appear.
@@ -666,11 +675,14 @@ def fallback_summary(
 
 
 def _gather(
-    middle: Sequence[Message], last_turns: int, focus: str | None
+    middle: Sequence[Message],
+    last_turns: int,
+    focus: str | None,
+    paths: dict[str, list[str]] | None = None,
 ) -> tuple[dict[str, list[str]], str | None]:
     """The items per category (artifact trail and rules included, focus matches first),
     and the focus when any of its words is worth matching."""
-    collected = _collect(middle, last_turns)
+    collected = _collect(middle, last_turns, paths)
     items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
     _add_trail(middle, items)
     _add_rules(middle, items)
