@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tinyjuice.digest import DigestMemo
 from tinyjuice.model import Message
 from tinyjuice.redact import redact_messages
 from tinyjuice.summary.fallback import TextRedactor
@@ -31,6 +32,8 @@ class TranscriptAnalysis:
         #: How many messages were redacted afresh, and answered from memory (for tests).
         self.redacted_fresh = 0
         self.redacted_reused = 0
+        #: Each tool result's digest (tinyjuice.digest.digest_tool_results).
+        self.digests: DigestMemo = {}
         self._derived: dict[int, tuple[Message, Message, Message]] = {}
         #: Text redaction of the fallback summary's items (a pure function, remembered).
         self.redact_text = TextRedactor()

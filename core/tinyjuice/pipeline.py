@@ -1039,6 +1039,7 @@ def _step_prune(
         dedup=opts.dedup,
         shrink_args_over=opts.shrink_args_over,
         shrink_args_to=opts.shrink_args_to,
+        memo=None if run.analysis is None else run.analysis.digests,
     )
     w.digests = tuple(r for r in dres.records if start <= r.index < end)
     pruned = list(dres.messages[start:end])

@@ -100,6 +100,7 @@ def test_preview_sequences_with_and_without_analysis_are_identical(
     assert appendices  # the fallback's appendix (redacted items) was exercised
     assert analysis.redact_text.memo  # and its text redaction was remembered
     assert analysis.redact_text.paths  # and the paths found in each text
+    assert analysis.digests  # and each tool result's digest
 
 
 def test_appendix_bullets_memo_gives_what_a_fresh_render_gives() -> None:
@@ -133,3 +134,16 @@ def test_path_scan_memo_gives_what_a_fresh_scan_gives() -> None:
     assert memo  # learnt the texts
     assert _paths_many(second, memo) == _paths_many(second)
     assert _paths_many(first, memo) == _paths_many(first)
+
+
+@pytest.mark.parametrize("seed", [5])
+def test_digest_memo_gives_what_a_fresh_digest_gives(tmp_path: Path, seed: int) -> None:
+    from tinyjuice.digest import DigestMemo, digest_tool_results
+
+    msgs = load(_generated(tmp_path, 600, seed)).messages
+    memo: DigestMemo = {}
+    for protect_from in (500, 300, 550, 300, 120):
+        fresh = digest_tool_results(msgs, protect_from=protect_from)
+        reused = digest_tool_results(msgs, protect_from=protect_from, memo=memo)
+        assert reused == fresh
+    assert memo
