@@ -147,3 +147,15 @@ def test_digest_memo_gives_what_a_fresh_digest_gives(tmp_path: Path, seed: int) 
         reused = digest_tool_results(msgs, protect_from=protect_from, memo=memo)
         assert reused == fresh
     assert memo
+
+
+def test_rules_memo_gives_what_a_fresh_scan_gives() -> None:
+    from tinyjuice.survival import RulesMemo, find_rules
+
+    for path in sorted((DEMO.parent).glob("*.json*"))[:6]:
+        msgs = load(path).messages
+        memo: RulesMemo = {}
+        for lo, hi in ((0, len(msgs)), (1, len(msgs) // 2), (len(msgs) // 3, len(msgs))):
+            fresh = find_rules(msgs[lo:hi], start_index=lo)
+            assert find_rules(msgs[lo:hi], start_index=lo, memo=memo) == fresh
+        assert len(memo) == len(msgs)

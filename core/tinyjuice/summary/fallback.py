@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.markers import strip_summary_wrappers
@@ -31,6 +31,9 @@ from tinyjuice.summary.scan import (
 from tinyjuice.summary.wrapper import is_summary_message
 from tinyjuice.text import flatten, one_line
 from tinyjuice.tokens import TokenCounter, default_counter
+
+if TYPE_CHECKING:
+    from tinyjuice.survival import RulesMemo
 
 #: Budget priority (first = kept first) and the label of each category.
 _CATEGORIES: tuple[tuple[str, str], ...] = (
@@ -63,13 +66,15 @@ class TextRedactor:
     also carries ``paths``, the paths found in each text the summary scanned.
     """
 
-    __slots__ = ("memo", "paths")
+    __slots__ = ("memo", "paths", "rules")
 
     def __init__(self, memo: dict[str, str] | None = None) -> None:
         self.memo: dict[str, str] = {} if memo is None else memo
         #: The paths found in each text scanned (summary.scan._paths_many), remembered
         #: alongside: the same texts come back on every preview.
         self.paths: dict[str, list[str]] = {}
+        #: The rules of each message (tinyjuice.survival.find_rules), likewise.
+        self.rules: RulesMemo = {}
 
     def __call__(self, text: str) -> str:
         done = self.memo.get(text)
@@ -634,7 +639,7 @@ def fallback_summary(
     """
     counter = counter or default_counter()
     red: Callable[[str], str] = (redactor or TextRedactor()) if redact else _same
-    memo = redactor.paths if isinstance(redactor, TextRedactor) else None
+    memo = redactor if isinstance(redactor, TextRedactor) else None
     items, focus = _gather(middle, last_turns, focus, memo)
     totals = {key: len(v) for key, v in items.items()}
 
@@ -678,14 +683,14 @@ def _gather(
     middle: Sequence[Message],
     last_turns: int,
     focus: str | None,
-    paths: dict[str, list[str]] | None = None,
+    memo: TextRedactor | None = None,
 ) -> tuple[dict[str, list[str]], str | None]:
     """The items per category (artifact trail and rules included, focus matches first),
     and the focus when any of its words is worth matching."""
-    collected = _collect(middle, last_turns, paths)
+    collected = _collect(middle, last_turns, None if memo is None else memo.paths)
     items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
     _add_trail(middle, items)
-    _add_rules(middle, items)
+    _add_rules(middle, items, None if memo is None else memo.rules)
     terms = _focus_terms(focus)
     if not terms:
         return items, None
@@ -816,13 +821,16 @@ def _add_trail(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
     items["paths"] = [p for p in items["paths"] if not covered(p)]
 
 
-def _add_rules(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
+def _add_rules(
+    middle: Sequence[Message], items: dict[str, list[str]], memo: RulesMemo | None = None
+) -> None:
     """Rules of injected context in the span (a CLAUDE.md / AGENTS.md re-read, a skill, a
     rules section; :func:`tinyjuice.survival.find_rules`) that must outlive the
     compaction. The user's own constraints are already in the asks, verbatim."""
     from tinyjuice.survival import find_rules
 
-    items["rules"] = [f"[{r.source}] {r.text}" for r in find_rules(middle) if r.source != "user"]
+    rules = find_rules(middle, memo=memo)
+    items["rules"] = [f"[{r.source}] {r.text}" for r in rules if r.source != "user"]
 
 
 def _same(text: str) -> str:
