@@ -16,6 +16,7 @@ from tinyjuice.digest import DigestMemo
 from tinyjuice.model import Message
 from tinyjuice.redact import redact_messages
 from tinyjuice.summary.fallback import TextRedactor
+from tinyjuice.tokens import TokenCounter, message_tokens
 
 __all__ = ["TranscriptAnalysis"]
 
@@ -32,6 +33,7 @@ class TranscriptAnalysis:
         #: How many messages were redacted afresh, and answered from memory (for tests).
         self.redacted_fresh = 0
         self.redacted_reused = 0
+        self._tokens: dict[int, tuple[Message, TokenCounter, int]] = {}
         #: Each tool result's digest (tinyjuice.digest.digest_tool_results).
         self.digests: DigestMemo = {}
         self._derived: dict[int, tuple[Message, Message, Message]] = {}
@@ -89,3 +91,13 @@ class TranscriptAnalysis:
         self.redacted_reused += len(derived) - len(todo)
         changed = sum(1 for r, m in zip(out, derived, strict=True) if r is not m)
         return out, changed
+
+    def message_tokens(self, message: Message, counter: TokenCounter) -> int:
+        """:func:`tinyjuice.tokens.message_tokens`, remembered per message object and
+        counter (the digests a run writes are the same objects on the next run)."""
+        hit = self._tokens.get(id(message))
+        if hit is not None and hit[0] is message and hit[1] is counter:
+            return hit[2]
+        n = message_tokens(message, counter)
+        self._tokens[id(message)] = (message, counter, n)
+        return n

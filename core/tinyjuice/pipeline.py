@@ -968,10 +968,16 @@ class _Work:
     appendix: str | None = None
     sanitizer: dict[str, int] = field(default_factory=dict)
     media_replaced: int = 0
+    #: Counts of messages this pipeline wrote, remembered across runs (see analysis).
+    analysis: TranscriptAnalysis | None = None
 
     def cost(self, m: Message) -> int:
         n = self.old_tokens.get(id(m))
-        return n if n is not None else message_tokens(m, self.counter)
+        if n is not None:
+            return n
+        if self.analysis is not None:
+            return self.analysis.message_tokens(m, self.counter)
+        return message_tokens(m, self.counter)
 
 
 #: A pipeline step: reads and replaces the work's messages, records what it saved, and
@@ -1161,6 +1167,7 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
         middle_tokens=plan.middle_tokens,
         old_tokens={id(m): n for m, n in zip(msgs, run.tokens.per_message, strict=True)},
         counter=run.counter,
+        analysis=run.analysis,
     )
     for step in _PROFILE_STEPS[run.options.profile]:
         stopped = step(run, w, provider, now)
