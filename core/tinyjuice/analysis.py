@@ -34,6 +34,8 @@ class TranscriptAnalysis:
         self.redacted_fresh = 0
         self.redacted_reused = 0
         self._tokens: dict[int, tuple[Message, TokenCounter, int]] = {}
+        #: Each failed digest with the original's error lines (pipeline._with_error_lines).
+        self.error_lines: dict[int, tuple[Message, Message, Message]] = {}
         #: Each tool result's digest (tinyjuice.digest.digest_tool_results).
         self.digests: DigestMemo = {}
         self._derived: dict[int, tuple[Message, Message, Message]] = {}

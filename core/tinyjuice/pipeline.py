@@ -605,15 +605,25 @@ def _failed_digest(text: str) -> bool:
     return _FAILED_DIGEST.search(text) is not None
 
 
-def _with_error_lines(pruned: Sequence[Message], originals: Sequence[Message]) -> list[Message]:
+def _with_error_lines(
+    pruned: Sequence[Message],
+    originals: Sequence[Message],
+    memo: dict[int, tuple[Message, Message, Message]] | None = None,
+) -> list[Message]:
     """``pruned`` with the error lines of each failed, digested tool result appended.
 
     A digest keeps the command and exit code but not the error text; the fallback summary
     lists error snippets, so it gets them back from the original output (redacted here). Only
     failed calls (error flag, or a non-zero exit in the digest) are scanned again.
+    ``memo`` (``id(original) → (original, digest, result)``) remembers each result.
     """
     out: list[Message] = []
     for p, o in zip(pruned, originals, strict=True):
+        hit = memo.get(id(o)) if memo is not None and p is not o else None
+        if hit is not None and hit[0] is o and hit[1] is p:
+            out.append(hit[2])
+            continue
+        digest = p
         if (
             p is not o
             and p.role is Role.TOOL
@@ -627,6 +637,8 @@ def _with_error_lines(pruned: Sequence[Message], originals: Sequence[Message]) -
                 text = p.text + "\n" + "\n".join(errors)
                 rest = tuple(x for x in p.parts if not isinstance(x, TextPart))
                 p = replace(p, parts=(TextPart(text), *rest))
+        if memo is not None and digest is not o:
+            memo[id(o)] = (o, digest, p)
         out.append(p)
     return out
 
@@ -805,6 +817,10 @@ def _ask_provider(
         return failure
 
 
+def _error_memo(run: _Run) -> dict[int, tuple[Message, Message, Message]] | None:
+    return None if run.analysis is None else run.analysis.error_lines
+
+
 def _fallback(
     run: _Run,
     middle: Sequence[Message],
@@ -818,9 +834,10 @@ def _fallback(
         source = _with_error_lines(
             [m for m, o in zip(middle, originals, strict=True) if not is_summary_message(o)],
             [o for o in originals if not is_summary_message(o)],
+            _error_memo(run),
         )
     else:
-        source = _with_error_lines(middle, originals)
+        source = _with_error_lines(middle, originals, _error_memo(run))
     fb = fallback_summary(
         source,
         budget_tokens=budget_tokens,

@@ -102,6 +102,7 @@ def test_preview_sequences_with_and_without_analysis_are_identical(
     assert analysis.redact_text.paths  # and the paths found in each text
     assert analysis.digests  # and each tool result's digest
     assert analysis._tokens  # and the token counts of the digests written
+    assert any(r is not d for _, d, r in analysis.error_lines.values())  # error lines
 
 
 def test_appendix_bullets_memo_gives_what_a_fresh_render_gives() -> None:
