@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tinyjuice.digest import DigestMemo
 from tinyjuice.model import Message
 from tinyjuice.redact import redact_messages
+from tinyjuice.summary.fallback import TextRedactor
+from tinyjuice.tokens import TokenCounter, message_tokens
 
 __all__ = ["TranscriptAnalysis"]
 
@@ -30,6 +33,14 @@ class TranscriptAnalysis:
         #: How many messages were redacted afresh, and answered from memory (for tests).
         self.redacted_fresh = 0
         self.redacted_reused = 0
+        self._tokens: dict[int, tuple[Message, TokenCounter, int]] = {}
+        #: Each failed digest with the original's error lines (pipeline._with_error_lines).
+        self.error_lines: dict[int, tuple[Message, Message, Message]] = {}
+        #: Each tool result's digest (tinyjuice.digest.digest_tool_results).
+        self.digests: DigestMemo = {}
+        self._derived: dict[int, tuple[Message, Message, Message]] = {}
+        #: Text redaction of the fallback summary's items (a pure function, remembered).
+        self.redact_text = TextRedactor()
 
     def redact_messages(self, messages: Sequence[Message]) -> tuple[list[Message], int]:
         """:func:`tinyjuice.redact.redact_messages`, scanning each message once ever."""
@@ -51,3 +62,44 @@ class TranscriptAnalysis:
         self.redacted_reused += len(messages) - len(todo)
         changed = sum(1 for r, m in zip(out, messages, strict=True) if r is not m)
         return out, changed
+
+    def redact_derived(
+        self, sources: Sequence[Message], derived: Sequence[Message]
+    ) -> tuple[list[Message], int]:
+        """:func:`tinyjuice.redact.redact_messages` of messages written from ``sources``
+        (a digest of each), remembered per source.
+
+        A digest is a new object on every run, but redaction is a pure function of the
+        message's value: the stored result is reused when this run's digest of the same
+        source equals the one redacted before (compared by value), so a result is never
+        served for a different digest (another boundary can change a back-reference).
+        """
+        memo = self._derived
+        out = list(derived)
+        todo: list[int] = []
+        for i, (src, m) in enumerate(zip(sources, derived, strict=True)):
+            hit = memo.get(id(src))
+            if hit is not None and hit[0] is src and hit[1] == m:
+                # Nothing redacted then: this run's own object, so it counts as unchanged.
+                out[i] = m if hit[2] is hit[1] else hit[2]
+            else:
+                todo.append(i)
+        if todo:
+            fresh, _ = redact_messages([derived[i] for i in todo])
+            for i, r in zip(todo, fresh, strict=True):
+                memo[id(sources[i])] = (sources[i], derived[i], r)
+                out[i] = r
+        self.redacted_fresh += len(todo)
+        self.redacted_reused += len(derived) - len(todo)
+        changed = sum(1 for r, m in zip(out, derived, strict=True) if r is not m)
+        return out, changed
+
+    def message_tokens(self, message: Message, counter: TokenCounter) -> int:
+        """:func:`tinyjuice.tokens.message_tokens`, remembered per message object and
+        counter (the digests a run writes are the same objects on the next run)."""
+        hit = self._tokens.get(id(message))
+        if hit is not None and hit[0] is message and hit[1] is counter:
+            return hit[2]
+        n = message_tokens(message, counter)
+        self._tokens[id(message)] = (message, counter, n)
+        return n

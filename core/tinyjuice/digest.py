@@ -839,6 +839,7 @@ def digest_tool_results(
     dedup: bool = True,
     shrink_args_over: int | None = DEFAULT_SHRINK_OVER,
     shrink_args_to: int = DEFAULT_SHRINK_TO,
+    memo: DigestMemo | None = None,
 ) -> DigestResult:
     """Digest old tool results and shrink old tool-call arguments.
 
@@ -856,6 +857,10 @@ def digest_tool_results(
     messages are new objects; every other message is passed through as is. Digests
     keep role, ``tool_call_id``, ``tool_name`` and every other field, and set
     ``meta.generated_by = "digest"``. Input is expected to be redacted already.
+
+    ``memo`` (one per transcript, :data:`DigestMemo`) remembers each result's digest
+    message by the result and call objects it was made from (a pure function of them);
+    duplicate back-references depend on the rest of the list and are always recomputed.
     """
     n = len(messages)
     protect_from = max(0, min(protect_from, n))
@@ -864,7 +869,7 @@ def digest_tool_results(
     )
     if not candidates and not shrink_at:
         return DigestResult(tuple(messages), ())
-    out, records = _digest_candidates(messages, candidates, newest, dedup)
+    out, records = _digest_candidates(messages, candidates, newest, dedup, memo)
     if shrink_at:
         assert shrink_args_over is not None
         for i in shrink_at:
@@ -872,6 +877,10 @@ def digest_tool_results(
         records.sort(key=lambda r: r.index)
     return DigestResult(tuple(out), tuple(records))
 
+
+#: Digests remembered across calls on one transcript: ``id(result) → (result, its call,
+#: digest text, digest message or None when not shorter)`` (see digest_tool_results).
+DigestMemo = dict[int, tuple[Message, ToolCall | None, str, Message | None]]
 
 #: A tool result to digest: its index, its text and its call (None: missing).
 _Candidate = tuple[int, str, ToolCall | None]
@@ -925,6 +934,7 @@ def _digest_candidates(
     candidates: list[_Candidate],
     newest: dict[str, int],
     dedup: bool,
+    memo: DigestMemo | None = None,
 ) -> tuple[list[Message], list[DigestRecord]]:
     """The messages with each candidate digested (or pointed at its newest copy) when
     that is shorter, and a record of each change."""
@@ -942,16 +952,24 @@ def _digest_candidates(
                 f" (call {ref_call})" if ref_call else ""
             )
             change: Literal["digest", "duplicate"] = "duplicate"
+            digested = None
         else:
-            # digest_line(name, arguments, text), with the name's label and kind reused.
-            args = _args_value(call.arguments) if call is not None else None
-            if kind is None:
-                kind = tool_kind(name, args)
-            new_text = _RENDER[kind](label, args, _inspect(text, msg.meta.is_error))
+            hit = memo.get(id(msg)) if memo is not None else None
+            if hit is not None and hit[0] is msg and hit[1] is call:
+                new_text, digested = hit[2], hit[3]
+            else:
+                # digest_line(name, arguments, text), with the name's label and kind reused.
+                args = _args_value(call.arguments) if call is not None else None
+                if kind is None:
+                    kind = tool_kind(name, args)
+                new_text = _RENDER[kind](label, args, _inspect(text, msg.meta.is_error))
+                digested = _with_text(msg, new_text) if len(new_text) < len(text) else None
+                if memo is not None:
+                    memo[id(msg)] = (msg, call, new_text, digested)
             change = "digest"
         if len(new_text) >= len(text):
             continue
-        out[i] = _with_text(msg, new_text)
+        out[i] = digested if digested is not None else _with_text(msg, new_text)
         records.append(
             DigestRecord(
                 i,

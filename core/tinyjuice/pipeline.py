@@ -392,6 +392,10 @@ class _Run:
     own_index: BoundaryIndex | None = None
     #: Redaction, remembered across runs when the caller passed a TranscriptAnalysis.
     redact_many: Callable[[Sequence[Message]], tuple[list[Message], int]] = redact_messages
+    #: The fallback's text redaction (None: a fresh one), shared through the analysis.
+    redact_text: Callable[[str], str] | None = None
+    #: Per-message results remembered across runs (None: none passed).
+    analysis: TranscriptAnalysis | None = None
 
 
 def _prompt_tokens(transcript: Transcript, tokens: TranscriptTokens) -> PromptTokens:
@@ -601,15 +605,25 @@ def _failed_digest(text: str) -> bool:
     return _FAILED_DIGEST.search(text) is not None
 
 
-def _with_error_lines(pruned: Sequence[Message], originals: Sequence[Message]) -> list[Message]:
+def _with_error_lines(
+    pruned: Sequence[Message],
+    originals: Sequence[Message],
+    memo: dict[int, tuple[Message, Message, Message]] | None = None,
+) -> list[Message]:
     """``pruned`` with the error lines of each failed, digested tool result appended.
 
     A digest keeps the command and exit code but not the error text; the fallback summary
     lists error snippets, so it gets them back from the original output (redacted here). Only
     failed calls (error flag, or a non-zero exit in the digest) are scanned again.
+    ``memo`` (``id(original) → (original, digest, result)``) remembers each result.
     """
     out: list[Message] = []
     for p, o in zip(pruned, originals, strict=True):
+        hit = memo.get(id(o)) if memo is not None and p is not o else None
+        if hit is not None and hit[0] is o and hit[1] is p:
+            out.append(hit[2])
+            continue
+        digest = p
         if (
             p is not o
             and p.role is Role.TOOL
@@ -623,6 +637,8 @@ def _with_error_lines(pruned: Sequence[Message], originals: Sequence[Message]) -
                 text = p.text + "\n" + "\n".join(errors)
                 rest = tuple(x for x in p.parts if not isinstance(x, TextPart))
                 p = replace(p, parts=(TextPart(text), *rest))
+        if memo is not None and digest is not o:
+            memo[id(o)] = (o, digest, p)
         out.append(p)
     return out
 
@@ -801,6 +817,10 @@ def _ask_provider(
         return failure
 
 
+def _error_memo(run: _Run) -> dict[int, tuple[Message, Message, Message]] | None:
+    return None if run.analysis is None else run.analysis.error_lines
+
+
 def _fallback(
     run: _Run,
     middle: Sequence[Message],
@@ -814,11 +834,16 @@ def _fallback(
         source = _with_error_lines(
             [m for m, o in zip(middle, originals, strict=True) if not is_summary_message(o)],
             [o for o in originals if not is_summary_message(o)],
+            _error_memo(run),
         )
     else:
-        source = _with_error_lines(middle, originals)
+        source = _with_error_lines(middle, originals, _error_memo(run))
     fb = fallback_summary(
-        source, budget_tokens=budget_tokens, counter=run.counter, focus=run.options.focus_topic
+        source,
+        budget_tokens=budget_tokens,
+        counter=run.counter,
+        focus=run.options.focus_topic,
+        redactor=run.redact_text,
     )
     text = fb.text
     if prev:
@@ -886,6 +911,8 @@ def compress(
         run.own_index = own_index
         if analysis is not None:
             run.redact_many = analysis.redact_messages
+            run.redact_text = analysis.redact_text
+            run.analysis = analysis
 
         if (
             opts.profile is Profile.RULES
@@ -958,10 +985,16 @@ class _Work:
     appendix: str | None = None
     sanitizer: dict[str, int] = field(default_factory=dict)
     media_replaced: int = 0
+    #: Counts of messages this pipeline wrote, remembered across runs (see analysis).
+    analysis: TranscriptAnalysis | None = None
 
     def cost(self, m: Message) -> int:
         n = self.old_tokens.get(id(m))
-        return n if n is not None else message_tokens(m, self.counter)
+        if n is not None:
+            return n
+        if self.analysis is not None:
+            return self.analysis.message_tokens(m, self.counter)
+        return message_tokens(m, self.counter)
 
 
 #: A pipeline step: reads and replaces the work's messages, records what it saved, and
@@ -1029,6 +1062,7 @@ def _step_prune(
         dedup=opts.dedup,
         shrink_args_over=opts.shrink_args_over,
         shrink_args_to=opts.shrink_args_to,
+        memo=None if run.analysis is None else run.analysis.digests,
     )
     w.digests = tuple(r for r in dres.records if start <= r.index < end)
     pruned = list(dres.messages[start:end])
@@ -1036,7 +1070,12 @@ def _step_prune(
         # Everything that leaves the pipeline is redacted: digest lines, and any
         # large output that was not digested after all.
         todo = [i for i, m in enumerate(pruned) if id(m) not in w.redacted_ids]
-        cleaned, n = run.redact_many([pruned[i] for i in todo])
+        if run.analysis is not None:
+            cleaned, n = run.analysis.redact_derived(
+                [msgs[start + i] for i in todo], [pruned[i] for i in todo]
+            )
+        else:
+            cleaned, n = run.redact_many([pruned[i] for i in todo])
         w.redactions += n
         for i, r in zip(todo, cleaned, strict=True):
             pruned[i] = r
@@ -1145,6 +1184,7 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
         middle_tokens=plan.middle_tokens,
         old_tokens={id(m): n for m, n in zip(msgs, run.tokens.per_message, strict=True)},
         counter=run.counter,
+        analysis=run.analysis,
     )
     for step in _PROFILE_STEPS[run.options.profile]:
         stopped = step(run, w, provider, now)

@@ -124,27 +124,50 @@ def _source_of(m: Message, text: str) -> tuple[str, str] | None:
     return None
 
 
-def find_rules(middle: Sequence[Message], *, start_index: int = 0) -> tuple[Rule, ...]:
-    """The rules in ``middle`` (see the module docs), de-duplicated, first seen first."""
+#: Rules remembered per message across calls: ``id(message) → (message, its rules as
+#: (key, text, source))`` (see find_rules).
+RulesMemo = dict[int, tuple[Message, tuple[tuple[str, str, str], ...]]]
+
+
+def find_rules(
+    middle: Sequence[Message], *, start_index: int = 0, memo: RulesMemo | None = None
+) -> tuple[Rule, ...]:
+    """The rules in ``middle`` (see the module docs), de-duplicated, first seen first.
+
+    ``memo`` (one per transcript) remembers each message's rules by the message object.
+    """
     seen: dict[str, Rule] = {}
     for offset, m in enumerate(middle):
-        text = m.text
-        if not text.strip():
-            continue
-        index = start_index + offset
-        if _real_user(m):
-            for s in split_sentences(text):
-                if _CONSTRAINT_RE.search(s) and 8 <= len(s) <= 300:
-                    seen.setdefault(norm_text(s), Rule(s, "user", index))
-            continue
-        found = _source_of(m, text)
-        if found is None:
-            continue
-        source, body = found
-        every = source != "system_prompt"
-        for line in _rule_lines(body, every_bullet=every):
-            seen.setdefault(norm_text(line), Rule(line, source, index))
+        hit = memo.get(id(m)) if memo is not None else None
+        if hit is not None and hit[0] is m:
+            found_rules = hit[1]
+        else:
+            found_rules = _message_rules(m)
+            if memo is not None:
+                memo[id(m)] = (m, found_rules)
+        for key, line, source in found_rules:
+            if key not in seen:
+                seen[key] = Rule(line, source, start_index + offset)
     return tuple(redact_rule(r) for r in list(seen.values())[:MAX_RULES])
+
+
+def _message_rules(m: Message) -> tuple[tuple[str, str, str], ...]:
+    """The rules of one message, in order: ``(norm_text key, text, source)``."""
+    text = m.text
+    if not text.strip():
+        return ()
+    if _real_user(m):
+        return tuple(
+            (norm_text(s), s, "user")
+            for s in split_sentences(text)
+            if _CONSTRAINT_RE.search(s) and 8 <= len(s) <= 300
+        )
+    found = _source_of(m, text)
+    if found is None:
+        return ()
+    source, body = found
+    every = source != "system_prompt"
+    return tuple((norm_text(line), line, source) for line in _rule_lines(body, every_bullet=every))
 
 
 def redact_rule(rule: Rule) -> Rule:

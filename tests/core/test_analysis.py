@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tinyjuice.analysis import TranscriptAnalysis
 from tinyjuice.formats import load
 from tinyjuice.options import CompactionOptions, Profile
@@ -32,10 +34,11 @@ def test_reused_analysis_gives_identical_results_and_rescans_nothing() -> None:
         assert reused.report.to_dict() == fresh.report.to_dict()
     assert analysis.redacted_reused > 0
     scanned = analysis.redacted_fresh
-    # A boundary already seen: every original message's redaction comes from memory;
-    # only the digests this run wrote (new messages) are scanned.
+    # A boundary already seen: every redaction comes from memory, the digests this run
+    # wrote (new objects, equal to those of the first run) included.
     again = compress(t, runs[0], counter=counter, tokens=tokens, analysis=analysis)
-    assert analysis.redacted_fresh - scanned <= again.report.to_dict()["digests"]["count"]
+    assert again.report.to_dict()["digests"]["count"] > 0
+    assert analysis.redacted_fresh == scanned
 
 
 def test_redaction_is_remembered_by_identity_not_id() -> None:
@@ -46,3 +49,115 @@ def test_redaction_is_remembered_by_identity_not_id() -> None:
     again, _ = analysis.redact_messages(copies)
     assert again == first
     assert analysis.redacted_fresh == 2 * len(t.messages)
+
+
+def _generated(tmp_path: Path, n: int, seed: int) -> Path:
+    from benchmarks.gen import _render_claude_code, conversation
+
+    path = tmp_path / f"gen-{n}-{seed}.jsonl"
+    path.write_bytes(_render_claude_code(conversation(n, seed)))
+    return path
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_preview_sequences_with_and_without_analysis_are_identical(
+    tmp_path: Path, seed: int
+) -> None:
+    """Boundary moves, focus and profile changes on one transcript: every run with a
+    shared analysis equals a run without one (messages, report, fallback appendix)."""
+    from dataclasses import replace
+
+    from tjui.session import InspectorSession
+
+    t = load(_generated(tmp_path, 1500, seed))
+    counter = default_counter()
+    tokens = count_transcript(t, counter)
+    session = InspectorSession.build(t, tokens, counter)
+    base = session.compaction_options()
+    session.step_exchange(-1)
+    moved = session.compaction_options()
+    session.step_exchange(-2)
+    moved_more = session.compaction_options()
+    analysis = TranscriptAnalysis()
+    runs = [
+        base,
+        moved,
+        replace(moved, focus_topic="tests parser"),
+        replace(base, profile=Profile.RULES),
+        replace(moved_more, focus_topic="config"),
+        base,
+        replace(base, keep_last=5),
+    ]
+    appendices = 0
+    for options in runs:
+        kwargs = {"tokens": tokens, "counter": counter, "index": session.index}
+        fresh = compress(t, options, **kwargs)
+        reused = compress(t, options, analysis=analysis, **kwargs)
+        assert reused.transcript == fresh.transcript
+        assert reused.report.to_dict() == fresh.report.to_dict()
+        assert reused.appendix == fresh.appendix
+        appendices += bool(fresh.appendix)
+    assert appendices  # the fallback's appendix (redacted items) was exercised
+    assert analysis.redact_text.memo  # and its text redaction was remembered
+    assert analysis.redact_text.paths  # and the paths found in each text
+    assert analysis.digests  # and each tool result's digest
+    assert analysis._tokens  # and the token counts of the digests written
+    assert any(r is not d for _, d, r in analysis.error_lines.values())  # error lines
+
+
+def test_appendix_bullets_memo_gives_what_a_fresh_render_gives() -> None:
+    from tinyjuice.summary.fallback import TextRedactor, _appendix
+
+    red = TextRedactor()
+    memo: dict[str, tuple[list[str], list[str]]] = {}
+    key = "tool_calls"
+    left = {key: ["a", "b", "c", "token=ghp_" + "x" * 36]}
+    steps = [
+        lambda v: v.insert(0, "z"),  # the fit drops an item into the appendix
+        lambda v: v.pop(0),  # the fill takes it back
+        lambda v: v.pop(0),
+        lambda v: v.__setitem__(1, "other"),  # not a tail of what was seen: rebuilt
+        lambda v: v.append("new last"),
+    ]
+    assert _appendix(9, left, red, memo) == _appendix(9, left, red)
+    for step in steps:
+        step(left[key])
+        assert _appendix(9, left, red, memo) == _appendix(9, left, red)
+    assert memo[key][0] == left[key]
+
+
+def test_path_scan_memo_gives_what_a_fresh_scan_gives() -> None:
+    from tinyjuice.summary.scan import _paths_many
+
+    first = ["see src/app/main.py and ./run.sh", "no path here", "x", "https://a.b/c d/e.txt"]
+    second = [*first[1:], "edited src/app/main.py", "see src/app/main.py and ./run.sh", "a.b"]
+    memo: dict[str, list[str]] = {}
+    assert _paths_many(first, memo) == _paths_many(first)
+    assert memo  # learnt the texts
+    assert _paths_many(second, memo) == _paths_many(second)
+    assert _paths_many(first, memo) == _paths_many(first)
+
+
+@pytest.mark.parametrize("seed", [5])
+def test_digest_memo_gives_what_a_fresh_digest_gives(tmp_path: Path, seed: int) -> None:
+    from tinyjuice.digest import DigestMemo, digest_tool_results
+
+    msgs = load(_generated(tmp_path, 600, seed)).messages
+    memo: DigestMemo = {}
+    for protect_from in (500, 300, 550, 300, 120):
+        fresh = digest_tool_results(msgs, protect_from=protect_from)
+        reused = digest_tool_results(msgs, protect_from=protect_from, memo=memo)
+        assert reused == fresh
+    assert memo
+
+
+def test_rules_memo_gives_what_a_fresh_scan_gives() -> None:
+    from tinyjuice.survival import RulesMemo, find_rules
+
+    for path in sorted((DEMO.parent).glob("*.json*"))[:6]:
+        msgs = load(path).messages
+        memo: RulesMemo = {}
+        for lo, hi in ((0, len(msgs)), (1, len(msgs) // 2), (len(msgs) // 3, len(msgs))):
+            fresh = find_rules(msgs[lo:hi], start_index=lo)
+            assert find_rules(msgs[lo:hi], start_index=lo, memo=memo) == fresh
+        assert len(memo) == len(msgs)

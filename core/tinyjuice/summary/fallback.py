@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.markers import strip_summary_wrappers
@@ -32,6 +32,9 @@ from tinyjuice.summary.wrapper import is_summary_message
 from tinyjuice.text import flatten, one_line
 from tinyjuice.tokens import TokenCounter, default_counter
 
+if TYPE_CHECKING:
+    from tinyjuice.survival import RulesMemo
+
 #: Budget priority (first = kept first) and the label of each category.
 _CATEGORIES: tuple[tuple[str, str], ...] = (
     ("artifacts", "artifact trail entries"),
@@ -54,6 +57,34 @@ _TURN_CHARS = 200
 _ARG_CHARS = 80
 
 
+class TextRedactor:
+    """:func:`tinyjuice.redact.redact_text` remembering every answer (a pure function).
+
+    A fallback summary redacts the same items again and again (each render of the
+    appendix while it is fitted to the budget, and every preview of one transcript); pass
+    one ``TextRedactor`` to reuse the scans (``memo`` may be shared between them). It
+    also carries ``paths``, the paths found in each text the summary scanned.
+    """
+
+    __slots__ = ("memo", "paths", "rules")
+
+    def __init__(self, memo: dict[str, str] | None = None) -> None:
+        self.memo: dict[str, str] = {} if memo is None else memo
+        #: The paths found in each text scanned (summary.scan._paths_many), remembered
+        #: alongside: the same texts come back on every preview.
+        self.paths: dict[str, list[str]] = {}
+        #: The rules of each message (tinyjuice.survival.find_rules), likewise.
+        self.rules: RulesMemo = {}
+
+    def __call__(self, text: str) -> str:
+        done = self.memo.get(text)
+        if done is None:
+            from tinyjuice.redact import redact_text
+
+            done = self.memo[text] = redact_text(text)
+        return done
+
+
 class _RedactedItems(Mapping[str, tuple[str, ...]]):
     """Items per category, redacted when first read.
 
@@ -62,18 +93,20 @@ class _RedactedItems(Mapping[str, tuple[str, ...]]):
     (and kept), which reads exactly like a mapping redacted up front.
     """
 
-    __slots__ = ("_done", "_raw")
+    __slots__ = ("_done", "_raw", "_redact")
 
-    def __init__(self, raw: Mapping[str, Sequence[str]]) -> None:
+    def __init__(
+        self, raw: Mapping[str, Sequence[str]], redact: Callable[[str], str] | None = None
+    ) -> None:
         self._raw = {key: tuple(v) for key, v in raw.items() if v}
         self._done: dict[str, tuple[str, ...]] = {}
+        self._redact = redact
 
     def __getitem__(self, key: str) -> tuple[str, ...]:
         done = self._done.get(key)
         if done is None:
-            from tinyjuice.redact import redact_text
-
-            done = self._done[key] = tuple(redact_text(i) for i in self._raw[key])
+            redact = self._redact or TextRedactor()
+            done = self._done[key] = tuple(redact(i) for i in self._raw[key])
         return done
 
     def __iter__(self) -> Iterator[str]:
@@ -194,7 +227,9 @@ class _Pending:
                 add("urls", u.group(0).rstrip(".,:;!?'\""))
 
 
-def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
+def _collect(
+    middle: Sequence[Message], last_turns: int, paths: dict[str, list[str]] | None = None
+) -> _Collector:
     out = _Collector()
     add = out.add
     asks: list[str] = []
@@ -247,7 +282,7 @@ def _collect(middle: Sequence[Message], last_turns: int) -> _Collector:
                 error_labels.append("")
         for call in m.tool_calls:
             calls.add(call)
-    _add_scanned(out, todo)
+    _add_scanned(out, todo, paths)
     for ask in reversed(asks):
         add("asks", ask)
     for rendered, (count, call_id) in out.call_counts.items():
@@ -309,10 +344,12 @@ class _Calls:
                     add("commands", "`" + _one_line(cmd, _COMMAND_CHARS) + "`")
 
 
-def _add_scanned(out: _Collector, todo: _Pending) -> None:
+def _add_scanned(
+    out: _Collector, todo: _Pending, paths: dict[str, list[str]] | None = None
+) -> None:
     """The paths and error lines of the pending texts, in first-seen order."""
     add = out.add
-    found = _paths_many(todo.path_texts)
+    found = _paths_many(todo.path_texts, paths)
     named_paths = todo.named_paths
     for k in sorted({*found, *named_paths}):
         named = named_paths.get(k)
@@ -553,6 +590,7 @@ def fallback_summary(
     redact: bool = True,
     focus: str | None = None,
     appendix: bool = True,
+    redactor: Callable[[str], str] | None = None,
 ) -> FallbackSummary:
     """A model-free summary of ``middle`` (messages that were ALREADY redacted).
 
@@ -596,10 +634,13 @@ def fallback_summary(
     tight budget keeps), and the note names it; asks and last turns keep their order.
     With ``redact`` the chosen items go through :func:`tinyjuice.redact.redact_text` once
     more, and so do the items of ``omitted_items`` (each category when first read).
-    Linear in the size of ``middle``.
+    Linear in the size of ``middle``. ``redactor`` (default: a fresh
+    :class:`TextRedactor`) is the text redaction used, to share its memory across calls.
     """
     counter = counter or default_counter()
-    items, focus = _gather(middle, last_turns, focus)
+    red: Callable[[str], str] = (redactor or TextRedactor()) if redact else _same
+    memo = redactor if isinstance(redactor, TextRedactor) else None
+    items, focus = _gather(middle, last_turns, focus, memo)
     totals = {key: len(v) for key, v in items.items()}
 
     # Fixed cost: the note at its longest, every heading and label that may appear.
@@ -615,11 +656,9 @@ def fallback_summary(
     chosen, left_out = _allocate(items, remaining, counter)
 
     if redact:
-        from tinyjuice.redact import redact_text
-
-        chosen = {key: [redact_text(i) for i in v] for key, v in chosen.items()}
+        chosen = {key: [red(i) for i in v] for key, v in chosen.items()}
     omitted = {key: len(v) for key, v in left_out.items() if v}
-    draft = _Draft(len(middle), chosen, left_out, omitted, focus, appendix, redact)
+    draft = _Draft(len(middle), chosen, left_out, omitted, focus, appendix, red)
     listed, appendix_id, summary, text, tokens = draft.fit(budget_tokens, counter)
 
     included = {key: len(v) for key, v in chosen.items()}
@@ -631,7 +670,7 @@ def fallback_summary(
         tokens=tokens,
         source_messages=len(middle),
         omitted_items=(
-            _RedactedItems({key: left_out[key] for key, _ in _CATEGORIES})
+            _RedactedItems({key: left_out[key] for key, _ in _CATEGORIES}, red)
             if redact
             else {key: tuple(left_out[key]) for key, _ in _CATEGORIES if left_out[key]}
         ),
@@ -641,14 +680,17 @@ def fallback_summary(
 
 
 def _gather(
-    middle: Sequence[Message], last_turns: int, focus: str | None
+    middle: Sequence[Message],
+    last_turns: int,
+    focus: str | None,
+    memo: TextRedactor | None = None,
 ) -> tuple[dict[str, list[str]], str | None]:
     """The items per category (artifact trail and rules included, focus matches first),
     and the focus when any of its words is worth matching."""
-    collected = _collect(middle, last_turns)
+    collected = _collect(middle, last_turns, None if memo is None else memo.paths)
     items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
     _add_trail(middle, items)
-    _add_rules(middle, items)
+    _add_rules(middle, items, None if memo is None else memo.rules)
     terms = _focus_terms(focus)
     if not terms:
         return items, None
@@ -667,11 +709,18 @@ class _Draft:
     omitted: dict[str, int]
     focus: str | None
     appendix: bool
-    redact: bool
+    #: The text redaction (identity when not redacting).
+    redact: Callable[[str], str]
+    #: The appendix's bullets per category, reused by the next render (see _appendix).
+    bullets: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
 
     def render(self) -> tuple[str, str | None, StructuredSummary, str]:
         """``(appendix, appendix id, summary, text)`` for the items as they are now."""
-        listed = _appendix(self.n_messages, self.left_out, self.redact) if self.appendix else ""
+        listed = (
+            _appendix(self.n_messages, self.left_out, self.redact, self.bullets)
+            if self.appendix
+            else ""
+        )
         appendix_id = _appendix_id(listed)
         summary = _assemble(self.n_messages, self.chosen, self.omitted, self.focus, appendix_id)
         return listed, appendix_id, summary, summary.render()
@@ -724,19 +773,17 @@ class _Fill:
         chosen: dict[str, list[str]],
         left_out: dict[str, list[str]],
         omitted: dict[str, int],
-        redact: bool,
+        redact: Callable[[str], str],
     ) -> None:
         self.chosen, self.left_out, self.omitted, self.redact = chosen, left_out, omitted, redact
 
     def run(self, render: Callable[[], int], budget: int) -> None:
-        from tinyjuice.redact import redact_text
-
         tries = self.TRIES
         for key, _ in _CATEGORIES:
             while self.left_out.get(key) and tries > 0:
                 tries -= 1
                 item = self.left_out[key].pop(0)
-                self.chosen[key].append(redact_text(item) if self.redact else item)
+                self.chosen[key].append(self.redact(item))
                 self._count(key, -1)
                 if render() <= budget:
                     continue
@@ -774,26 +821,36 @@ def _add_trail(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
     items["paths"] = [p for p in items["paths"] if not covered(p)]
 
 
-def _add_rules(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
+def _add_rules(
+    middle: Sequence[Message], items: dict[str, list[str]], memo: RulesMemo | None = None
+) -> None:
     """Rules of injected context in the span (a CLAUDE.md / AGENTS.md re-read, a skill, a
     rules section; :func:`tinyjuice.survival.find_rules`) that must outlive the
     compaction. The user's own constraints are already in the asks, verbatim."""
     from tinyjuice.survival import find_rules
 
-    items["rules"] = [f"[{r.source}] {r.text}" for r in find_rules(middle) if r.source != "user"]
+    rules = find_rules(middle, memo=memo)
+    items["rules"] = [f"[{r.source}] {r.text}" for r in rules if r.source != "user"]
 
 
-def _appendix(n_messages: int, left_out: Mapping[str, list[str]], redact: bool) -> str:
-    """Everything the budget left out, per category, as markdown; "" when nothing was."""
+def _same(text: str) -> str:
+    return text
+
+
+def _appendix(
+    n_messages: int,
+    left_out: Mapping[str, list[str]],
+    redact_text: Callable[[str], str],
+    memo: dict[str, tuple[list[str], list[str]]] | None = None,
+) -> str:
+    """Everything the budget left out, per category, as markdown; "" when nothing was.
+
+    ``memo`` keeps each category's items and bullets between renders of one draft: the
+    fit only adds and removes items at the front, so a list that is a tail of the one
+    seen before (compared item by item) reuses that tail's bullets.
+    """
     if not any(left_out.get(key) for key, _ in _CATEGORIES):
         return ""
-    if redact:
-        from tinyjuice.redact import redact_text
-    else:
-
-        def redact_text(text: str) -> str:
-            return text
-
     blocks = [
         f"# Appendix to the fallback summary of {n_messages:,} message(s)\n"
         "Every item the summary left out to fit its budget, by category."
@@ -801,9 +858,29 @@ def _appendix(n_messages: int, left_out: Mapping[str, list[str]], redact: bool) 
     for key, label in _CATEGORIES:
         lines = left_out.get(key)
         if lines:
-            body = "\n".join(_bullet(redact_text(i)) for i in lines)
+            body = "\n".join(_bullets(key, lines, redact_text, memo))
             blocks.append(f"## {label} ({len(lines):,})\n{body}")
     return "\n\n".join(blocks) + "\n"
+
+
+def _bullets(
+    key: str,
+    lines: list[str],
+    redact_text: Callable[[str], str],
+    memo: dict[str, tuple[list[str], list[str]]] | None,
+) -> list[str]:
+    """The appendix bullets of ``lines`` (redacted), from ``memo`` when it holds them."""
+    if memo is not None:
+        seen = memo.get(key)
+        if seen is not None:
+            items, bullets = seen
+            skip = len(items) - len(lines)
+            if skip >= 0 and items[skip:] == lines:
+                return bullets[skip:]
+    bullets = [_bullet(redact_text(i)) for i in lines]
+    if memo is not None:
+        memo[key] = (list(lines), bullets)
+    return bullets
 
 
 def _appendix_id(appendix: str) -> str | None:
