@@ -53,18 +53,28 @@ def subagent_dir(transcript: Transcript) -> Path | None:
     """``<dir>/<session-id>/subagents`` beside a Claude Code session file (None otherwise)."""
     if transcript.format != "claude-code" or not transcript.path:
         return None
-    p = Path(transcript.path)
-    return p.parent / p.stem / "subagents"
+    return _folder_of(Path(transcript.path))
+
+
+def _folder_of(session_file: Path) -> Path:
+    return session_file.parent / session_file.stem / "subagents"
+
+
+def _jsonl_in(folder: Path | None) -> list[Path]:
+    """The ``*.jsonl`` files in ``folder``, sorted (none if it is missing or unreadable)."""
+    try:
+        return sorted(folder.glob("*.jsonl")) if folder is not None and folder.is_dir() else []
+    except OSError:
+        return []
 
 
 def folder_fingerprint(session_file: Path) -> list[tuple[str, int, int]]:
     """(name, size, mtime_ns) of each file in the ``subagents/`` folder a Claude Code
     session file at ``session_file`` would have — what a cached result about its
     subagents depends on, read without parsing the session."""
-    folder = session_file.parent / session_file.stem / "subagents"
     try:
-        stats = [(f.name, f.stat()) for f in sorted(folder.glob("*.jsonl"))]
-    except OSError:
+        stats = [(f.name, f.stat()) for f in _jsonl_in(_folder_of(session_file))]
+    except OSError:  # a file went away between the listing and its stat
         return []
     return [(name, st.st_size, st.st_mtime_ns) for name, st in stats]
 
@@ -76,11 +86,7 @@ def _file_id(path: Path) -> str:
 
 def _subagent_files(transcript: Transcript) -> list[Path]:
     """The ``*.jsonl`` files in the session's ``subagents/`` folder (none if unreadable)."""
-    folder = subagent_dir(transcript)
-    try:
-        return sorted(folder.glob("*.jsonl")) if folder is not None and folder.is_dir() else []
-    except OSError:
-        return []
+    return _jsonl_in(subagent_dir(transcript))
 
 
 def list_subagents(transcript: Transcript, *, read_files: bool = True) -> list[Subagent]:
