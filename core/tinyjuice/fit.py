@@ -152,8 +152,29 @@ class RegionPlan:
         return self.estimated_after <= self.target
 
 
+class _Savings:
+    """Savings derived from ``tokens_before`` / ``tokens_after`` (one trajectory or a run)."""
+
+    __slots__ = ()
+    tokens_before: int
+    tokens_after: int
+
+    @property
+    def tokens_saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    @property
+    def ratio(self) -> float:
+        """``tokens_after / tokens_before`` (1.0 for an unchanged or empty trajectory)."""
+        return self.tokens_after / self.tokens_before if self.tokens_before else 1.0
+
+    @property
+    def percent_saved(self) -> float:
+        return 100.0 * self.tokens_saved / self.tokens_before if self.tokens_before else 0.0
+
+
 @dataclass(frozen=True, slots=True)
-class TrajectoryMetrics:
+class TrajectoryMetrics(_Savings):
     """Figures for one trajectory. Token figures use one counter (``counter``)."""
 
     status: TrajectoryStatus
@@ -179,19 +200,6 @@ class TrajectoryMetrics:
     #: Why a line was bad, or why the summary failed.
     error: str | None = None
     failure_class: str | None = None
-
-    @property
-    def tokens_saved(self) -> int:
-        return self.tokens_before - self.tokens_after
-
-    @property
-    def ratio(self) -> float:
-        """``tokens_after / tokens_before`` (1.0 for an unchanged or empty trajectory)."""
-        return self.tokens_after / self.tokens_before if self.tokens_before else 1.0
-
-    @property
-    def percent_saved(self) -> float:
-        return 100.0 * self.tokens_saved / self.tokens_before if self.tokens_before else 0.0
 
     @property
     def turns_removed(self) -> int:
@@ -833,7 +841,7 @@ def process_file(
 
 
 @dataclass(frozen=True, slots=True)
-class BatchSummary:
+class BatchSummary(_Savings):
     """Aggregate figures of a batch run."""
 
     trajectories: int
@@ -854,18 +862,6 @@ class BatchSummary:
     duration_s: float
     #: Lines of the first bad inputs: (source, line or None, problem), at most 100.
     bad: tuple[tuple[str, int | None, str], ...] = ()
-
-    @property
-    def tokens_saved(self) -> int:
-        return self.tokens_before - self.tokens_after
-
-    @property
-    def ratio(self) -> float:
-        return self.tokens_after / self.tokens_before if self.tokens_before else 1.0
-
-    @property
-    def percent_saved(self) -> float:
-        return 100.0 * self.tokens_saved / self.tokens_before if self.tokens_before else 0.0
 
     def to_dict(self, *, timings: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
