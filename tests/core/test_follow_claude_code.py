@@ -46,7 +46,7 @@ class _Writer:
         return line
 
     def user(self, content: Any, **kw: Any) -> str:
-        return self._line("user", message={"role": "user", "content": content}, **kw)["uuid"]
+        return str(self._line("user", message={"role": "user", "content": content}, **kw)["uuid"])
 
     def assistant(self, mid: str, blocks: list[dict[str, Any]], **kw: Any) -> str:
         message = {
@@ -57,11 +57,11 @@ class _Writer:
             "usage": {"input_tokens": 10, "cache_read_input_tokens": self.n * 100,
                       "cache_creation_input_tokens": 0, "output_tokens": 5},
         }  # fmt: skip
-        return self._line("assistant", message=message, requestId=f"r-{mid}", **kw)["uuid"]
+        return str(self._line("assistant", message=message, requestId=f"r-{mid}", **kw)["uuid"])
 
     def result(self, call: str, text: str, parent: str | None = "") -> str:
         content = [{"type": "tool_result", "tool_use_id": call, "content": text}]
-        return self._line("user", parent, message={"role": "user", "content": content})["uuid"]
+        return str(self._line("user", parent, message={"role": "user", "content": content})["uuid"])
 
     def raw(self, line: dict[str, Any]) -> None:
         self.lines.append(line)
