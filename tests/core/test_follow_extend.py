@@ -1,0 +1,110 @@
+"""A followed file's state, extended append by append, equals a fresh load of the file.
+
+Core extends each part by the new messages alone: the reader's lines
+(:func:`load_appended`), the counts (:func:`extend_tokens`), the usage series
+(:func:`extend_usage_series`), the boundary index (:meth:`BoundaryIndex.extended`) and the
+breakdown's sums (:func:`breakdown_sums`); :class:`FollowedFile` holds them for a live
+view. After any sequence of appends each must equal what a fresh load computes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tinyjuice.boundary import BoundaryIndex
+from tinyjuice.breakdown import breakdown_sums, compute_breakdown
+from tinyjuice.follow import FollowedFile, live_status
+from tinyjuice.formats import LoadError, load_appended, load_bytes
+from tinyjuice.model import Message, Role, TextPart, Transcript
+from tinyjuice.policies import extend_usage_series, usage_series
+from tinyjuice.tokens import RoughCounter, count_transcript, default_counter, extend_tokens
+
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
+#: Claude Code (its uuid chain, streamed turns, sidechains), Codex, Hermes JSON lines.
+FORMATS = ["claude-code.jsonl", "codex-rollout.jsonl", "hermes-gateway.jsonl"]
+_INDEX = ("n", "legal", "group_start", "group_end", "legal_indices", "user_indices", "_stops")
+
+
+def _cuts(data: bytes, step: int) -> list[int]:
+    cuts = [i + 1 for i, b in enumerate(data) if b == 0x0A]
+    return [*cuts[::step], len(data)]
+
+
+def _loads(data: bytes, name: str) -> bool:
+    try:
+        load_bytes(data, SESSIONS / name)
+    except LoadError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("step", [1, 4])
+@pytest.mark.parametrize("name", FORMATS)
+def test_a_followed_file_equals_a_fresh_load_after_every_append(name: str, step: int) -> None:
+    data = (SESSIONS / name).read_bytes()
+    counter = default_counter()
+    followed = FollowedFile(SESSIONS / name, counter=counter)
+    index = sums = None
+    for cut in _cuts(data, step):
+        if not _loads(data[:cut], name):
+            continue  # a prefix no reader takes (the first lines of a session)
+        got = followed.read(data[:cut])
+        want = load_bytes(data[:cut], SESSIONS / name)
+        tokens = count_transcript(want, counter)
+        assert got == want
+        assert followed.tokens == tokens
+        assert followed.series == usage_series(want, tokens)
+        assert followed.status() == live_status(want, tokens)
+        index = BoundaryIndex(got.messages) if index is None else index.extended(got.messages)
+        fresh = BoundaryIndex(got.messages)
+        assert [getattr(index, a) for a in _INDEX] == [getattr(fresh, a) for a in _INDEX]
+        assert index.has_summary() == fresh.has_summary()
+        assert followed.tokens is not None
+        sums = breakdown_sums(got, followed.tokens, counter, sums)
+        assert compute_breakdown(got, followed.tokens, sums=sums) == compute_breakdown(want, tokens)
+
+
+def test_claude_code_appends_extend_each_part_from_the_new_messages() -> None:
+    """The point of it all: the leading messages are kept, not rebuilt or recounted."""
+    name = "claude-code.jsonl"
+    data = (SESSIONS / name).read_bytes()
+    cut = _cuts(data, 1)[-10]  # the last lines continue the main chain
+    before, source = load_appended(data[:cut], None, SESSIONS / name)
+    after, _ = load_appended(data, source, SESSIONS / name)
+    k = len(before.messages) - 1  # the last turn may have grown: from it on is new
+    assert all(a is b for a, b in zip(before.messages[:k], after.messages, strict=False))
+    counter = RoughCounter()
+    tokens = count_transcript(before, counter)
+    series = usage_series(before, tokens)
+    grown = extend_tokens(tokens, before, after, counter)
+    assert grown == count_transcript(after, counter)
+    extended = extend_usage_series(series, before, tokens, after, grown)
+    assert all(a is b for a, b in zip(extended.points[:10], series.points[:10], strict=True))
+    assert extended == usage_series(after, grown)
+
+
+def _msg(text: str, role: Role = Role.USER) -> Message:
+    return Message(role=role, parts=(TextPart(text),))
+
+
+def test_extend_tokens_counts_from_the_first_changed_message() -> None:
+    class Spy(RoughCounter):
+        seen: list[str] = []
+
+        def count_many(self, texts):  # type: ignore[no-untyped-def]
+            self.seen.extend(texts)
+            return super().count_many(texts)
+
+    spy = Spy()
+    before = Transcript(
+        messages=(_msg("one"), _msg("two", Role.ASSISTANT), _msg("thr")), format="t"
+    )
+    previous = count_transcript(before, spy)
+    # The last message grew (a streamed turn) and one more came.
+    after = replace(before, messages=(*before.messages[:2], _msg("three, longer"), _msg("4")))
+    spy.seen.clear()
+    assert extend_tokens(previous, before, after, spy) == count_transcript(after, RoughCounter())
+    assert "one" not in spy.seen and "two" not in spy.seen and "three, longer" in spy.seen
