@@ -31,6 +31,7 @@ from tinyjuice.live import LiveSplit, live_split
 from tinyjuice.model import Transcript
 from tinyjuice.options import Profile
 from tinyjuice.pipeline import BoundaryPlan
+from tinyjuice.policies import UsageSeries, extend_usage_series, usage_series
 from tinyjuice.store import CommitRecord, LoadedSource, SourceKind, load_source
 from tinyjuice.subagents import Subagent, list_subagents, open_subagent
 from tinyjuice.tokens import (
@@ -260,6 +261,10 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         self._counted: tuple[Transcript, TranscriptTokens] | None = None
         #: The followed file's lines as last parsed: an append parses only its new lines.
         self._parsed: Source | None = None
+        #: Held by the reload of a followed file (they run one at a time, in order).
+        self._live_lock = threading.Lock()
+        #: The live status's usage series and what it charts: an append extends it.
+        self._series: tuple[Transcript, TranscriptTokens, UsageSeries] | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -300,7 +305,11 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
     def _load_blocking(self) -> None:
         req = self.request
         # The store remembers the exact bytes read, so a commit can refuse a stale source.
-        self.loaded = load_source(req.path, req.fmt, session=req.session)
+        # Followed files keep their parsed lines: the first append parses only its own.
+        self.loaded = load_source(
+            req.path, req.fmt, session=req.session, follow=req.subagent is None
+        )
+        self._parsed = self.loaded.parsed
         transcript = self.loaded.transcript
         subagents = list_subagents(transcript, read_files=False)
         if req.subagent is not None:
@@ -792,6 +801,11 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
     @work(thread=True, exclusive=True, group="live", name="live", exit_on_error=False)
     def _reload_live(self, change: Change | None) -> None:
         """Load what the file holds now (None: just the status of what is on screen)."""
+        # One reload at a time, in order: each extends what the one before it read.
+        with self._live_lock:
+            self._reload_live_locked(change)
+
+    def _reload_live_locked(self, change: Change | None) -> None:
         req, current = self.request, self.session
         if current is None:
             return
@@ -806,9 +820,10 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
                 loaded = replace(
                     self.loaded,
                     data=change.data,
-                    sha256=sha256_hex(change.data),
+                    sha256=change.sha256 or sha256_hex(change.data),
                     size=len(change.data),
                     transcript=transcript,
+                    parsed=None,
                 )
             if req.model:
                 transcript = replace(transcript, model=req.model)
@@ -823,6 +838,7 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
                 tokens = extend_tokens(counted[1], counted[0], transcript, current.counter)
             self._counted = (transcript, tokens)
             history_tokens = tokens.per_message[: split.start]
+            # The index and breakdown grow from the session on screen (new messages only).
             session = InspectorSession.build(
                 split.live,
                 tokens.tail(split.start),
@@ -830,10 +846,14 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
                 context_window=req.context_window,
                 split=split,
                 subagents=len(self.subagents),
+                previous=current,
             )
             session.replan(current.options)  # the boundary stays where the user put it
         shown = session or current
-        status = live_status(shown.transcript, shown.tokens, context_window=req.context_window)
+        series = self._series_of(shown.transcript, shown.tokens)
+        status = live_status(
+            shown.transcript, shown.tokens, context_window=req.context_window, series=series
+        )
         kind = change.kind if change else None
         self.post_message(
             self.LiveChanged(session, status, kind, shown.tokens.counter, loaded, history_tokens)
@@ -845,6 +865,18 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
                 _, self._parsed = load_appended(
                     self.loaded.data, None, req.path, req.fmt, options=options
                 )
+
+    def _series_of(self, transcript: Transcript, tokens: TranscriptTokens) -> UsageSeries:
+        """The usage series of the session on screen, extended from the last one."""
+        last = self._series
+        if last is None:
+            series = usage_series(transcript, tokens)
+        elif last[0] is transcript and last[1] is tokens:
+            series = last[2]
+        else:
+            series = extend_usage_series(last[2], last[0], last[1], transcript, tokens)
+        self._series = (transcript, tokens, series)
+        return series
 
     def on_main_screen_live_changed(self, event: LiveChanged) -> None:
         if self.live is None or self.session is None:
