@@ -87,6 +87,14 @@ class FileTail:
         end = data.rfind(b"\n") + 1
         return data[:end], len(data) - end
 
+    def changed(self) -> bool:
+        """Whether :meth:`poll` may find something (a ``stat``: nothing is read)."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return True
+        return st.st_size != self._size or st.st_mtime_ns != self._mtime_ns
+
     def poll(self) -> Change | None:
         """What changed since the last poll (None: nothing, or only a partial line)."""
         try:

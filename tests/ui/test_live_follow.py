@@ -228,3 +228,57 @@ async def test_an_append_is_parsed_and_counted_from_what_was_loaded(
         assert screen._counted[0] == whole
         counter = screen.session.counter
         assert screen._counted[1] == count_transcript(whole, counter)
+
+
+async def test_an_append_is_read_in_a_worker_and_grows_the_session(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The event loop only stats the file (the bytes are read in the reload's worker);
+    the session grows from the one on screen, equal to one built whole; and the "after"
+    projection waits until the file has stopped growing."""
+    import threading
+
+    import tjui.live
+    from tinyjuice.follow import FileTail
+    from tjui.screens.main import PROJECT_DELAY
+    from tjui.session import InspectorSession
+
+    path, records = _session(tmp_path)
+    async with make_app(path).run_test(size=(160, 40)) as pilot:
+        screen = await _ready(pilot)
+        on_main: list[bool] = []
+        real = FileTail.poll
+
+        def poll(self: FileTail) -> Any:
+            on_main.append(threading.current_thread() is threading.main_thread())
+            return real(self)
+
+        monkeypatch.setattr(FileTail, "poll", poll)
+        monkeypatch.setattr(tjui.live, "QUIET_SECONDS", 600.0)
+        _write(path, records[17:19], mode="a")
+        await wait_for(
+            pilot, lambda: screen.session is not None and len(screen.session.transcript) == 18
+        )
+        assert on_main and not any(on_main)
+        assert screen._projection_delay() > PROJECT_DELAY  # the file just grew
+        s = screen.session
+        assert s is not None
+        whole = InspectorSession.build(
+            s.transcript, s.tokens, s.counter, split=s.split, subagents=s.subagents
+        )
+        assert s.breakdown == whole.breakdown
+        assert s.index.legal_indices == whole.index.legal_indices
+        assert s.index.user_indices == whole.index.user_indices
+
+
+async def test_a_projection_asked_for_while_one_runs_returns_at_once(tmp_path: Path) -> None:
+    """It must not wait for the running one in a thread of the pool the follow shares."""
+    path, _ = _session(tmp_path)
+    async with make_app(path).run_test(size=(160, 40)) as pilot:
+        screen = await _ready(pilot)
+        screen._project_lock.acquire()  # as if a projection were running
+        try:
+            worker = screen._project()
+            await wait_for(pilot, lambda: worker.is_finished)
+        finally:
+            screen._project_lock.release()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -21,7 +22,7 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
-from textual.worker import Worker, get_current_worker
+from textual.worker import Worker
 
 from tinyjuice.atomic import sha256_hex
 from tinyjuice.follow import Change, ChangeKind, LiveStatus, live_status
@@ -66,6 +67,8 @@ PROJECT_DELAY = 0.25
 #: compress with the fallback summary: ~0.3 s at 10k messages); above it, the preview
 #: (p) computes it.
 AUTO_PROJECT_MAX = 10_000
+#: The GIL switch interval while the "after" figure is computed in a worker thread.
+PROJECT_SWITCH_SECONDS = 0.001
 
 
 async def in_daemon_thread(fn: Callable[[], T]) -> T:
@@ -263,6 +266,8 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         self._parsed: Source | None = None
         #: Held by the reload of a followed file (they run one at a time, in order).
         self._live_lock = threading.Lock()
+        #: A poll of the followed file is on its way to a worker.
+        self._poll_pending = False
         #: The live status's usage series and what it charts: an append extends it.
         self._series: tuple[Transcript, TranscriptTokens, UsageSeries] | None = None
 
@@ -497,20 +502,38 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         s = self.session
         return s is not None and len(s.transcript.messages) <= AUTO_PROJECT_MAX
 
+    def _projection_delay(self) -> float:
+        """Seconds before the "after" figure is computed: the boundary must rest, and a
+        followed file must have stopped growing (each append would restart it)."""
+        quiet = self.live.quiet_for() if self.live is not None else 0.0
+        return max(PROJECT_DELAY, quiet)
+
     def _schedule_projection(self) -> None:
         if self._project_timer is not None:
             self._project_timer.stop()
-        self._project_timer = self.set_timer(PROJECT_DELAY, self._project)
+        self._project_timer = self.set_timer(self._projection_delay(), self._project)
 
     @work(thread=True, exclusive=True, group="project", exit_on_error=False)
     def _project(self) -> None:
-        # One compress at a time: a superseded request (cancelled by the next, as the
-        # group is exclusive) gives up once the running one is done.
-        with self._project_lock:
+        # One compress at a time. A request made while one runs returns at once (waiting
+        # would hold a thread of the pool every worker shares, the follow's included):
+        # the running one's Projected refreshes the boundary, which asks again when the
+        # session on screen still has no figure.
+        if not self._project_lock.acquire(blocking=False):
+            return
+        switch = sys.getswitchinterval()
+        try:
             s = self.session
-            if get_current_worker().is_cancelled or s is None or s.current_result is not None:
+            if s is None or s.current_result is not None:
                 return
+            # A compress holds the GIL for up to a switch interval at a time (5 ms by
+            # default) against the event loop and a followed file's reload: handing it
+            # over every millisecond keeps them responsive while it runs.
+            sys.setswitchinterval(min(switch, PROJECT_SWITCH_SECONDS))
             s.compute()
+        finally:
+            sys.setswitchinterval(switch)
+            self._project_lock.release()
         self.post_message(self.Projected())
 
     def on_main_screen_projected(self, event: Projected) -> None:
@@ -794,15 +817,22 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
             self._reload_live(None)
 
     def _poll_live(self) -> None:
-        change = self.live.poll() if self.live is not None else None
-        if change is not None and change.kind is not ChangeKind.MISSING:
-            self._reload_live(change)
+        # Only a stat here: the bytes are read in the worker, off the event loop.
+        if self.live is not None and not self._poll_pending and self.live.changed():
+            self._poll_pending = True
+            self._reload_live(None, poll=True)
 
     @work(thread=True, exclusive=True, group="live", name="live", exit_on_error=False)
-    def _reload_live(self, change: Change | None) -> None:
-        """Load what the file holds now (None: just the status of what is on screen)."""
+    def _reload_live(self, change: Change | None, poll: bool = False) -> None:
+        """Load what the file holds now (None: just the status of what is on screen);
+        ``poll``: read what was appended first (nothing new: nothing to do)."""
         # One reload at a time, in order: each extends what the one before it read.
         with self._live_lock:
+            if poll:
+                self._poll_pending = False
+                change = self.live.poll() if self.live is not None else None
+                if change is None or change.kind is ChangeKind.MISSING:
+                    return
             self._reload_live_locked(change)
 
     def _reload_live_locked(self, change: Change | None) -> None:
