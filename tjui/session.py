@@ -105,7 +105,8 @@ class InspectorSession:
         """A session on ``transcript`` (the live part of ``split`` when given).
 
         ``previous`` (the session before a followed file grew) lends what core can
-        extend by the new messages alone: the boundary index and the breakdown's sums.
+        extend by the new messages alone: the boundary index and the breakdown's sums,
+        and its per-message analysis for the next compress.
         """
         if index is None:
             index = (
@@ -131,6 +132,9 @@ class InspectorSession:
             sums=sums,
         )
         trigger = _trigger(transcript, plan)
+        # Per-message results are keyed by the message objects: the grown transcript's
+        # compress reuses what the last one computed for the messages they share.
+        analysis = previous.analysis if previous is not None else TranscriptAnalysis()
         return cls(
             transcript,
             tokens,
@@ -143,6 +147,7 @@ class InspectorSession:
             split,
             subagents,
             sums,
+            analysis=analysis,
         )
 
     # ----------------------------------------------------------- boundary

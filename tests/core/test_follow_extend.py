@@ -108,3 +108,37 @@ def test_extend_tokens_counts_from_the_first_changed_message() -> None:
     spy.seen.clear()
     assert extend_tokens(previous, before, after, spy) == count_transcript(after, RoughCounter())
     assert "one" not in spy.seen and "two" not in spy.seen and "three, longer" in spy.seen
+
+
+def test_finish_from_a_checkpoint_equals_finish_whole() -> None:
+    """A reader finishes a grown list from where it left off (its last message may
+    have changed): the same messages and warnings as finishing it whole."""
+    from tinyjuice.formats._messages import finish, finish_from
+    from tinyjuice.model import ToolCall
+
+    def call(cid: str, args: str = "{}") -> Message:
+        return Message(role=Role.ASSISTANT, parts=(), tool_calls=(ToolCall(cid, "Bash", args),))
+
+    def result(cid: str) -> Message:
+        return Message(role=Role.TOOL, parts=(TextPart("ok"),), tool_call_id=cid)
+
+    msgs = [
+        _msg("go"),
+        result("orphan"),
+        call("c1"),
+        result("c1"),
+        _msg("next"),
+        result("c1"),  # out of order
+        call("c2", "{not json"),
+        result("c2"),
+    ]
+    resume = None
+    for n in range(1, len(msgs) + 1):
+        got, warnings, resume = finish_from(msgs[:n], resume)
+        assert (got, warnings) == finish(msgs[:n])
+        assert resume.count == n - 1
+    # The last message changed (a streamed turn grew): finished again from it.
+    grown = [*msgs[:-1], result("c3"), _msg("end")]
+    _, _, resume = finish_from(msgs, None)
+    got, warnings, _ = finish_from(grown, resume)
+    assert (got, warnings) == finish(grown)

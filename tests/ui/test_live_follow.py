@@ -246,6 +246,8 @@ async def test_an_append_is_read_in_a_worker_and_grows_the_session(
     path, records = _session(tmp_path)
     async with make_app(path).run_test(size=(160, 40)) as pilot:
         screen = await _ready(pilot)
+        before = screen.session
+        assert before is not None
         on_main: list[bool] = []
         real = FileTail.poll
 
@@ -269,6 +271,7 @@ async def test_an_append_is_read_in_a_worker_and_grows_the_session(
         assert s.breakdown == whole.breakdown
         assert s.index.legal_indices == whole.index.legal_indices
         assert s.index.user_indices == whole.index.user_indices
+        assert s.analysis is before.analysis  # compress reuses its per-message work
 
 
 async def test_a_projection_asked_for_while_one_runs_returns_at_once(tmp_path: Path) -> None:

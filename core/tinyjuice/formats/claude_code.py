@@ -22,8 +22,10 @@ from tinyjuice.formats._io import (
     json_type,
 )
 from tinyjuice.formats._messages import (
+    FinishState,
     base64_size,
     finish,
+    finish_from,
     media_from_url,
     new_message,
     new_meta,
@@ -775,6 +777,8 @@ class _State:
     line_keys: dict[str, str]
     skipped: Counter[str]
     path: str
+    #: ``finish``'s state before the last message (set by :func:`_transcript`).
+    finished: FinishState | None = None
 
 
 _KEYS = ("cwd", "gitBranch", "version", "sessionId")
@@ -1070,13 +1074,18 @@ def _extended(
         line_keys={**state.line_keys, **_newest_keys(new)},
         skipped=skipped,
         path=state.path,
+        finished=state.finished,
     )
 
 
 def _transcript(state: _State) -> Transcript:
     """The transcript of a reading (a whole file's, or one extended by appended lines)."""
     chain = state.chain
-    msgs, finish_warnings = finish(state.messages, valid_args=state.trusted)
+    # Finished from where the last reading left off (every message but its last is
+    # kept as it was when the file grew).
+    msgs, finish_warnings, state.finished = finish_from(
+        state.messages, state.finished, valid_args=state.trusted
+    )
     warnings = list(state.head_warnings)
     if not msgs:
         warnings.append("no main-chain messages (the file holds only metadata lines)")
