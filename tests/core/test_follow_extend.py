@@ -142,3 +142,40 @@ def test_finish_from_a_checkpoint_equals_finish_whole() -> None:
     _, _, resume = finish_from(msgs, None)
     got, warnings, _ = finish_from(grown, resume)
     assert (got, warnings) == finish(grown)
+
+
+def test_a_grown_live_view_reuses_the_messages_on_screen(tmp_path: Path) -> None:
+    """After a compaction the live context is renumbered from 0; a grown file's live
+    view keeps the renumbered messages it already had and equals one made whole."""
+    from cc_shapes import Chain, two_compactions
+
+    from tinyjuice.live import live_split
+
+    path = two_compactions(tmp_path)
+    data = path.read_bytes()
+    before, source = load_appended(data, None, path)
+    first = live_split(before)
+    assert first.start > 0
+    more = Chain()
+    more.n = 1000  # new uuids, continuing the chain from its last line
+    more.parent = json_last_uuid(data)
+    more.user("one more ask")
+    more.assistant("one more answer", 9_000)
+    grown = data + b"".join(json_line(ln) for ln in more.lines)
+    after, _ = load_appended(grown, source, path)
+    split = live_split(after, previous=first)
+    assert split.live == live_split(load_bytes(grown, path)).live
+    n = len(first.live.messages)
+    assert all(a is b for a, b in zip(split.live.messages[:n], first.live.messages, strict=True))
+
+
+def json_last_uuid(data: bytes) -> str:
+    import json
+
+    return str(json.loads(data.splitlines()[-1])["uuid"])
+
+
+def json_line(line: dict[str, object]) -> bytes:
+    import json
+
+    return json.dumps(line).encode() + b"\n"

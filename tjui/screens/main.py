@@ -859,8 +859,9 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
                 transcript = replace(transcript, model=req.model)
             if req.context_window:
                 transcript = replace(transcript, context_window=req.context_window)
-            # As the first load: the live context on screen, the history before it greyed.
-            split = live_split(transcript, whole_file=req.whole_file)
+            # As the first load: the live context on screen, the history before it greyed
+            # (the live messages already on screen are reused, not renumbered again).
+            split = live_split(transcript, whole_file=req.whole_file, previous=current.split)
             counted = self._counted
             if counted is None:
                 tokens = count_transcript(transcript, current.counter)
