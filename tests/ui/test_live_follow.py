@@ -285,3 +285,16 @@ async def test_a_projection_asked_for_while_one_runs_returns_at_once(tmp_path: P
             await wait_for(pilot, lambda: worker.is_finished)
         finally:
             screen._project_lock.release()
+
+
+async def test_an_append_that_does_not_load_opens_the_error_dialog(tmp_path: Path) -> None:
+    """A failure in the follow's own thread is read again in a worker, whose failure the
+    App shows (as any failed reload)."""
+    from tjui.screens.error import ErrorDialog
+
+    path, _ = _session(tmp_path)
+    async with make_app(path).run_test(size=(160, 40)) as pilot:
+        await _ready(pilot)
+        with path.open("ab") as fh:
+            fh.write(b'{"type": "user", "uuid": "x", "message": 5}\n')
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ErrorDialog))

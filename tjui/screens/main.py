@@ -266,8 +266,8 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         self._parsed: Source | None = None
         #: Held by the reload of a followed file (they run one at a time, in order).
         self._live_lock = threading.Lock()
-        #: A poll of the followed file is on its way to a worker.
-        self._poll_pending = False
+        #: Ends the thread that follows the file (set when the screen goes).
+        self._follow_stop = threading.Event()
         #: The live status's usage series and what it charts: an append extends it.
         self._series: tuple[Transcript, TranscriptTokens, UsageSeries] | None = None
 
@@ -813,26 +813,41 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
             return
         self.live = LiveFollow.start(loaded.path, loaded.data, self.request.warn_at)
         if self.live is not None:
-            self.set_interval(POLL_SECONDS, self._poll_live)
+            # A thread of its own checks the file and reloads what was appended: neither
+            # the event loop nor the worker pool stands between an append and the screen.
+            threading.Thread(
+                target=self._follow_loop, args=(self.live,), name="tjui-follow", daemon=True
+            ).start()
             self._reload_live(None)
 
-    def _poll_live(self) -> None:
-        # Only a stat here: the bytes are read in the worker, off the event loop.
-        if self.live is not None and not self._poll_pending and self.live.changed():
-            self._poll_pending = True
-            self._reload_live(None, poll=True)
+    def on_unmount(self) -> None:
+        self._follow_stop.set()
+
+    def _follow_loop(self, live: LiveFollow) -> None:
+        """Every :data:`POLL_SECONDS`: a ``stat``, and when the file changed, the reload."""
+        stop = self._follow_stop
+        while not stop.wait(POLL_SECONDS):
+            if not live.changed():
+                continue
+            change = None
+            try:
+                with self._live_lock:
+                    change = live.poll()
+                    if change is None or change.kind is ChangeKind.MISSING:
+                        continue
+                    self._reload_live_locked(change)
+            except Exception:  # shown by the worker that reads it again
+                if stop.is_set():
+                    return
+                # Read again in a worker, whose failure opens the App's error dialog.
+                with contextlib.suppress(RuntimeError):  # the app has closed
+                    self.app.call_from_thread(self._reload_live, change)
 
     @work(thread=True, exclusive=True, group="live", name="live", exit_on_error=False)
-    def _reload_live(self, change: Change | None, poll: bool = False) -> None:
-        """Load what the file holds now (None: just the status of what is on screen);
-        ``poll``: read what was appended first (nothing new: nothing to do)."""
+    def _reload_live(self, change: Change | None) -> None:
+        """Load what the file holds now (None: just the status of what is on screen)."""
         # One reload at a time, in order: each extends what the one before it read.
         with self._live_lock:
-            if poll:
-                self._poll_pending = False
-                change = self.live.poll() if self.live is not None else None
-                if change is None or change.kind is ChangeKind.MISSING:
-                    return
             self._reload_live_locked(change)
 
     def _reload_live_locked(self, change: Change | None) -> None:
