@@ -208,11 +208,11 @@ class BoundaryIndex:
 
     def extended(self, messages: Sequence[Message]) -> BoundaryIndex:
         """The index of ``messages``, which extend this index's messages (the same
-        objects first, new ones after): only the new messages and the tool group they
+        messages first, new ones after): only the new messages and the tool group they
         may join are looked at. Any other list is indexed whole."""
         k = self.n
-        old = self._messages
-        if len(messages) < k or any(a is not b for a, b in zip(old, messages[:k], strict=True)):
+        # (in C: identity first, then equality — an equal message indexes the same)
+        if len(messages) < k or tuple(self._messages) != tuple(messages[:k]):
             return BoundaryIndex(messages)
         out = BoundaryIndex.__new__(BoundaryIndex)
         out._build(messages, self)

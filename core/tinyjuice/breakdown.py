@@ -425,7 +425,8 @@ def breakdown_sums(
     """The buckets' sums over ``transcript``'s messages (pass to :func:`compute_breakdown`).
 
     ``previous`` (the sums of a transcript whose messages ``transcript`` extends: the
-    same objects first, counted the same) is extended by the new messages only.
+    same (or equal) messages first, counted the same) is extended by the new messages
+    only.
     """
     counter = counter or default_counter()
     msgs, per = transcript.messages, tokens.per_message
@@ -435,7 +436,7 @@ def breakdown_sums(
         and previous.counter == counter.name
         and k <= len(msgs)
         and per[:k] == previous.per_message
-        and all(a is b for a, b in zip(previous.messages, msgs[:k], strict=True))
+        and previous.messages == msgs[:k]  # in C: identity first, then equality
     ):
         sink = dict(previous.sink)
         lead = _fold(msgs[k:], per[k:], counter, sink, previous.lead)

@@ -742,7 +742,14 @@ def extend_usage_series(
     ):
         return usage_series(transcript, tokens)
     per, old_per = tokens.per_message, before_tokens.per_message
-    j = next((i for i in range(k) if msgs[i] is not old[i] or per[i] != old_per[i]), k)
+    # The first message that changed (a grown file: none, or its last turn). The tuple
+    # comparisons run in C (identity first, then equality: an equal message has the
+    # same points); the scan finds the exact index only when they differ.
+    if old[: k - 1] == msgs[: k - 1] and old_per[: k - 1] == per[: k - 1]:
+        j = k - 1 if k and (old[-1] != msgs[k - 1] or old_per[-1] != per[k - 1]) else k
+    else:
+        j = next((i for i in range(k) if old[i] != msgs[i] or per[i] != old_per[i]), k)
+    j = max(j, 0)
 
     def measured_before(t: Transcript) -> list[tuple[int, int]]:
         return [

@@ -440,8 +440,11 @@ def extend_tokens(
         return count_transcript(after, counter)
     # The first message that changed (a followed file's last turn may grow as it is
     # streamed): it and every message after it are counted, the ones before are kept.
-    pairs = enumerate(zip(old, new, strict=False))
-    k = next((i for i, (a, b) in pairs if a is not b and a != b), n)
+    if old == new[:n]:  # in C: identity first, then equality
+        k = n
+    else:
+        pairs = enumerate(zip(old, new, strict=False))
+        k = next((i for i, (a, b) in pairs if a is not b and a != b), n)
     if k == 0:
         return count_transcript(after, counter)
     if k == n == len(new):

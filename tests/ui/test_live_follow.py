@@ -298,3 +298,22 @@ async def test_an_append_that_does_not_load_opens_the_error_dialog(tmp_path: Pat
         with path.open("ab") as fh:
             fh.write(b'{"type": "user", "uuid": "x", "message": 5}\n')
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, ErrorDialog))
+
+
+async def test_the_load_ends_with_a_full_collection(tmp_path: Path, monkeypatch: Any) -> None:
+    """The collection a large load makes due runs as the load ends, not at the first
+    append of a followed file."""
+    import tjui.screens.main as main_screen
+
+    collected: list[bool] = []
+    real = main_screen.gc.collect
+
+    def collect(*args: Any) -> int:
+        collected.append(True)
+        return real(*args)
+
+    monkeypatch.setattr(main_screen.gc, "collect", collect)
+    path, _ = _session(tmp_path)
+    async with make_app(path).run_test(size=(160, 40)) as pilot:
+        await _ready(pilot)
+        await wait_for(pilot, lambda: bool(collected))

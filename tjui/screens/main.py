@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -308,6 +309,13 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         await in_daemon_thread(self._load_blocking)
 
     def _load_blocking(self) -> None:
+        self._load_session()
+        # Loading allocated a large heap with the cyclic collector paused, so a full
+        # collection is due; run it now, as the load ends, rather than at whatever comes
+        # next (with a followed file: its first append).
+        gc.collect()
+
+    def _load_session(self) -> None:
         req = self.request
         # The store remembers the exact bytes read, so a commit can refuse a stale source.
         # Followed files keep their parsed lines: the first append parses only its own.
