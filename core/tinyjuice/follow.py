@@ -76,8 +76,9 @@ class FileTail:
         # What was loaded counts as read (it parsed); later polls hold partial lines back.
         self.data = data
         self.pending = 0
-        # The running digest of ``data``: an append hashes only its own bytes.
-        self._hash = hashlib.sha256(data)
+        # The running digest of ``data`` (made on first use, by whoever polls): an append
+        # hashes only its own bytes.
+        self._hash: Any = None
         self._size = st.st_size
         self._mtime_ns = st.st_mtime_ns
 
@@ -122,10 +123,11 @@ class FileTail:
         self.pending = len(new) - end
         if end == 0:
             return None  # only a half-written line so far
+        digest = self._digest()
+        digest.update(new[:end])
         self.data += new[:end]
-        self._hash.update(new[:end])
         return Change(
-            ChangeKind.APPENDED, self.data, len(new), self.pending, self._hash.copy().hexdigest()
+            ChangeKind.APPENDED, self.data, len(new), self.pending, digest.copy().hexdigest()
         )
 
     def _reload(self, kind: ChangeKind, st: os.stat_result) -> Change:
@@ -133,13 +135,19 @@ class FileTail:
         self._identity = (st.st_dev, st.st_ino)
         self.jsonl = _looks_like_jsonl(data)
         self.data, self.pending = self._split(data) if self.jsonl else (data, 0)
-        self._hash = hashlib.sha256(self.data)
-        return Change(kind, self.data, len(data), self.pending, self._hash.copy().hexdigest())
+        self._hash = None
+        return Change(kind, self.data, len(data), self.pending, self.sha256)
+
+    def _digest(self) -> Any:
+        """The running sha256 of ``data``."""
+        if self._hash is None:
+            self._hash = hashlib.sha256(self.data)
+        return self._hash
 
     @property
     def sha256(self) -> str:
         """The sha256 (hex) of ``data``."""
-        return self._hash.copy().hexdigest()
+        return str(self._digest().copy().hexdigest())
 
 
 def _looks_like_jsonl(data: bytes) -> bool:

@@ -130,6 +130,7 @@ def test_the_sha256_of_what_was_read_is_kept_up_to_date(tmp_path: Path) -> None:
 
     path, records = _session(tmp_path)
     tail = FileTail(path)
+    assert tail._hash is None  # hashed on first use (by the poll's thread), not on start
     assert tail.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     with path.open("ab") as fh:
         fh.write(_lines(records[5:6]) + b'{"half": ')
