@@ -822,24 +822,20 @@ def read(source: Source, options: LoadOptions) -> Transcript:
     memo: dict[int, tuple[JsonLine, _Line]] | None = (
         None if source.memo is None else source.memo.setdefault(NAME, {})
     )
-    previous = None if source.memo is None else source.memo.get(_STATE)
-    if isinstance(previous, _State):
+    kept = source.memo
+    previous = None if kept is None else kept.get(_STATE)
+    if kept is not None and isinstance(previous, _State):
         # Only lines appended to the chain's end: extend the last reading.
         state = _extended(previous, source, options, memo)
         if state is not None:
-            assert source.memo is not None
-            source.memo[_STATE] = state
+            kept[_STATE] = state
             return _transcript(state)
     lines = _lines_of(source)
     for jl in lines:
         if memo is not None:
             hit = memo.get(id(jl))
             if hit is not None and hit[0] is jl:
-                t = hit[1]  # a copy: _link_unparented sets .parent
-                parsed.append(
-                    _Line(t.number, t.raw, t.type, t.uuid, t.parent, t.sidechain,
-                          t.parent_known, t.blocks, t.group)
-                )  # fmt: skip
+                parsed.append(_copy(hit[1]))  # a copy: _link_unparented sets .parent
                 continue
         try:
             line = _parse_line(source, jl.number, jl.value)
@@ -910,8 +906,8 @@ def read(source: Source, options: LoadOptions) -> Transcript:
         skipped=skipped,
         path=str(source.path),
     )
-    if source.memo is not None and source.kind == "jsonl" and lines:
-        source.memo[_STATE] = state
+    if kept is not None and source.kind == "jsonl" and lines:
+        kept[_STATE] = state
     return _transcript(state)
 
 
