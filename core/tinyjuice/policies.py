@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
 from tinyjuice.budget import Budget, ThresholdRule, compute_budget
-from tinyjuice.model import Role, Transcript
+from tinyjuice.model import Role, Transcript, Usage
 from tinyjuice.model_limits import ModelLimits, lookup_model
 from tinyjuice.tokens import CountKind, TranscriptTokens
 
@@ -751,12 +751,9 @@ def extend_usage_series(
         j = next((i for i in range(k) if old[i] != msgs[i] or per[i] != old_per[i]), k)
     j = max(j, 0)
 
-    def measured_before(t: Transcript) -> list[tuple[int, int]]:
-        return [
-            (u.message_index, u.prompt_tokens)
-            for u in t.usage
-            if u.message_index is not None and u.message_index < j
-        ]
+    def measured_before(t: Transcript) -> list[Usage]:
+        # (the Usage objects themselves: compared in C, identity first)
+        return [u for u in t.usage if u.message_index is not None and u.message_index < j]
 
     if measured_before(before) != measured_before(transcript):
         return usage_series(transcript, tokens)
