@@ -317,3 +317,21 @@ async def test_the_load_ends_with_a_full_collection(tmp_path: Path, monkeypatch:
     async with make_app(path).run_test(size=(160, 40)) as pilot:
         await _ready(pilot)
         await wait_for(pilot, lambda: bool(collected))
+
+
+def test_overlapping_projections_restore_the_switch_interval() -> None:
+    """The short GIL switch interval of a projection is restored when the last of
+    overlapping ones (two screens) ends, whatever order they end in."""
+    import sys
+
+    from tjui.screens.main import PROJECT_SWITCH_SECONDS, _short_switch
+
+    before = sys.getswitchinterval()
+    first, second = _short_switch(), _short_switch()
+    first.__enter__()
+    second.__enter__()
+    assert sys.getswitchinterval() == PROJECT_SWITCH_SECONDS
+    first.__exit__(None, None, None)
+    assert sys.getswitchinterval() == PROJECT_SWITCH_SECONDS
+    second.__exit__(None, None, None)
+    assert sys.getswitchinterval() == before

@@ -8,7 +8,7 @@ import gc
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -70,6 +70,31 @@ PROJECT_DELAY = 0.25
 AUTO_PROJECT_MAX = 10_000
 #: The GIL switch interval while the "after" figure is computed in a worker thread.
 PROJECT_SWITCH_SECONDS = 0.001
+
+
+#: Projections running under the short switch interval, and the interval before them.
+_switch_users = 0
+_switch_saved = 0.0
+_switch_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _short_switch() -> Iterator[None]:
+    """:data:`PROJECT_SWITCH_SECONDS` as the GIL switch interval while the body runs;
+    restored when the last of the overlapping bodies (screens) ends."""
+    global _switch_users, _switch_saved
+    with _switch_lock:
+        if _switch_users == 0:
+            _switch_saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_saved, PROJECT_SWITCH_SECONDS))
+        _switch_users += 1
+    try:
+        yield
+    finally:
+        with _switch_lock:
+            _switch_users -= 1
+            if _switch_users == 0:
+                sys.setswitchinterval(_switch_saved)
 
 
 async def in_daemon_thread(fn: Callable[[], T]) -> T:
@@ -529,7 +554,6 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         # session on screen still has no figure.
         if not self._project_lock.acquire(blocking=False):
             return
-        switch = sys.getswitchinterval()
         try:
             s = self.session
             if s is None or s.current_result is not None:
@@ -537,10 +561,9 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
             # A compress holds the GIL for up to a switch interval at a time (5 ms by
             # default) against the event loop and a followed file's reload: handing it
             # over every millisecond keeps them responsive while it runs.
-            sys.setswitchinterval(min(switch, PROJECT_SWITCH_SECONDS))
-            s.compute()
+            with _short_switch():
+                s.compute()
         finally:
-            sys.setswitchinterval(switch)
             self._project_lock.release()
         self.post_message(self.Projected())
 
