@@ -567,6 +567,25 @@ def test_run_batch_streams_without_holding_the_dataset(
     assert big < size / 4, f"peak {big:,} bytes for a {size:,}-byte dataset"
 
 
+def test_a_worker_keeps_short_counts_between_trajectories(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The counter's cache is bounded every few trajectories, but the short texts that
+    # come back in the next trajectories (tool names, the shared system prompt) keep
+    # their counts: only the long ones are forgotten.
+    import tinyjuice.dataset as dataset
+
+    monkeypatch.setattr(dataset, "_CACHE_RESET_EVERY", 1)
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(trajectory_line(1) + trajectory_line(2))
+    counter = default_counter()
+    counter.clear_cache()  # type: ignore[attr-defined]
+    run_batch(plan_jobs([src], tmp_path / "out.jsonl"), BatchOptions(target_tokens=10**9))
+    cache = counter._cache  # type: ignore[attr-defined]
+    assert "terminal" in cache
+    assert cache and all(type(k) is str and len(k) <= dataset._CACHE_KEEP_CHARS for k in cache)
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_run_batch_bad_and_blank_lines_pass_through_in_order(tmp_path: Path, workers: int) -> None:
     ds = _dataset(tmp_path / "ds.jsonl", 40, {5: b"{oops\n", 9: b"\n"})
