@@ -50,8 +50,12 @@ CHUNK_ITEMS = 32
 CHUNK_BYTES = 4 << 20
 #: Chunks in flight per worker.
 IN_FLIGHT_PER_WORKER = 3
-#: Trajectories a worker counts before emptying the counter's text cache (bounded memory).
+#: Trajectories a worker counts before trimming the counter's text cache (bounded memory).
 _CACHE_RESET_EVERY = 256
+#: What a trim keeps: the counts of texts up to this many characters (they repeat from
+#: one trajectory to the next), unless more than ``_CACHE_KEEP_ENTRIES`` are left.
+_CACHE_KEEP_CHARS = 1024
+_CACHE_KEEP_ENTRIES = 32_768
 #: Read and write buffer for datasets: lines are often tens of KB, and the default 8 KB
 #: buffer makes reading them several times slower.
 _IO_BUFFER = 1 << 16
@@ -365,11 +369,20 @@ def _run_chunk(chunk: _Chunk) -> list[LineResult | None]:
             )
         state.since_reset += 1
     if state.since_reset >= _CACHE_RESET_EVERY:
-        clear = getattr(state.counter, "clear_cache", None)
-        if callable(clear):
-            clear()
+        _trim_cache(state.counter)
         state.since_reset = 0
     return out
+
+
+def _trim_cache(counter: TokenCounter) -> None:
+    """Bound the counter's text cache, keeping the short texts' counts when it can."""
+    trim = getattr(counter, "trim_cache", None)
+    if callable(trim):
+        trim(_CACHE_KEEP_CHARS, _CACHE_KEEP_ENTRIES)
+        return
+    clear = getattr(counter, "clear_cache", None)
+    if callable(clear):
+        clear()
 
 
 def _chunks(jobs: Sequence[Job]) -> Iterator[_Chunk]:

@@ -19,7 +19,7 @@ from tinyjuice.boundary import BoundaryIndex, latest_real_user_index, rejoin
 from tinyjuice.budget import SummaryKind
 from tinyjuice.model import Message, Role, TextPart, Transcript
 from tinyjuice.options import Profile
-from tinyjuice.redact import redact_message
+from tinyjuice.redact import redact_messages
 from tinyjuice.summary import (
     SummaryError,
     SummaryProvider,
@@ -428,7 +428,12 @@ def _summarise(
     provider: SummaryProvider | None,
     redact: bool,
 ) -> _Summary:
-    source = [_readable(redact_message(m) if redact else m) for m in region]
+    # The whole region is redacted first, the fallback included: its own redaction of
+    # the items it emits cannot see a secret's context (``password=/a/b.txt`` would leave
+    # the path). One batched scan of the region (:func:`redact_messages`, the same result
+    # as redacting each message) redacts in full only the messages that may hold one.
+    cleaned = redact_messages(region)[0] if redact else region
+    source = [_readable(m) for m in cleaned]
     out = _Summary(None)
     if provider is not None:
         out.calls += 1
@@ -521,13 +526,16 @@ def compress_trajectory(
     tokens: TranscriptTokens | None = None,
     provider: SummaryProvider | None = None,
     index: BoundaryIndex | None = None,
+    target: int | None = None,
 ) -> TrajectoryResult:
     """Fit one trajectory under ``options.target_tokens`` (see the module docstring).
 
     The input is never modified; head and tail messages come back as the same objects.
     Without ``provider`` the region is replaced by the deterministic fallback summary;
     with one, its summary is used, an auth or network failure leaves the trajectory
-    unchanged (``summary_failed``) and any other failure falls back.
+    unchanged (``summary_failed``) and any other failure falls back. ``tokens`` and
+    ``target`` (:func:`effective_target`) are what the caller already worked out for
+    this transcript, when it did.
     """
     started = time.perf_counter()
     counter = counter or default_counter()
@@ -535,7 +543,8 @@ def compress_trajectory(
     msgs = transcript.messages
     n = len(msgs)
     idx = index or BoundaryIndex(msgs)
-    target = effective_target(transcript, options)
+    if target is None:
+        target = effective_target(transcript, options)
     base = TrajectoryMetrics(
         status=TrajectoryStatus.SKIPPED_UNDER_TARGET,
         tokens_before=tokens.total,
@@ -765,7 +774,8 @@ def process_line(
     try:
         transcript = _work_on(transcript, options)
         tokens = count_transcript(transcript, counter)
-        if tokens.total <= effective_target(transcript, options):
+        target = effective_target(transcript, options)
+        if tokens.total <= target:
             n = len(transcript.messages)
             metrics = TrajectoryMetrics(
                 status=TrajectoryStatus.SKIPPED_UNDER_TARGET,
@@ -779,7 +789,7 @@ def process_line(
             )
             return LineResult(None, metrics)
         result = compress_trajectory(
-            transcript, options, counter=counter, tokens=tokens, provider=provider
+            transcript, options, counter=counter, tokens=tokens, provider=provider, target=target
         )
         output = None
         if result.changed:

@@ -165,6 +165,19 @@ class TiktokenCounter:
     def clear_cache(self) -> None:
         self._cache.clear()
 
+    def trim_cache(self, max_chars: int, max_entries: int) -> None:
+        """Forget the counts of texts longer than ``max_chars``; forget everything when
+        more than ``max_entries`` shorter ones remain.
+
+        What a dataset run keeps between trajectories: short texts (tool names,
+        commands, a shared system prompt) come back in the next trajectories, long ones
+        rarely do; the memory kept stays under ``max_chars * max_entries`` characters.
+        """
+        kept: dict[str | bytes, int] = {
+            k: n for k, n in self._cache.items() if type(k) is str and len(k) <= max_chars
+        }
+        self._cache = kept if len(kept) <= max_entries else {}
+
 
 def _clean(text: str) -> str:
     # Lone surrogates (possible after lenient JSON decoding) cannot be encoded; count

@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import tracemalloc
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -315,6 +316,53 @@ def test_rules_profile_applies_rules_first() -> None:
     assert r.metrics.tokens_after <= 2500
 
 
+def _with_secret(secret_at: int | None) -> Transcript:
+    """:func:`_long` with the tool result ``secret_at`` (in the region) naming a
+    password file: the value follows ``password=`` and reads as a path."""
+    msgs = list(_long().messages)
+    if secret_at is not None:
+        text = "config loaded: password=/home/u/hunter2secret.txt\nok"
+        msgs[secret_at] = replace(msgs[secret_at], parts=(TextPart(text),))
+    return transcript(msgs)
+
+
+def test_the_region_is_redacted_before_the_fallback_reads_it() -> None:
+    # The fallback redacts every item it emits, but an item can lose its secret's
+    # context: the path after "password=" alone is no secret. The region is redacted
+    # first, so the value never reaches the summary.
+    t = _with_secret(5)
+    r = compress_trajectory(t, BatchOptions(target_tokens=1500), counter=default_counter())
+    assert r.metrics.region_start is not None and r.metrics.region_end is not None
+    assert r.metrics.region_start <= 5 < r.metrics.region_end
+    summary = next(x for x in r.transcript.messages if x.meta.is_summary)
+    assert "hunter2secret" not in summary.text
+    assert all("hunter2secret" not in x.text for x in r.transcript.messages)
+
+
+@pytest.mark.parametrize(("secret_at", "redacted"), [(None, 0), (5, 1)])
+def test_the_region_is_redacted_in_one_batched_scan(
+    monkeypatch: pytest.MonkeyPatch, secret_at: int | None, redacted: int
+) -> None:
+    # Only the messages the batched scan flags are redacted in full (one part each
+    # here), not every message of the region.
+    import tinyjuice.redact as redact_module
+
+    parts: list[object] = []
+    real = redact_module._redact_part
+
+    def spy(part: Any) -> Any:
+        parts.append(part)
+        return real(part)
+
+    monkeypatch.setattr(redact_module, "_redact_part", spy)
+    r = compress_trajectory(
+        _with_secret(secret_at), BatchOptions(target_tokens=1500), counter=default_counter()
+    )
+    assert r.metrics.status is TrajectoryStatus.COMPRESSED
+    assert r.metrics.region_end is not None and r.metrics.region_end > 10
+    assert len(parts) == redacted
+
+
 # -------------------------------------------------------------------------- lines
 
 
@@ -334,6 +382,25 @@ def test_process_line_round_trips_a_sharegpt_line() -> None:
     assert res.metrics.line == 7 and res.metrics.status is TrajectoryStatus.COMPRESSED
     doc = orjson.loads(res.output)
     assert doc["id"] == orjson.loads(raw)["id"]  # other fields kept
+
+
+def test_process_line_works_out_the_target_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The skip check and the compression share one effective_target (policy, window).
+    import tinyjuice.fit as fit
+
+    calls: list[int] = []
+    real = fit.effective_target
+
+    def spy(t: Transcript, options: BatchOptions) -> int:
+        calls.append(1)
+        return real(t, options)
+
+    monkeypatch.setattr(fit, "effective_target", spy)
+    raw = trajectory_line(LONG)
+    before = count_transcript(load_bytes(raw.rstrip(b"\n"), "x", "sharegpt")).total
+    res = process_line(raw, "sharegpt", BatchOptions(target_tokens=before // 2))
+    assert res.metrics.status is TrajectoryStatus.COMPRESSED
+    assert len(calls) == 1
 
 
 def test_process_line_keeps_crlf_and_reports_bad_lines() -> None:
@@ -498,6 +565,25 @@ def test_run_batch_streams_without_holding_the_dataset(
     # Five times the lines, about the same peak: memory does not grow with the dataset.
     assert big < 1.5 * small, (small, big)
     assert big < size / 4, f"peak {big:,} bytes for a {size:,}-byte dataset"
+
+
+def test_a_worker_keeps_short_counts_between_trajectories(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The counter's cache is bounded every few trajectories, but the short texts that
+    # come back in the next trajectories (tool names, the shared system prompt) keep
+    # their counts: only the long ones are forgotten.
+    import tinyjuice.dataset as dataset
+
+    monkeypatch.setattr(dataset, "_CACHE_RESET_EVERY", 1)
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(trajectory_line(1) + trajectory_line(2))
+    counter = default_counter()
+    counter.clear_cache()  # type: ignore[attr-defined]
+    run_batch(plan_jobs([src], tmp_path / "out.jsonl"), BatchOptions(target_tokens=10**9))
+    cache = counter._cache  # type: ignore[attr-defined]
+    assert "terminal" in cache
+    assert cache and all(type(k) is str and len(k) <= dataset._CACHE_KEEP_CHARS for k in cache)
 
 
 @pytest.mark.parametrize("workers", [1, 2])

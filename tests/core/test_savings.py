@@ -152,4 +152,8 @@ def test_batch_benchmark_section_runs_small(tmp_path: Path) -> None:
     assert result["outputs_identical"] and result["aggregates_equal"]
     assert result["no_compression_output_unchanged"]
     assert result["workers_1"]["compressed"] > 0
-    assert {t["id"] for t in result["targets"]} == {"batch.workers", "batch.floor"}
+    assert {t["id"] for t in result["targets"]} == {
+        "batch.workers",
+        "batch.floor",
+        "batch.floor_target",
+    }

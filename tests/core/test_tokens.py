@@ -93,6 +93,21 @@ def test_repeated_texts_are_encoded_once() -> None:
     assert enc.calls == 2
 
 
+def test_trim_cache_keeps_the_short_texts() -> None:
+    enc = _CountingEncoding()
+    counter = TiktokenCounter(enc, "fake")
+    long = "word " * 300  # 1,500 characters
+    huge = "word " * 5000  # keyed by content hash
+    counter.count_many(["terminal", long, huge])
+    assert enc.calls == 3
+    counter.trim_cache(1024, 10)
+    assert counter.count_many(["terminal", long, huge]) == [1, 300, 5000]
+    assert enc.calls == 5  # "terminal" was kept; the long texts were counted again
+    counter.trim_cache(1024, 0)  # more short texts than allowed: everything goes
+    counter.count("terminal")
+    assert enc.calls == 6
+
+
 def _transcript() -> Transcript:
     return Transcript(
         messages=(
