@@ -29,6 +29,7 @@ from tinyjuice.formats._io import (
 )
 from tinyjuice.formats._messages import (
     base64_size,
+    fast_paths,
     finish,
     injected_kind,
     media_from_url,
@@ -407,10 +408,9 @@ def _usage(raw: Any, index: int) -> Usage | None:
 
 # --------------------------------------------------------------------- fast path
 #
-# The common message shapes (text, thinking and tool_use blocks with their usual keys;
-# tool_result blocks holding a string or text blocks), built directly. Anything else
-# returns None *before* changing any state, and the generic functions above read (or
-# report) that message; both give equal messages.
+# The common message shapes, built directly; anything else returns None *before*
+# changing any state, and the readable functions above read (or report) that message.
+# Both must give equal transcripts (docs/formats.md, "Fast paths").
 
 _ABSENT: Any = object()
 _TEXT_KEYS = ("type", "text")
@@ -613,8 +613,9 @@ def read(source: Source, options: LoadOptions) -> Transcript:
     usage: list[Usage] = []
     names: dict[str, str] = {}
     trusted: dict[int, str] = {}
+    fast = fast_paths()
     for i, raw in enumerate(raw_messages):
-        if type(raw) is dict and type(raw.get("content")) is list:
+        if fast and type(raw) is dict and type(raw.get("content")) is list:
             role = raw.get("role")
             if role == "assistant":
                 msg = _fast_assistant(raw, raw["content"], len(messages), names, trusted)
