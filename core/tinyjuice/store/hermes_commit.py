@@ -447,6 +447,24 @@ def _restore_session_row(conn: sqlite3.Connection, session_id: str, before: byte
         )
 
 
+def _restore_and_commit(
+    conn: sqlite3.Connection, session_id: str, before: bytes, *, force: bool
+) -> bytes:
+    """Put the session row back as ``before`` had it and commit; return the new snapshot.
+
+    Without ``force`` the snapshot must equal ``before`` byte for byte, or nothing is
+    committed (:class:`CommitError`; the caller rolls back).
+    """
+    _restore_session_row(conn, session_id, before)
+    restored = session_snapshot(conn, session_id)
+    if not force and restored != before:
+        raise CommitError(
+            f"undo would not restore session {session_id} byte-identically; nothing was changed"
+        )
+    conn.execute("COMMIT")
+    return restored
+
+
 def undo_in_place(
     path: Path,
     plan: Mapping[str, Any],
@@ -483,14 +501,7 @@ def undo_in_place(
                 "UPDATE messages SET active = ?, compacted = ? WHERE id = ?",
                 [(a, c, i) for i, a, c in archived],
             )
-            _restore_session_row(conn, session_id, before)
-            restored = session_snapshot(conn, session_id)
-            if not force and restored != before:
-                raise CommitError(
-                    f"undo would not restore session {session_id} byte-identically;"
-                    " nothing was changed"
-                )
-            conn.execute("COMMIT")
+            restored = _restore_and_commit(conn, session_id, before, force=force)
         except BaseException:
             _rollback(conn)
             raise
@@ -545,14 +556,7 @@ def undo_child(
                     )
             conn.execute("DELETE FROM messages WHERE session_id = ?", (child,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (child,))
-            _restore_session_row(conn, session_id, before)
-            restored = session_snapshot(conn, session_id)
-            if not force and restored != before:
-                raise CommitError(
-                    f"undo would not restore session {session_id} byte-identically;"
-                    " nothing was changed"
-                )
-            conn.execute("COMMIT")
+            restored = _restore_and_commit(conn, session_id, before, force=force)
         except BaseException:
             _rollback(conn)
             raise
