@@ -336,3 +336,21 @@ def test_an_undo_that_would_not_restore_byte_for_byte_changes_nothing(
     with pytest.raises(CommitError, match="byte-identically"):
         undo_rows(db, record.plan, before=json.dumps(wrong).encode(), after_sha=sha256_hex(child))
     assert read_snapshot(db, SID) == parent and read_snapshot(db, target) == child
+
+
+def test_write_session_commits_unless_told_to_write_inside_the_callers_transaction(
+    tmp_path: Path,
+) -> None:
+    db = make_db(tmp_path)
+    conn = sqlite3.connect(db)
+    try:
+        ids = write_session(conn, _transcript(tmp_path, 2), "kept", commit=True)
+        seen: list[int] = []
+        conn.execute("BEGIN IMMEDIATE")
+        write_session(conn, _transcript(tmp_path, 2), "dropped", commit=False, on_row=seen.append)
+        assert conn.in_transaction and seen == list(range(8))
+        conn.rollback()
+        names = {r[0] for r in conn.execute("SELECT id FROM sessions").fetchall()}
+    finally:
+        conn.close()
+    assert len(ids) == 8 and "kept" in names and "dropped" not in names

@@ -362,10 +362,11 @@ def commit_in_place(
                     (session_id,),
                 )
             )
-            ids = _hermes_state.write_session_rows(
+            ids = _hermes_state.write_session(
                 conn,
                 transcript,
                 session_id,
+                commit=False,
                 on_row=_mid_transaction(len(transcript.messages)),
             )
             after = session_snapshot(conn, session_id)
@@ -401,12 +402,13 @@ def commit_child(
             before = _check_unchanged(conn, session_id, expected_sha)
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child,)).fetchone():
                 raise CommitError(f"state.db already has a session {child!r}")
-            ids = _hermes_state.write_session_rows(
+            ids = _hermes_state.write_session(
                 conn,
                 transcript,
                 child,
                 started_at=stamp,
                 parent_session_id=session_id,
+                commit=False,
                 on_row=_mid_transaction(len(transcript.messages)),
             )
             cols = _columns(conn, "sessions")
