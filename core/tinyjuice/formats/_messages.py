@@ -32,6 +32,7 @@ __all__ = [
     "base64_size",
     "fast_paths",
     "finish",
+    "in_layout",
     "injected_kind",
     "is_summary_text",
     "media_from_url",
@@ -135,6 +136,19 @@ def rest(obj: Mapping[str, Any], known: Iterable[str]) -> Mapping[str, Any]:
     skip = set(known)
     out = {k: v for k, v in obj.items() if k not in skip}
     return out if out else EMPTY
+
+
+def in_layout(layout: Any, parts: list[T], calls: list[T]) -> list[T]:
+    """A message's content pieces then its calls, or in the order of its ``layout`` hint
+    (one "p" or "c" per slot, kept by a reader) when that hint fits their numbers."""
+    if (
+        isinstance(layout, str)
+        and layout.count("p") == len(parts)
+        and layout.count("c") == len(calls)
+    ):
+        parts_it, calls_it = iter(parts), iter(calls)
+        return [next(parts_it) if slot == "p" else next(calls_it) for slot in layout]
+    return parts + calls
 
 
 def base64_size(data: str) -> int:

@@ -31,6 +31,7 @@ from tinyjuice.formats._messages import (
     base64_size,
     fast_paths,
     finish,
+    in_layout,
     injected_kind,
     media_from_url,
     meta_for_text,
@@ -833,16 +834,7 @@ def _message_to_dict(m: Message, own: bool) -> dict[str, Any]:
         # signature (conversion_losses says the API will not accept it back).
         part_blocks.insert(0, {"type": "thinking", "thinking": m.reasoning})
     call_blocks = [_call_block(c, own) for c in m.tool_calls]
-    layout = m.hints.get("layout") if own else None
-    if (
-        isinstance(layout, str)
-        and layout.count("p") == len(part_blocks)
-        and layout.count("c") == len(call_blocks)
-    ):
-        parts_it, calls_it = iter(part_blocks), iter(call_blocks)
-        blocks = [next(parts_it) if slot == "p" else next(calls_it) for slot in layout]
-    else:
-        blocks = part_blocks + call_blocks
+    blocks = in_layout(m.hints.get("layout") if own else None, part_blocks, call_blocks)
     out: dict[str, Any] = {"role": role}
     present, value = _content_value(m, blocks, own)
     if present:
