@@ -5,10 +5,12 @@ A Claude Code session from the generator (1,000 and 10,000 messages; 1,000 only 
 turn (a user line and an assistant line) is appended 10 times (5 with --quick) and
 each latency is measured from the write until the message list holds the new
 messages and the live status (the prediction in the header) is updated.
-Target: ≤ 250 ms (the worst append). Only the appended bytes are read, only the new
-lines parsed and the new messages counted, but the reader's structure (chain, tree),
-the inspector's session (boundary index, plan, breakdown) and the live status are
-rebuilt whole, so the latency still grows with the session's length.
+Target: ≤ 250 ms (the worst append). Only the appended bytes are read (in a worker:
+the event loop only stats the file), only the new lines parsed, and every part of the
+view grows from the new messages alone: the Claude Code reader's chain, the counts, the
+boundary index, the breakdown's sums, the live status's usage series and the sha256 of
+the file. The first appends still overlap the "after" projection the inspector starts
+on load (a whole compress, not restarted while the file keeps growing).
 Runs in a fresh interpreter (``python -m benchmarks.follow PATH N``).
 """
 

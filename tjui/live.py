@@ -18,12 +18,15 @@ from tinyjuice.follow import Change, FileTail, LiveStatus
 from tinyjuice.store import CommitMode
 from tjui.screens.commit import CommitDialog
 
-__all__ = ["LIVE_SECONDS", "POLL_SECONDS", "LiveCommitDialog", "LiveFollow"]
+__all__ = ["LIVE_SECONDS", "POLL_SECONDS", "QUIET_SECONDS", "LiveCommitDialog", "LiveFollow"]
 
 #: How often the open file is checked (a ``stat``; bytes are read only when it grew).
-POLL_SECONDS = 0.1
+POLL_SECONDS = 0.05
 #: A file that grew (or was modified) this recently counts as live.
 LIVE_SECONDS = 120.0
+#: The inspector's "after" projection (a whole compress) waits until the followed file
+#: has not grown for this long: it would compete with each append's reload.
+QUIET_SECONDS = 1.0
 
 
 @dataclass
@@ -50,6 +53,10 @@ class LiveFollow:
             return None
         return cls(tail, warn_at=warn_at)
 
+    def changed(self) -> bool:
+        """Whether the file may have changed (a ``stat``; :meth:`poll` reads it)."""
+        return self.following and self.tail.changed()
+
     def poll(self) -> Change | None:
         if not self.following:
             return None
@@ -57,6 +64,12 @@ class LiveFollow:
         if change is not None:
             self.last_growth = time.time()
         return change
+
+    def quiet_for(self) -> float:
+        """Seconds left until the file has been quiet for :data:`QUIET_SECONDS` (0: it has)."""
+        if not self.following:
+            return 0.0
+        return max(0.0, QUIET_SECONDS - (time.time() - self.last_growth))
 
     @property
     def live(self) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from tinyjuice.analysis import TranscriptAnalysis
 from tinyjuice.boundary import BoundaryIndex
-from tinyjuice.breakdown import ContextBreakdown, compute_breakdown
+from tinyjuice.breakdown import BreakdownSums, ContextBreakdown, breakdown_sums, compute_breakdown
 from tinyjuice.live import LiveSplit
 from tinyjuice.model import Transcript
 from tinyjuice.options import CompactionOptions, Profile
@@ -36,6 +36,8 @@ class InspectorSession:
     split: LiveSplit | None = None
     #: How many subagents the session has (counted in the breakdown).
     subagents: int = 0
+    #: The breakdown's sums over the messages: a grown transcript adds only its new ones.
+    sums: BreakdownSums | None = None
 
     @property
     def live_from(self) -> int:
@@ -98,9 +100,24 @@ class InspectorSession:
         index: BoundaryIndex | None = None,
         split: LiveSplit | None = None,
         subagents: int = 0,
+        previous: InspectorSession | None = None,
     ) -> InspectorSession:
-        """A session on ``transcript`` (the live part of ``split`` when given)."""
-        index = index or BoundaryIndex(transcript.messages)
+        """A session on ``transcript`` (the live part of ``split`` when given).
+
+        ``previous`` (the session before a followed file grew) lends what core can
+        extend by the new messages alone: the boundary index and the breakdown's sums,
+        and its per-message analysis for the next compress.
+        """
+        if index is None:
+            index = (
+                previous.index.extended(transcript.messages)
+                if previous is not None
+                else BoundaryIndex(transcript.messages)
+            )
+        same_counter = previous is not None and previous.counter.name == counter.name
+        sums = breakdown_sums(
+            transcript, tokens, counter, previous.sums if same_counter and previous else None
+        )
         options = CompactionOptions(context_window=context_window, force=True)
         plan = plan_boundary(transcript, options, tokens, index=index, counter=counter)
         # Start from the agent policy's own boundary, made explicit so moves are manual.
@@ -112,10 +129,25 @@ class InspectorSession:
             counter=counter,
             context_max_tokens=plan.context_window,
             subagents=subagents,
+            sums=sums,
         )
         trigger = _trigger(transcript, plan)
+        # Per-message results are keyed by the message objects: the grown transcript's
+        # compress reuses what the last one computed for the messages they share.
+        analysis = previous.analysis if previous is not None else TranscriptAnalysis()
         return cls(
-            transcript, tokens, counter, index, options, plan, breakdown, trigger, split, subagents
+            transcript,
+            tokens,
+            counter,
+            index,
+            options,
+            plan,
+            breakdown,
+            trigger,
+            split,
+            subagents,
+            sums,
+            analysis=analysis,
         )
 
     # ----------------------------------------------------------- boundary
@@ -158,12 +190,14 @@ class InspectorSession:
         plan = plan_boundary(
             self.transcript, self.options, tokens, index=self.index, counter=counter
         )
+        sums = breakdown_sums(self.transcript, tokens, counter)
         breakdown = compute_breakdown(
             self.transcript,
             tokens,
             counter=counter,
             context_max_tokens=plan.context_window,
             subagents=self.subagents,
+            sums=sums,
         )
         return InspectorSession(
             self.transcript,
@@ -176,6 +210,7 @@ class InspectorSession:
             self.trigger,
             self.split,
             self.subagents,
+            sums,
             analysis=self.analysis,
         )
 

@@ -175,7 +175,9 @@ class BoundaryIndex:
         "_call_prefix",
         "_calls_at",
         "_has_summary",
+        "_last_call",
         "_messages",
+        "_reach",
         "_stops",
         "_tool_prefix",
         "group_end",
@@ -186,24 +188,78 @@ class BoundaryIndex:
         "user_indices",
     )
 
+    n: int
+    legal: array[int]
+    group_start: array[int]
+    group_end: array[int]
+    legal_indices: list[int]
+    user_indices: list[int]
+    _messages: Sequence[Message]
+    _has_summary: bool | None
+    _reach: list[int]
+    _last_call: dict[str, int]
+    _calls_at: bytes
+    _tool_prefix: array[int]
+    _call_prefix: array[int]
+    _stops: list[int]
+
     def __init__(self, messages: Sequence[Message]) -> None:
+        self._build(messages, None)
+
+    def extended(self, messages: Sequence[Message]) -> BoundaryIndex:
+        """The index of ``messages``, which extend this index's messages (the same
+        messages first, new ones after): only the new messages and the tool group they
+        may join are looked at. Any other list is indexed whole."""
+        k = self.n
+        # (in C: identity first, then equality — an equal message indexes the same)
+        if len(messages) < k or tuple(self._messages) != tuple(messages[:k]):
+            return BoundaryIndex(messages)
+        out = BoundaryIndex.__new__(BoundaryIndex)
+        out._build(messages, self)
+        return out
+
+    # Long for speed: one pass over the messages, then one over the groups.
+    def _build(self, messages: Sequence[Message], base: BoundaryIndex | None) -> None:
         self._messages = messages
-        self._has_summary: bool | None = None
+        self._has_summary = None
         n = len(messages)
-        reach = list(range(n))
-        last_call: dict[str, int] = {}
-        users: list[int] = []
-        calls_at = bytearray(n)
-        tool_prefix = array("q", [0]) * (n + 1)
-        call_prefix = array("q", [0]) * (n + 1)
-        tools = calls = 0
-        for i, m in enumerate(messages):
+        if base is None:
+            k = 0
+            reach = list(range(n))
+            last_call: dict[str, int] = {}
+            users: list[int] = []
+            calls_at = bytearray(n)
+            tool_prefix = array("q", [0]) * (n + 1)
+            call_prefix = array("q", [0]) * (n + 1)
+            tools = calls = 0
+        else:
+            # Carry the prefix over; the new messages continue its running state.
+            k = base.n
+            reach = base._reach + list(range(k, n))
+            last_call = dict(base._last_call)
+            users = list(base.user_indices)
+            calls_at = bytearray(base._calls_at) + bytearray(n - k)
+            tool_prefix = base._tool_prefix[: k + 1] + array("q", [0]) * (n - k)
+            call_prefix = base._call_prefix[: k + 1] + array("q", [0]) * (n - k)
+            tools, calls = tool_prefix[k], call_prefix[k]
+            if base._has_summary is not None:
+                from tinyjuice.summary import is_summary_message
+
+                self._has_summary = base._has_summary or any(
+                    is_summary_message(m) for m in messages[k:]
+                )
+        # The first group a new message can reach back into (0: build whole).
+        lo = k
+        for i in range(k, n):
+            m = messages[i]
             if m.role is Role.TOOL:
                 tools += 1
                 parent = last_call.get(m.tool_call_id) if m.tool_call_id is not None else None
                 owner = parent if parent is not None else i - 1
                 if owner >= 0 and reach[owner] < i:
                     reach[owner] = i
+                    if base is not None and owner < k:
+                        lo = min(lo, base.group_start[owner])
             else:
                 if m.tool_calls:
                     calls += 1
@@ -215,9 +271,14 @@ class BoundaryIndex:
             tool_prefix[i + 1] = tools
             call_prefix[i + 1] = calls
 
-        group_start = array("q", [0]) * n
-        group_end = array("q", [0]) * n
-        i = 0
+        if base is None:
+            group_start = array("q", [0]) * n
+            group_end = array("q", [0]) * n
+        else:
+            # Groups before ``lo`` end before it: they stay as they were.
+            group_start = base.group_start[:lo] + array("q", [0]) * (n - lo)
+            group_end = base.group_end[:lo] + array("q", [0]) * (n - lo)
+        i = lo
         while i < n:
             end = reach[i]
             j = i + 1
@@ -230,13 +291,19 @@ class BoundaryIndex:
                 group_end[k] = end
             i = end + 1
 
-        legal = array("b", [0]) * (n + 1)
-        legal_indices: list[int] = []
-        for k in range(n + 1):
-            if k == 0 or k == n or group_start[k] == k:
-                legal[k] = 1
-                legal_indices.append(k)
+        if base is None:
+            legal = array("b", [0]) * (n + 1)
+            legal_indices: list[int] = []
+        else:
+            legal = base.legal[:lo] + array("b", [0]) * (n + 1 - lo)
+            legal_indices = base.legal_indices[: bisect_left(base.legal_indices, lo)]
+        for j in range(lo, n + 1):
+            if j == 0 or j == n or group_start[j] == j:
+                legal[j] = 1
+                legal_indices.append(j)
 
+        self._reach = reach
+        self._last_call = last_call
         self.n = n
         self.legal = legal
         self.group_start = group_start

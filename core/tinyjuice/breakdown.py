@@ -25,8 +25,10 @@ __all__ = [
     "CONVERSATION_KEYS",
     "STATIC_KEYS",
     "SUBAGENT_TOOLS",
+    "BreakdownSums",
     "ContextBreakdown",
     "ContextBucket",
+    "breakdown_sums",
     "compute_breakdown",
     "is_mcp_tool",
     "tool_definitions_in",
@@ -358,6 +360,92 @@ def _reasoning_tokens(message: Message, counter: TokenCounter) -> int:
     return n
 
 
+def _fold(
+    messages: tuple[Message, ...],
+    per_message: tuple[int, ...],
+    counter: TokenCounter,
+    sink: dict[str, int],
+    lead: bool,
+) -> bool:
+    """Add ``messages`` to the buckets in ``sink``; returns whether every message so far
+    is a leading system message (``lead``: whether every earlier one was)."""
+    for m, per in zip(messages, per_message, strict=True):
+        if lead and m.role in (Role.SYSTEM, Role.DEVELOPER):
+            _split_piece(m.text, per, counter, sink, "system_prompt")
+            continue
+        lead = False
+        media = min(IMAGE_TOKENS * len(m.media), per)
+        reasoning = min(_reasoning_tokens(m, counter), per - media)
+        rest = per - media - reasoning
+        sink["media"] += media
+        sink["reasoning"] += reasoning
+        if m.meta.is_summary:
+            sink["summaries"] += rest
+        elif m.meta.is_injected and m.meta.injected_kind == "agents_md":
+            sink["rules"] += rest
+        elif m.meta.is_injected or m.role in (Role.SYSTEM, Role.DEVELOPER):
+            _split_piece(m.text, rest, counter, sink, "injected")
+        elif m.role is Role.TOOL:
+            # A subagent's report (Claude Code's Task/Agent result) is the subagent's cost.
+            sink["subagents" if m.tool_name in SUBAGENT_TOOLS else "tool_output"] += rest
+        elif m.role is Role.USER:
+            sink["user"] += rest
+        else:
+            sink["assistant"] += rest
+    return lead
+
+
+@dataclass(frozen=True, slots=True)
+class BreakdownSums:
+    """The messages' part of a breakdown's buckets, kept so that a transcript that grew
+    (a followed file) adds only its new messages: see :func:`breakdown_sums`."""
+
+    messages: tuple[Message, ...]
+    per_message: tuple[int, ...]
+    counter: str
+    sink: Mapping[str, int]
+    #: Every message is a leading system message (static, not conversation).
+    lead: bool
+
+    def of(self, transcript: Transcript, tokens: TranscriptTokens, counter: TokenCounter) -> bool:
+        """Whether these are the sums of ``transcript``'s messages counted as ``tokens``."""
+        return (
+            self.counter == counter.name
+            and (self.messages is transcript.messages or self.messages == transcript.messages)
+            and self.per_message == tokens.per_message
+        )
+
+
+def breakdown_sums(
+    transcript: Transcript,
+    tokens: TranscriptTokens,
+    counter: TokenCounter | None = None,
+    previous: BreakdownSums | None = None,
+) -> BreakdownSums:
+    """The buckets' sums over ``transcript``'s messages (pass to :func:`compute_breakdown`).
+
+    ``previous`` (the sums of a transcript whose messages ``transcript`` extends: the
+    same (or equal) messages first, counted the same) is extended by the new messages
+    only.
+    """
+    counter = counter or default_counter()
+    msgs, per = transcript.messages, tokens.per_message
+    k = 0 if previous is None else len(previous.messages)
+    if (
+        previous is not None
+        and previous.counter == counter.name
+        and k <= len(msgs)
+        and per[:k] == previous.per_message
+        and previous.messages == msgs[:k]  # in C: identity first, then equality
+    ):
+        sink = dict(previous.sink)
+        lead = _fold(msgs[k:], per[k:], counter, sink, previous.lead)
+    else:
+        sink = dict.fromkeys(BUCKET_KEYS, 0)
+        lead = _fold(msgs, per, counter, sink, lead=True)
+    return BreakdownSums(msgs, per, counter.name, sink, lead)
+
+
 # Long on purpose: one pass over the messages filling every bucket; the buckets must
 # sum to the total, which is easiest to see in one place.
 def compute_breakdown(
@@ -368,8 +456,12 @@ def compute_breakdown(
     measured_prompt_tokens: int | None = None,
     context_max_tokens: int | None = None,
     subagents: int = 0,
+    sums: BreakdownSums | None = None,
 ) -> ContextBreakdown:
     """Buckets for ``transcript`` from its precomputed ``tokens``.
+
+    ``sums`` (from :func:`breakdown_sums` of the same transcript, tokens and counter)
+    saves the pass over the messages.
 
     ``counter`` counts the pieces inside the totals (sections, MCP schemas, reasoning) and
     should be the counter that produced ``tokens`` (default: :func:`default_counter`).
@@ -395,30 +487,11 @@ def compute_breakdown(
     sink["tool_definitions"] += tokens.tools - mcp
 
     # Messages: leading system messages are static; the rest is conversation.
-    lead = True
-    for m, per in zip(transcript.messages, tokens.per_message, strict=True):
-        if lead and m.role in (Role.SYSTEM, Role.DEVELOPER):
-            _split_piece(m.text, per, counter, sink, "system_prompt")
-            continue
-        lead = False
-        media = min(IMAGE_TOKENS * len(m.media), per)
-        reasoning = min(_reasoning_tokens(m, counter), per - media)
-        rest = per - media - reasoning
-        sink["media"] += media
-        sink["reasoning"] += reasoning
-        if m.meta.is_summary:
-            sink["summaries"] += rest
-        elif m.meta.is_injected and m.meta.injected_kind == "agents_md":
-            sink["rules"] += rest
-        elif m.meta.is_injected or m.role in (Role.SYSTEM, Role.DEVELOPER):
-            _split_piece(m.text, rest, counter, sink, "injected")
-        elif m.role is Role.TOOL:
-            # A subagent's report (Claude Code's Task/Agent result) is the subagent's cost.
-            sink["subagents" if m.tool_name in SUBAGENT_TOOLS else "tool_output"] += rest
-        elif m.role is Role.USER:
-            sink["user"] += rest
-        else:
-            sink["assistant"] += rest
+    if sums is not None and sums.of(transcript, tokens, counter):
+        for key, value in sums.sink.items():
+            sink[key] += value
+    else:
+        _fold(transcript.messages, tokens.per_message, counter, sink, lead=True)
 
     kind = tokens.kind
     categories = tuple(

@@ -13,16 +13,25 @@ and turns left, from :func:`tinyjuice.explain.explain`).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from tinyjuice.formats import LoadOptions, Source, load_appended
 from tinyjuice.model import Transcript
-from tinyjuice.tokens import TranscriptTokens
+from tinyjuice.policies import UsageSeries, extend_usage_series, usage_series
+from tinyjuice.tokens import (
+    TokenCounter,
+    TranscriptTokens,
+    count_transcript,
+    default_counter,
+    extend_tokens,
+)
 
-__all__ = ["Change", "ChangeKind", "FileTail", "LiveStatus", "live_status"]
+__all__ = ["Change", "ChangeKind", "FileTail", "FollowedFile", "LiveStatus", "live_status"]
 
 #: Bytes before the offset compared on each poll to notice a rewrite in place.
 _PROBE = 64
@@ -48,6 +57,9 @@ class Change:
     read: int = 0
     #: Bytes of a half-written last line held back.
     pending: int = 0
+    #: The sha256 (hex) of ``data``, kept up to date as the file grows (only the new
+    #: bytes are hashed).
+    sha256: str = ""
 
 
 class FileTail:
@@ -64,6 +76,9 @@ class FileTail:
         # What was loaded counts as read (it parsed); later polls hold partial lines back.
         self.data = data
         self.pending = 0
+        # The running digest of ``data`` (made on first use, by whoever polls): an append
+        # hashes only its own bytes.
+        self._hash: Any = None
         self._size = st.st_size
         self._mtime_ns = st.st_mtime_ns
 
@@ -72,6 +87,14 @@ class FileTail:
         """(complete lines, bytes of a trailing half-written line)."""
         end = data.rfind(b"\n") + 1
         return data[:end], len(data) - end
+
+    def changed(self) -> bool:
+        """Whether :meth:`poll` may find something (a ``stat``: nothing is read)."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return True
+        return st.st_size != self._size or st.st_mtime_ns != self._mtime_ns
 
     def poll(self) -> Change | None:
         """What changed since the last poll (None: nothing, or only a partial line)."""
@@ -100,15 +123,31 @@ class FileTail:
         self.pending = len(new) - end
         if end == 0:
             return None  # only a half-written line so far
+        digest = self._digest()
+        digest.update(new[:end])
         self.data += new[:end]
-        return Change(ChangeKind.APPENDED, self.data, read=len(new), pending=self.pending)
+        return Change(
+            ChangeKind.APPENDED, self.data, len(new), self.pending, digest.copy().hexdigest()
+        )
 
     def _reload(self, kind: ChangeKind, st: os.stat_result) -> Change:
         data = self.path.read_bytes()
         self._identity = (st.st_dev, st.st_ino)
         self.jsonl = _looks_like_jsonl(data)
         self.data, self.pending = self._split(data) if self.jsonl else (data, 0)
-        return Change(kind, self.data, read=len(data), pending=self.pending)
+        self._hash = None
+        return Change(kind, self.data, len(data), self.pending, self.sha256)
+
+    def _digest(self) -> Any:
+        """The running sha256 of ``data``."""
+        if self._hash is None:
+            self._hash = hashlib.sha256(self.data)
+        return self._hash
+
+    @property
+    def sha256(self) -> str:
+        """The sha256 (hex) of ``data``."""
+        return str(self._digest().copy().hexdigest())
 
 
 def _looks_like_jsonl(data: bytes) -> bool:
@@ -173,11 +212,17 @@ def live_status(
     tokens: TranscriptTokens,
     *,
     context_window: int | None = None,
+    series: UsageSeries | None = None,
 ) -> LiveStatus:
-    """The live context of ``transcript`` and the next compaction under its agent's policy."""
+    """The live context of ``transcript`` and the next compaction under its agent's policy.
+
+    ``series`` is ``usage_series(transcript, tokens)`` when the caller keeps it up to
+    date (:func:`~tinyjuice.policies.extend_usage_series`, as :class:`FollowedFile`
+    does).
+    """
     from tinyjuice.explain import explain
 
-    ex = explain(transcript, tokens=tokens, context_window=context_window)
+    ex = explain(transcript, tokens=tokens, context_window=context_window, series=series)
     cur = ex.current
     return LiveStatus(
         messages=len(transcript.messages),
@@ -188,3 +233,50 @@ def live_status(
         turns_left=cur.headroom_turns,
         policy=ex.policy.name.value,
     )
+
+
+class FollowedFile:
+    """A followed file's transcript, token counts and usage series, each extended by
+    what was appended (the reader's lines, :func:`~tinyjuice.tokens.extend_tokens`,
+    :func:`~tinyjuice.policies.extend_usage_series`): after any sequence of reads they
+    equal a fresh load and count of the same bytes. Not thread-safe."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        format: str | None = None,
+        *,
+        options: LoadOptions | None = None,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.format = format
+        self.options = options or LoadOptions()
+        self.counter = counter or default_counter()
+        self.source: Source | None = None
+        self.transcript: Transcript | None = None
+        self.tokens: TranscriptTokens | None = None
+        self.series: UsageSeries | None = None
+
+    def read(self, data: bytes) -> Transcript:
+        """Load ``data`` (everything read so far: see :class:`FileTail`)."""
+        transcript, source = load_appended(
+            data, self.source, self.path, self.format, options=self.options
+        )
+        before, before_tokens, series = self.transcript, self.tokens, self.series
+        if before is None or before_tokens is None or series is None:
+            tokens = count_transcript(transcript, self.counter)
+            series = usage_series(transcript, tokens)
+        else:
+            tokens = extend_tokens(before_tokens, before, transcript, self.counter)
+            series = extend_usage_series(series, before, before_tokens, transcript, tokens)
+        self.source, self.transcript, self.tokens, self.series = source, transcript, tokens, series
+        return transcript
+
+    def status(self, context_window: int | None = None) -> LiveStatus:
+        """The live status of what was read last."""
+        if self.transcript is None or self.tokens is None:
+            raise ValueError("nothing read yet")
+        return live_status(
+            self.transcript, self.tokens, context_window=context_window, series=self.series
+        )

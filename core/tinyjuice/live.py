@@ -46,19 +46,27 @@ def _reindexed(m: Message, index: int) -> Message:
     return replace(m, meta=replace(m.meta, original_index=index))
 
 
-def live_view(transcript: Transcript) -> Transcript:
+def live_view(transcript: Transcript, previous: LiveSplit | None = None) -> Transcript:
     """The live context as its own transcript (``transcript`` itself when nothing reset it).
 
     Messages are ``transcript.messages[live_start:]`` with ``meta.original_index``
     renumbered from 0; usage measured at a live message and compaction events from
     the reset on are kept, re-indexed; system prompt, tools, model, window, sidechains
     and ``extra`` are the transcript's (they are sent, or describe the session).
+    ``previous`` (the split of the file before it grew, at the same reset) lends its
+    renumbered messages for the messages both hold (the same objects).
     """
     start = transcript.live_start
     if start == 0:
         return transcript
     msgs = transcript.messages[start:]
-    messages = tuple(_reindexed(m, i) for i, m in enumerate(msgs))
+    reuse: tuple[Message, ...] = ()
+    if previous is not None and previous.start == start:
+        old = previous.whole.messages[start:]
+        k = min(len(old), len(msgs))
+        k = next((i for i in range(k) if old[i] is not msgs[i]), k)
+        reuse = previous.live.messages[:k]
+    messages = reuse + tuple(_reindexed(msgs[i], i) for i in range(len(reuse), len(msgs)))
     usage = tuple(
         replace(u, message_index=u.message_index - start)
         for u in transcript.usage
@@ -72,12 +80,15 @@ def live_view(transcript: Transcript) -> Transcript:
     return replace(transcript, messages=messages, usage=usage, compactions=events)
 
 
-def live_split(transcript: Transcript, *, whole_file: bool = False) -> LiveSplit:
-    """The transcript cut at its last reset; ``whole_file`` keeps it whole (start 0)."""
+def live_split(
+    transcript: Transcript, *, whole_file: bool = False, previous: LiveSplit | None = None
+) -> LiveSplit:
+    """The transcript cut at its last reset; ``whole_file`` keeps it whole (start 0).
+    ``previous``: the split before the file grew (see :func:`live_view`)."""
     if whole_file:
         return LiveSplit(transcript, transcript, 0)
     start = transcript.live_start
-    return LiveSplit(transcript, live_view(transcript), start)
+    return LiveSplit(transcript, live_view(transcript, previous), start)
 
 
 def with_history(split: LiveSplit, compacted: Transcript) -> Transcript:

@@ -1,4 +1,4 @@
-"""``compress()``: the whole conversation-compaction pipeline, in seed 000's order.
+"""``compress()``: the whole conversation-compaction pipeline, step by step.
 
 threshold check → deterministic tool-output prune → protected head → token-budget
 tail → tool-group alignment → latest user / assistant anchoring → middle

@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
 from tinyjuice.budget import Budget, ThresholdRule, compute_budget
-from tinyjuice.model import Role, Transcript
+from tinyjuice.model import Role, Transcript, Usage
 from tinyjuice.model_limits import ModelLimits, lookup_model
 from tinyjuice.tokens import CountKind, TranscriptTokens
 
@@ -41,6 +41,7 @@ __all__ = [
     "WindowInfo",
     "agent_threshold",
     "default_policy",
+    "extend_usage_series",
     "parse_policy",
     "pick_policy",
     "replay",
@@ -629,6 +630,11 @@ class UsageSeries:
     counter: str
     #: ``message_index`` of every point, for bisection.
     point_indices: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    #: Indices of the messages holding media (set by :func:`usage_series`; None: not
+    #: known), for :func:`extend_usage_series`.
+    media_indices: tuple[int, ...] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "point_indices", tuple(p.message_index for p in self.points))
@@ -702,20 +708,84 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
             f"token counts are for {len(tokens.per_message):,} messages but the transcript "
             f"has {n:,}; count this transcript (count_transcript) and pass those counts"
         )
+    return _series(transcript, tokens, 0, (), None, ())
+
+
+def extend_usage_series(
+    previous: UsageSeries,
+    before: Transcript,
+    before_tokens: TranscriptTokens,
+    transcript: Transcript,
+    tokens: TranscriptTokens,
+) -> UsageSeries:
+    """:func:`usage_series` of ``transcript``, which grew from ``before`` (``previous`` is
+    ``usage_series(before, before_tokens)``): the points of the leading messages that
+    are the same objects, counted and measured the same, are kept; only the rest is
+    computed. Anything else (a new reset, other counts) is computed whole."""
+    msgs, old = transcript.messages, before.messages
+    k = len(old)
+    media = previous.media_indices
+    if (
+        media is None
+        or previous.message_count != k
+        or k > len(msgs)
+        or len(tokens.per_message) != len(msgs)
+        or before_tokens.kind is not tokens.kind
+        or before_tokens.counter != tokens.counter
+        or (before_tokens.system_prompt, before_tokens.tools)
+        != (tokens.system_prompt, tokens.tools)
+        or _reset_indices(transcript) != previous.resets
+    ):
+        return usage_series(transcript, tokens)
+    per, old_per = tokens.per_message, before_tokens.per_message
+    # The first message that changed (a grown file: none, or its last turn). The tuple
+    # comparisons run in C (identity first, then equality: an equal message has the
+    # same points); the scan finds the exact index only when they differ.
+    if old[: k - 1] == msgs[: k - 1] and old_per[: k - 1] == per[: k - 1]:
+        j = k - 1 if k and (old[-1] != msgs[k - 1] or old_per[-1] != per[k - 1]) else k
+    else:
+        j = next((i for i in range(k) if old[i] != msgs[i] or per[i] != old_per[i]), k)
+    j = max(j, 0)
+
+    def measured_before(t: Transcript) -> list[Usage]:
+        # (the Usage objects themselves: compared in C, identity first)
+        return [u for u in t.usage if u.message_index is not None and u.message_index < j]
+
+    if measured_before(before) != measured_before(transcript):
+        return usage_series(transcript, tokens)
+    cut = bisect_left(previous.point_indices, j)
+    kept = previous.points[:cut]
+    last = next((p for p in reversed(kept) if p.kind is CountKind.MEASURED), None)
+    kept_media = media[: bisect_left(media, j)]
+    return _series(transcript, tokens, j, kept, last, kept_media)
+
+
+def _series(
+    transcript: Transcript,
+    tokens: TranscriptTokens,
+    start: int,
+    kept: tuple[UsagePoint, ...],
+    measured_point: UsagePoint | None,
+    kept_media: tuple[int, ...],
+) -> UsageSeries:
+    """The series whose points before message ``start`` are ``kept`` (the last measured
+    of them ``measured_point``, the media messages before it ``kept_media``)."""
+    msgs = transcript.messages
+    n = len(msgs)
     prefix = tokens.prefix
     static = tokens.system_prompt + tokens.tools
     measured: dict[int, int] = {}
     for u in transcript.usage:
         i = u.message_index
-        if i is None or not 0 <= i < n or u.prompt_tokens <= 0:
+        if i is None or not start <= i < n or u.prompt_tokens <= 0:
             continue
         measured[i] = u.prompt_tokens
     assistant = Role.ASSISTANT
-    turns = [i for i, m in enumerate(msgs) if m.role is assistant]
+    turns = [i for i in range(start, n) if msgs[i].role is assistant]
     extra = [i for i in measured if msgs[i].role is not assistant]
     indices = sorted(turns + extra) if extra else turns
     resets = _reset_indices(transcript)
-    points: list[UsagePoint] = []
+    points: list[UsagePoint] = list(kept)
     append = points.append
     measured_kind = CountKind.MEASURED
     # Before any measurement a point is a plain count (exact with a tokenizer); after
@@ -724,11 +794,14 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
     # Measured − counted at the last measured turn: what counting misses (an unrecorded
     # system prompt and tool schemas, tokenizer differences). Estimates add it.
     offset = 0
+    if measured_point is not None:
+        offset = measured_point.tokens - measured_point.estimate
+        point_kind = CountKind.ESTIMATED
     seg = 0
     base = static  # static − prefix[start of the live context]
     seg_start = 0
     next_reset = resets[0] if resets else n + 1
-    media = [i for i, m in enumerate(msgs) if m.media]
+    media = [*kept_media, *(i for i in range(start, n) if msgs[i].media)]
 
     def count_kind(lo: int, hi: int) -> CountKind:
         return _count_kind(point_kind, media, lo, hi)
@@ -760,7 +833,7 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
     else:
         next_tokens = max(0, static + prefix[n] - prefix[min(live, n)] + offset)
         next_kind = count_kind(live, n)
-    return UsageSeries(
+    series = UsageSeries(
         points=tuple(points),
         static_tokens=static,
         tool_tokens=tokens.tools,
@@ -770,6 +843,8 @@ def usage_series(transcript: Transcript, tokens: TranscriptTokens) -> UsageSerie
         next_kind=next_kind,
         counter=tokens.counter,
     )
+    object.__setattr__(series, "media_indices", tuple(media))
+    return series
 
 
 def replay(

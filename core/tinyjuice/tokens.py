@@ -420,9 +420,10 @@ def extend_tokens(
     ``previous``): only the new messages are counted, the prefix sums extended.
 
     Exactly :func:`count_transcript` of ``after``: a message's count depends on that
-    message alone. When ``after`` does not extend ``before`` (an earlier message, the
-    system prompt or the tools differ) or ``previous`` was made by another counter,
-    ``after`` is counted whole.
+    message alone. Messages from the first one that differs from ``before``'s on are
+    counted (a followed file's last turn may grow); when the first message, the system
+    prompt or the tools differ, ``after`` is shorter, or ``previous`` was made by
+    another counter, ``after`` is counted whole.
     """
     counter = counter or default_counter()
     old, new = before.messages, after.messages
@@ -435,16 +436,24 @@ def extend_tokens(
         or after.system_prompt != before.system_prompt
         or after.tools != before.tools
         or tools_in_text(after) != tools_in_text(before)
-        or any(a is not b and a != b for a, b in zip(old, new, strict=False))
     ):
         return count_transcript(after, counter)
-    if len(new) == n:
+    # The first message that changed (a followed file's last turn may grow as it is
+    # streamed): it and every message after it are counted, the ones before are kept.
+    if old == new[:n]:  # in C: identity first, then equality
+        k = n
+    else:
+        pairs = enumerate(zip(old, new, strict=False))
+        k = next((i for i, (a, b) in pairs if a is not b and a != b), n)
+    if k == 0:
+        return count_transcript(after, counter)
+    if k == n == len(new):
         return previous
     # The new messages alone: no system prompt, no tools (they are ``previous``'s).
     added = count_transcript(
-        replace(after, messages=new[n:], system_prompt=None, tools=()), counter
+        replace(after, messages=new[k:], system_prompt=None, tools=()), counter
     )
-    per = previous.per_message + added.per_message
-    base = previous.prefix[-1]
-    prefix = previous.prefix + tuple(base + x for x in added.prefix[1:])
+    per = previous.per_message[:k] + added.per_message
+    base = previous.prefix[k]
+    prefix = previous.prefix[: k + 1] + tuple(base + x for x in added.prefix[1:])
     return replace(previous, per_message=per, prefix=prefix)

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from fakehome import claude_records
 
@@ -94,3 +95,38 @@ def test_bad_warn_level_and_unreadable_file(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "tjui: error" in result.stderr
     result = CliRunner().invoke(main, ["watch", str(path), "--once", "--warn-at", "eighty"])
     assert result.exit_code == 2 and "percentage" in result.stderr
+
+
+def test_a_change_is_read_and_counted_from_what_was_appended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """watch follows through core's incremental path: only the appended lines are
+    parsed, and the status is the one a fresh load gives."""
+    import orjson
+
+    import tinyjuice.formats._io as io
+    from tinyjuice.follow import FollowedFile, live_status
+    from tinyjuice.formats import load_bytes
+    from tinyjuice.tokens import count_transcript, default_counter
+    from tjui.commands.watch import _status
+
+    path = tmp_path / f"{SID}.jsonl"
+    records = claude_records(SID, turns=4)
+    _write(path, records[:5])
+    followed = FollowedFile(path)
+    _status(followed, path.read_bytes(), None)
+    _write(path, records[5:7], mode="a")
+    appended = b"".join(json.dumps(r).encode() + b"\n" for r in records[5:7])
+    parsed: list[bytes] = []
+    real = orjson.loads
+
+    def loads(raw: bytes) -> object:
+        parsed.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(io.orjson, "loads", loads)
+    status = _status(followed, path.read_bytes(), None)
+    monkeypatch.setattr(io.orjson, "loads", real)
+    assert parsed and all(raw in appended for raw in parsed)
+    whole = load_bytes(path.read_bytes(), path)
+    assert status == live_status(whole, count_transcript(whole, default_counter()))

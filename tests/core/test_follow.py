@@ -123,3 +123,23 @@ def test_live_status_predicts_the_next_compaction(sessions_dir: Path) -> None:
     small = live_status(transcript, count_transcript(transcript), context_window=20_000)
     assert small.headroom_tokens < 0 and small.prediction() == "compaction due on the next call"
     assert set(status.to_dict()) >= {"live_tokens", "percent", "turns_to_compaction"}
+
+
+def test_the_sha256_of_what_was_read_is_kept_up_to_date(tmp_path: Path) -> None:
+    import hashlib
+
+    path, records = _session(tmp_path)
+    tail = FileTail(path)
+    assert tail._hash is None  # hashed on first use (by the poll's thread), not on start
+    assert tail.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    with path.open("ab") as fh:
+        fh.write(_lines(records[5:6]) + b'{"half": ')
+    _bump(path)
+    change = tail.poll()
+    assert change is not None and change.kind is ChangeKind.APPENDED and change.pending
+    assert change.sha256 == hashlib.sha256(change.data).hexdigest() == tail.sha256
+    path.write_bytes(_lines(records[:2]))  # truncated: reloaded, hashed whole
+    _bump(path)
+    change = tail.poll()
+    assert change is not None and change.kind is ChangeKind.TRUNCATED
+    assert change.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()

@@ -228,3 +228,110 @@ async def test_an_append_is_parsed_and_counted_from_what_was_loaded(
         assert screen._counted[0] == whole
         counter = screen.session.counter
         assert screen._counted[1] == count_transcript(whole, counter)
+
+
+async def test_an_append_is_read_in_a_worker_and_grows_the_session(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The event loop only stats the file (the bytes are read in the reload's worker);
+    the session grows from the one on screen, equal to one built whole; and the "after"
+    projection waits until the file has stopped growing."""
+    import threading
+
+    import tjui.live
+    from tinyjuice.follow import FileTail
+    from tjui.screens.main import PROJECT_DELAY
+    from tjui.session import InspectorSession
+
+    path, records = _session(tmp_path)
+    async with make_app(path).run_test(size=(160, 40)) as pilot:
+        screen = await _ready(pilot)
+        before = screen.session
+        assert before is not None
+        on_main: list[bool] = []
+        real = FileTail.poll
+
+        def poll(self: FileTail) -> Any:
+            on_main.append(threading.current_thread() is threading.main_thread())
+            return real(self)
+
+        monkeypatch.setattr(FileTail, "poll", poll)
+        monkeypatch.setattr(tjui.live, "QUIET_SECONDS", 600.0)
+        _write(path, records[17:19], mode="a")
+        await wait_for(
+            pilot, lambda: screen.session is not None and len(screen.session.transcript) == 18
+        )
+        assert on_main and not any(on_main)
+        assert screen._projection_delay() > PROJECT_DELAY  # the file just grew
+        s = screen.session
+        assert s is not None
+        whole = InspectorSession.build(
+            s.transcript, s.tokens, s.counter, split=s.split, subagents=s.subagents
+        )
+        assert s.breakdown == whole.breakdown
+        assert s.index.legal_indices == whole.index.legal_indices
+        assert s.index.user_indices == whole.index.user_indices
+        assert s.analysis is before.analysis  # compress reuses its per-message work
+
+
+async def test_a_projection_asked_for_while_one_runs_returns_at_once(tmp_path: Path) -> None:
+    """It must not wait for the running one in a thread of the pool the follow shares."""
+    path, _ = _session(tmp_path)
+    async with make_app(path).run_test(size=(160, 40)) as pilot:
+        screen = await _ready(pilot)
+        screen._project_lock.acquire()  # as if a projection were running
+        try:
+            worker = screen._project()
+            await wait_for(pilot, lambda: worker.is_finished)
+        finally:
+            screen._project_lock.release()
+
+
+async def test_an_append_that_does_not_load_opens_the_error_dialog(tmp_path: Path) -> None:
+    """A failure in the follow's own thread is read again in a worker, whose failure the
+    App shows (as any failed reload)."""
+    from tjui.screens.error import ErrorDialog
+
+    path, _ = _session(tmp_path)
+    async with make_app(path).run_test(size=(160, 40)) as pilot:
+        await _ready(pilot)
+        with path.open("ab") as fh:
+            fh.write(b'{"type": "user", "uuid": "x", "message": 5}\n')
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ErrorDialog))
+
+
+async def test_the_load_ends_with_a_full_collection(tmp_path: Path, monkeypatch: Any) -> None:
+    """The collection a large load makes due runs as the load ends, not at the first
+    append of a followed file."""
+    import tjui.screens.main as main_screen
+
+    collected: list[bool] = []
+    real = main_screen.gc.collect
+
+    def collect(*args: Any) -> int:
+        collected.append(True)
+        return real(*args)
+
+    monkeypatch.setattr(main_screen.gc, "collect", collect)
+    path, _ = _session(tmp_path)
+    async with make_app(path).run_test(size=(160, 40)) as pilot:
+        await _ready(pilot)
+        await wait_for(pilot, lambda: bool(collected))
+
+
+def test_overlapping_projections_restore_the_switch_interval() -> None:
+    """The short GIL switch interval of a projection is restored when the last of
+    overlapping ones (two screens) ends, whatever order they end in."""
+    import sys
+
+    from tjui.screens.main import PROJECT_SWITCH_SECONDS, _short_switch
+
+    before = sys.getswitchinterval()
+    first, second = _short_switch(), _short_switch()
+    first.__enter__()
+    second.__enter__()
+    assert sys.getswitchinterval() == PROJECT_SWITCH_SECONDS
+    first.__exit__(None, None, None)
+    assert sys.getswitchinterval() == PROJECT_SWITCH_SECONDS
+    second.__exit__(None, None, None)
+    assert sys.getswitchinterval() == before

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 
-from tinyjuice.follow import ChangeKind, FileTail, LiveStatus, live_status
-from tinyjuice.formats import LoadError, load_bytes
-from tinyjuice.tokens import count_transcript, default_counter
+from tinyjuice.follow import ChangeKind, FileTail, FollowedFile, LiveStatus
+from tinyjuice.formats import LoadError
 from tjui.clikit import context_window_option, fail, format_option
 
 __all__ = ["parse_percent", "watch_cmd"]
@@ -29,11 +28,10 @@ def parse_percent(text: str | None) -> float | None:
     return value
 
 
-def _status(data: bytes, path: Path, fmt: str | None, window: int | None) -> LiveStatus:
-    transcript = load_bytes(data, path, fmt)
-    return live_status(
-        transcript, count_transcript(transcript, default_counter()), context_window=window
-    )
+def _status(followed: FollowedFile, data: bytes, window: int | None) -> LiveStatus:
+    """The status of ``data``: an append is read, counted and charted from its new lines."""
+    followed.read(data)
+    return followed.status(window)
 
 
 def _line(status: LiveStatus, note: str | None) -> str:
@@ -100,7 +98,8 @@ def watch_cmd(
     level = parse_percent(warn_at)
     try:
         tail = FileTail(file)
-        status = _status(tail.data, file, fmt, context_window)
+        followed = FollowedFile(file, fmt)
+        status = _status(followed, tail.data, context_window)
     except (LoadError, OSError) as exc:
         fail(str(exc))
     _emit(status, as_json, None, level is not None and status.percent >= level)
@@ -117,7 +116,7 @@ def watch_cmd(
                 continue  # an agent replacing the file: wait for the new one
             note = None if change.kind is ChangeKind.APPENDED else f"{change.kind.value}: reloaded"
             try:
-                status = _status(change.data, file, fmt, context_window)
+                status = _status(followed, change.data, context_window)
             except LoadError as exc:
                 click.echo(f"tjui: warning: {exc}", err=True)
                 continue

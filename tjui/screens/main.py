@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -21,7 +23,7 @@ from textual.message import Message as TMessage
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, ProgressBar, Static
-from textual.worker import Worker, get_current_worker
+from textual.worker import Worker
 
 from tinyjuice.atomic import sha256_hex
 from tinyjuice.follow import Change, ChangeKind, LiveStatus, live_status
@@ -31,6 +33,7 @@ from tinyjuice.live import LiveSplit, live_split
 from tinyjuice.model import Transcript
 from tinyjuice.options import Profile
 from tinyjuice.pipeline import BoundaryPlan
+from tinyjuice.policies import UsageSeries, extend_usage_series, usage_series
 from tinyjuice.store import CommitRecord, LoadedSource, SourceKind, load_source
 from tinyjuice.subagents import Subagent, list_subagents, open_subagent
 from tinyjuice.tokens import (
@@ -65,6 +68,33 @@ PROJECT_DELAY = 0.25
 #: compress with the fallback summary: ~0.3 s at 10k messages); above it, the preview
 #: (p) computes it.
 AUTO_PROJECT_MAX = 10_000
+#: The GIL switch interval while the "after" figure is computed in a worker thread.
+PROJECT_SWITCH_SECONDS = 0.001
+
+
+#: Projections running under the short switch interval, and the interval before them.
+_switch_users = 0
+_switch_saved = 0.0
+_switch_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _short_switch() -> Iterator[None]:
+    """:data:`PROJECT_SWITCH_SECONDS` as the GIL switch interval while the body runs;
+    restored when the last of the overlapping bodies (screens) ends."""
+    global _switch_users, _switch_saved
+    with _switch_lock:
+        if _switch_users == 0:
+            _switch_saved = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_saved, PROJECT_SWITCH_SECONDS))
+        _switch_users += 1
+    try:
+        yield
+    finally:
+        with _switch_lock:
+            _switch_users -= 1
+            if _switch_users == 0:
+                sys.setswitchinterval(_switch_saved)
 
 
 async def in_daemon_thread(fn: Callable[[], T]) -> T:
@@ -260,6 +290,12 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         self._counted: tuple[Transcript, TranscriptTokens] | None = None
         #: The followed file's lines as last parsed: an append parses only its new lines.
         self._parsed: Source | None = None
+        #: Held by the reload of a followed file (they run one at a time, in order).
+        self._live_lock = threading.Lock()
+        #: Ends the thread that follows the file (set when the screen goes).
+        self._follow_stop = threading.Event()
+        #: The live status's usage series and what it charts: an append extends it.
+        self._series: tuple[Transcript, TranscriptTokens, UsageSeries] | None = None
 
     # ------------------------------------------------------------------ layout
 
@@ -298,9 +334,20 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         await in_daemon_thread(self._load_blocking)
 
     def _load_blocking(self) -> None:
+        self._load_session()
+        # Loading allocated a large heap with the cyclic collector paused, so a full
+        # collection is due; run it now, as the load ends, rather than at whatever comes
+        # next (with a followed file: its first append).
+        gc.collect()
+
+    def _load_session(self) -> None:
         req = self.request
         # The store remembers the exact bytes read, so a commit can refuse a stale source.
-        self.loaded = load_source(req.path, req.fmt, session=req.session)
+        # Followed files keep their parsed lines: the first append parses only its own.
+        self.loaded = load_source(
+            req.path, req.fmt, session=req.session, follow=req.subagent is None
+        )
+        self._parsed = self.loaded.parsed
         transcript = self.loaded.transcript
         subagents = list_subagents(transcript, read_files=False)
         if req.subagent is not None:
@@ -488,20 +535,36 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         s = self.session
         return s is not None and len(s.transcript.messages) <= AUTO_PROJECT_MAX
 
+    def _projection_delay(self) -> float:
+        """Seconds before the "after" figure is computed: the boundary must rest, and a
+        followed file must have stopped growing (each append would restart it)."""
+        quiet = self.live.quiet_for() if self.live is not None else 0.0
+        return max(PROJECT_DELAY, quiet)
+
     def _schedule_projection(self) -> None:
         if self._project_timer is not None:
             self._project_timer.stop()
-        self._project_timer = self.set_timer(PROJECT_DELAY, self._project)
+        self._project_timer = self.set_timer(self._projection_delay(), self._project)
 
     @work(thread=True, exclusive=True, group="project", exit_on_error=False)
     def _project(self) -> None:
-        # One compress at a time: a superseded request (cancelled by the next, as the
-        # group is exclusive) gives up once the running one is done.
-        with self._project_lock:
+        # One compress at a time. A request made while one runs returns at once (waiting
+        # would hold a thread of the pool every worker shares, the follow's included):
+        # the running one's Projected refreshes the boundary, which asks again when the
+        # session on screen still has no figure.
+        if not self._project_lock.acquire(blocking=False):
+            return
+        try:
             s = self.session
-            if get_current_worker().is_cancelled or s is None or s.current_result is not None:
+            if s is None or s.current_result is not None:
                 return
-            s.compute()
+            # A compress holds the GIL for up to a switch interval at a time (5 ms by
+            # default) against the event loop and a followed file's reload: handing it
+            # over every millisecond keeps them responsive while it runs.
+            with _short_switch():
+                s.compute()
+        finally:
+            self._project_lock.release()
         self.post_message(self.Projected())
 
     def on_main_screen_projected(self, event: Projected) -> None:
@@ -781,17 +844,44 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
             return
         self.live = LiveFollow.start(loaded.path, loaded.data, self.request.warn_at)
         if self.live is not None:
-            self.set_interval(POLL_SECONDS, self._poll_live)
+            # A thread of its own checks the file and reloads what was appended: neither
+            # the event loop nor the worker pool stands between an append and the screen.
+            threading.Thread(
+                target=self._follow_loop, args=(self.live,), name="tjui-follow", daemon=True
+            ).start()
             self._reload_live(None)
 
-    def _poll_live(self) -> None:
-        change = self.live.poll() if self.live is not None else None
-        if change is not None and change.kind is not ChangeKind.MISSING:
-            self._reload_live(change)
+    def on_unmount(self) -> None:
+        self._follow_stop.set()
+
+    def _follow_loop(self, live: LiveFollow) -> None:
+        """Every :data:`POLL_SECONDS`: a ``stat``, and when the file changed, the reload."""
+        stop = self._follow_stop
+        while not stop.wait(POLL_SECONDS):
+            if not live.changed():
+                continue
+            change = None
+            try:
+                with self._live_lock:
+                    change = live.poll()
+                    if change is None or change.kind is ChangeKind.MISSING:
+                        continue
+                    self._reload_live_locked(change)
+            except Exception:  # shown by the worker that reads it again
+                if stop.is_set():
+                    return
+                # Read again in a worker, whose failure opens the App's error dialog.
+                with contextlib.suppress(RuntimeError):  # the app has closed
+                    self.app.call_from_thread(self._reload_live, change)
 
     @work(thread=True, exclusive=True, group="live", name="live", exit_on_error=False)
     def _reload_live(self, change: Change | None) -> None:
         """Load what the file holds now (None: just the status of what is on screen)."""
+        # One reload at a time, in order: each extends what the one before it read.
+        with self._live_lock:
+            self._reload_live_locked(change)
+
+    def _reload_live_locked(self, change: Change | None) -> None:
         req, current = self.request, self.session
         if current is None:
             return
@@ -806,16 +896,18 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
                 loaded = replace(
                     self.loaded,
                     data=change.data,
-                    sha256=sha256_hex(change.data),
+                    sha256=change.sha256 or sha256_hex(change.data),
                     size=len(change.data),
                     transcript=transcript,
+                    parsed=None,
                 )
             if req.model:
                 transcript = replace(transcript, model=req.model)
             if req.context_window:
                 transcript = replace(transcript, context_window=req.context_window)
-            # As the first load: the live context on screen, the history before it greyed.
-            split = live_split(transcript, whole_file=req.whole_file)
+            # As the first load: the live context on screen, the history before it greyed
+            # (the live messages already on screen are reused, not renumbered again).
+            split = live_split(transcript, whole_file=req.whole_file, previous=current.split)
             counted = self._counted
             if counted is None:
                 tokens = count_transcript(transcript, current.counter)
@@ -823,6 +915,7 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
                 tokens = extend_tokens(counted[1], counted[0], transcript, current.counter)
             self._counted = (transcript, tokens)
             history_tokens = tokens.per_message[: split.start]
+            # The index and breakdown grow from the session on screen (new messages only).
             session = InspectorSession.build(
                 split.live,
                 tokens.tail(split.start),
@@ -830,10 +923,14 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
                 context_window=req.context_window,
                 split=split,
                 subagents=len(self.subagents),
+                previous=current,
             )
             session.replan(current.options)  # the boundary stays where the user put it
         shown = session or current
-        status = live_status(shown.transcript, shown.tokens, context_window=req.context_window)
+        series = self._series_of(shown.transcript, shown.tokens)
+        status = live_status(
+            shown.transcript, shown.tokens, context_window=req.context_window, series=series
+        )
         kind = change.kind if change else None
         self.post_message(
             self.LiveChanged(session, status, kind, shown.tokens.counter, loaded, history_tokens)
@@ -845,6 +942,18 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
                 _, self._parsed = load_appended(
                     self.loaded.data, None, req.path, req.fmt, options=options
                 )
+
+    def _series_of(self, transcript: Transcript, tokens: TranscriptTokens) -> UsageSeries:
+        """The usage series of the session on screen, extended from the last one."""
+        last = self._series
+        if last is None:
+            series = usage_series(transcript, tokens)
+        elif last[0] is transcript and last[1] is tokens:
+            series = last[2]
+        else:
+            series = extend_usage_series(last[2], last[0], last[1], transcript, tokens)
+        self._series = (transcript, tokens, series)
+        return series
 
     def on_main_screen_live_changed(self, event: LiveChanged) -> None:
         if self.live is None or self.session is None:

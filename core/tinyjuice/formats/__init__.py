@@ -380,7 +380,8 @@ def _appended(
     if previous is None or previous.kind != "jsonl" or not isinstance(previous.doc, JsonlResult):
         return None
     old = previous.data
-    if not old.endswith(b"\n") or len(data) < len(old) or data[: len(old)] != old:
+    # (startswith compares in place: no copy of the whole file per append)
+    if not old.endswith(b"\n") or len(data) < len(old) or not data.startswith(old):
         return None
     new = data[len(old) :]
     lines = list(previous.doc.lines)
@@ -389,10 +390,29 @@ def _appended(
             more = parse_jsonl(path, new, lenient=False)
         except LoadError:
             return None  # a bad line: parsed whole, for the error or the lenient count
-        before = old.count(b"\n")
+        before = _newlines(previous)
         lines += [JsonLine(jl.number + before, jl.value) for jl in more.lines]
     doc = JsonlResult(lines=lines, bad_lines=list(previous.doc.bad_lines))
     return Source(path=path, data=data, doc=doc, kind="jsonl", memo=previous.memo)
+
+
+#: ``Source.memo`` key of (bytes, newlines) of a source's data, so an append counts
+#: only its own lines.
+_NEWLINES = "\x00newlines"
+
+
+def _newlines(source: Source) -> int:
+    """How many newlines ``source.data`` holds (counted once per source)."""
+    memo = source.memo if source.memo is not None else {}
+    known = memo.get(_NEWLINES)
+    if isinstance(known, tuple) and known[0] == len(source.data):
+        return int(known[1])
+    size, old = 0, 0
+    if isinstance(known, tuple) and known[0] < len(source.data):
+        size, old = known  # counted up to there before
+    count = old + source.data.count(b"\n", size)
+    memo[_NEWLINES] = (len(source.data), count)
+    return count
 
 
 def _read(

@@ -7,7 +7,7 @@ import binascii
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ParamSpec, TypeVar, cast
 
 import orjson
@@ -29,9 +29,11 @@ from tinyjuice.model import (
 __all__ = [
     "MARKER_STARTS",
     "SUMMARY_PREFIXES",
+    "FinishState",
     "base64_size",
     "fast_paths",
     "finish",
+    "finish_from",
     "in_layout",
     "injected_kind",
     "is_summary_text",
@@ -304,6 +306,31 @@ def with_meta(m: Message, **changes: Any) -> Message:
     )  # fmt: skip
 
 
+@dataclass(slots=True)
+class FinishState:
+    """:func:`finish`'s running state after the first ``count`` messages, so a list that
+    keeps those messages (and grows) is finished from there (:func:`finish_from`)."""
+
+    count: int = 0
+    seen: set[str] = field(default_factory=set)
+    out: list[Message] = field(default_factory=list)
+    orphans: list[int] = field(default_factory=list)
+    bad_args: list[int] = field(default_factory=list)
+    out_of_order: int = 0
+    prev_role: Role | None = None
+
+    def copy(self) -> FinishState:
+        return FinishState(
+            self.count,
+            set(self.seen),
+            list(self.out),
+            list(self.orphans),
+            list(self.bad_args),
+            self.out_of_order,
+            self.prev_role,
+        )
+
+
 def finish(
     messages: Sequence[Message],
     *,
@@ -320,19 +347,50 @@ def finish(
     given, gets the index of every summary message (for :func:`summary_events`, without
     a second pass over the messages).
     """
-    seen: set[str] = set()
-    out: list[Message] = []
+    state = FinishState()
+    _finish_run(messages, len(messages), state, valid_args or {}, summaries)
+    return tuple(state.out), _finish_warnings(state)
+
+
+def finish_from(
+    messages: Sequence[Message],
+    resume: FinishState | None,
+    *,
+    valid_args: Mapping[int, str] | None = None,
+) -> tuple[tuple[Message, ...], list[str], FinishState]:
+    """:func:`finish` of ``messages`` whose first ``resume.count`` are the messages
+    ``resume`` was made from (None: from the start); also returns the state before the
+    last message, to resume from when the list grows (or its last message changes)."""
+    trusted = valid_args or {}
+    state = FinishState() if resume is None else resume.copy()
+    last = max(state.count, len(messages) - 1)
+    _finish_run(messages, last, state, trusted, None)
+    checkpoint = state.copy()
+    _finish_run(messages, len(messages), state, trusted, None)
+    return tuple(state.out), _finish_warnings(state), checkpoint
+
+
+def _finish_run(
+    messages: Sequence[Message],
+    end: int,
+    state: FinishState,
+    trusted: Mapping[int, str],
+    summaries: list[int] | None,
+) -> None:
+    """Finish messages ``state.count`` to ``end`` (exclusive) into ``state``."""
+    seen = state.seen
+    out = state.out
     append = out.append
-    orphans: list[int] = []
-    bad_args: list[int] = []
-    out_of_order = 0
-    prev_role: Role | None = None
+    orphans = state.orphans
+    bad_args = state.bad_args
+    out_of_order = state.out_of_order
+    prev_role = state.prev_role
     tool = Role.TOOL
     answering = (Role.ASSISTANT, Role.TOOL)
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
-    trusted = valid_args or {}
-    for i, m in enumerate(messages):
+    for i in range(state.count, end):
+        m = messages[i]
         calls = m.tool_calls
         if calls:
             for call in calls:
@@ -359,6 +417,13 @@ def finish(
         else:
             append(with_meta(m, original_index=i, orphan=meta.orphan or orphan))
         prev_role = role
+    state.count = max(state.count, end)
+    state.out_of_order = out_of_order
+    state.prev_role = prev_role
+
+
+def _finish_warnings(state: FinishState) -> list[str]:
+    orphans, bad_args, out_of_order = state.orphans, state.bad_args, state.out_of_order
     warnings: list[str] = []
     if orphans:
         shown = ", ".join(f"#{i}" for i in orphans[:10])
@@ -375,4 +440,4 @@ def finish(
         warnings.append(
             f"{out_of_order} tool result(s) out of order (not after an assistant tool call)"
         )
-    return tuple(out), warnings
+    return warnings

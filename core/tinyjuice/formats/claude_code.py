@@ -22,8 +22,10 @@ from tinyjuice.formats._io import (
     json_type,
 )
 from tinyjuice.formats._messages import (
+    FinishState,
     base64_size,
     finish,
+    finish_from,
     media_from_url,
     new_message,
     new_meta,
@@ -505,6 +507,8 @@ class _Chain:
     uuids: set[str]
     warnings: list[str]
     abandoned: int
+    #: The uuid of the path's last line (None: no chain).
+    leaf: str | None = None
 
 
 def _main_chain(tree: _Tree, side: bool = False) -> _Chain:
@@ -553,7 +557,7 @@ def _main_chain(tree: _Tree, side: bool = False) -> _Chain:
             f"{len(off)} message line(s) on {len(forks)} abandoned branch(es) (rewinds) "
             "are not in the main chain"
         )
-    return _Chain(seq, on_chain, warnings, len(off))
+    return _Chain(seq, on_chain, warnings, len(off), leaf.uuid)
 
 
 def _rescue_parallel_results(
@@ -739,6 +743,76 @@ def _lines_of(source: Source) -> list[JsonLine]:
     raise LoadError(source.path, "not JSON lines", expected="a Claude Code session (.jsonl)")
 
 
+@dataclass(slots=True)
+class _State:
+    """What a read of a followed file keeps, so the next read extends it (see
+    :func:`_extended`): everything :func:`_transcript` needs, and what tells whether
+    appended lines leave the earlier lines' reading unchanged."""
+
+    lenient: bool
+    #: JSON lines read, and the last of them (the next source must start with them).
+    count: int
+    last: JsonLine
+    bad: int
+    #: Warnings about the lines (bad, unknown, duplicate, unparented lines).
+    head_warnings: list[str]
+    uuids: set[str]
+    parents: set[str]
+    chain: _Chain
+    groups: dict[tuple[str, str], list[_Line]]
+    names: dict[str, str]
+    trusted: dict[int, str]
+    #: Result ids of main lines off the chain's path, and of every line.
+    off_results: set[str]
+    all_results: set[str]
+    messages: list[Message]
+    usage: list[Usage]
+    events: list[CompactionEvent]
+    sidechains: dict[str, tuple[Message, ...]]
+    side_warnings: list[str]
+    subagent: bool
+    titles: list[tuple[str, str | None]]
+    #: cwd, gitBranch, version, sessionId: newest on the chain, newest of all lines.
+    chain_keys: dict[str, str]
+    line_keys: dict[str, str]
+    skipped: Counter[str]
+    path: str
+    #: ``finish``'s state before the last message (set by :func:`_transcript`).
+    finished: FinishState | None = None
+
+
+_KEYS = ("cwd", "gitBranch", "version", "sessionId")
+_STATE = NAME + "/state"
+
+
+def _newest_keys(lines: list[_Line]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key in _KEYS:
+        value = next(
+            (ln.raw[key] for ln in reversed(lines) if isinstance(ln.raw.get(key), str)), None
+        )
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _count_line(
+    line: _Line, skipped: Counter[str], unknown: Counter[str], titles: list[tuple[str, str | None]]
+) -> None:
+    if line.type == "summary":
+        if isinstance(line.raw.get("summary"), str):
+            leaf = line.raw.get("leafUuid")
+            titles.append((line.raw["summary"], leaf if isinstance(leaf, str) else None))
+    elif line.type == "system":
+        if not _is_boundary(line):
+            skipped[f"system/{line.raw.get('subtype', '?')}"] += 1
+    elif line.type in _SKIP_TYPES:
+        skipped[line.type] += 1
+    elif line.type not in _MESSAGE_TYPES and line.type != _INVALID:
+        unknown[line.type] += 1
+        skipped[line.type] += 1
+
+
 # Long for speed: one pass over every line with no per-field helper calls (it loads
 # 100k-line sessions); tests/core/test_scan_equivalence.py and the format tests pin it.
 def read(source: Source, options: LoadOptions) -> Transcript:
@@ -748,24 +822,25 @@ def read(source: Source, options: LoadOptions) -> Transcript:
     memo: dict[int, tuple[JsonLine, _Line]] | None = (
         None if source.memo is None else source.memo.setdefault(NAME, {})
     )
-    for jl in _lines_of(source):
+    kept = source.memo
+    previous = None if kept is None else kept.get(_STATE)
+    if kept is not None and isinstance(previous, _State):
+        # Only lines appended to the chain's end: extend the last reading.
+        state = _extended(previous, source, options, memo)
+        if state is not None:
+            kept[_STATE] = state
+            return _transcript(state)
+    lines = _lines_of(source)
+    for jl in lines:
         if memo is not None:
             hit = memo.get(id(jl))
             if hit is not None and hit[0] is jl:
-                t = hit[1]  # a copy: _link_unparented sets .parent
-                parsed.append(
-                    _Line(t.number, t.raw, t.type, t.uuid, t.parent, t.sidechain,
-                          t.parent_known, t.blocks, t.group)
-                )  # fmt: skip
+                parsed.append(_copy(hit[1]))  # a copy: _link_unparented sets .parent
                 continue
         try:
             line = _parse_line(source, jl.number, jl.value)
             if memo is not None:
-                memo[id(jl)] = (
-                    jl,
-                    _Line(line.number, line.raw, line.type, line.uuid, line.parent,
-                          line.sidechain, line.parent_known, line.blocks, line.group),
-                )  # fmt: skip
+                memo[id(jl)] = (jl, _copy(line))
             parsed.append(line)
         except LoadError as exc:
             if not options.lenient:
@@ -779,18 +854,7 @@ def read(source: Source, options: LoadOptions) -> Transcript:
     unknown: Counter[str] = Counter()
     titles: list[tuple[str, str | None]] = []
     for line in parsed:
-        if line.type == "summary":
-            if isinstance(line.raw.get("summary"), str):
-                leaf = line.raw.get("leafUuid")
-                titles.append((line.raw["summary"], leaf if isinstance(leaf, str) else None))
-        elif line.type == "system":
-            if not _is_boundary(line):
-                skipped[f"system/{line.raw.get('subtype', '?')}"] += 1
-        elif line.type in _SKIP_TYPES:
-            skipped[line.type] += 1
-        elif line.type not in _MESSAGE_TYPES and line.type != _INVALID:
-            unknown[line.type] += 1
-            skipped[line.type] += 1
+        _count_line(line, skipped, unknown, titles)
 
     linked = _link_unparented(parsed)
     tree = _Tree(parsed)
@@ -798,7 +862,6 @@ def read(source: Source, options: LoadOptions) -> Transcript:
     chain, subagent = _conversation_chain(tree)
     trusted: dict[int, str] = {}
     messages, usage, events = _convert(chain.lines, tree, names, trusted)
-    msgs, finish_warnings = finish(messages, valid_args=trusted)
     sidechains, side_warnings = ({}, []) if subagent else _sidechains(tree, names)
 
     parse_bad = source.doc.bad_lines if source.kind == "jsonl" else []
@@ -810,31 +873,243 @@ def read(source: Source, options: LoadOptions) -> Transcript:
         warnings.append(f"ignored {tree.duplicates} line(s) repeating an earlier uuid")
     if linked:
         warnings.append(f"{linked} line(s) without parentUuid follow the previous line")
+    nodes = tree.nodes.values()
+    on_path = chain.uuids
+    state = _State(
+        lenient=options.lenient,
+        count=len(lines),
+        last=lines[-1] if lines else JsonLine(0, None),
+        bad=len(parse_bad),
+        head_warnings=warnings,
+        uuids=set(tree.nodes),
+        parents={ln.parent for ln in nodes if ln.parent},
+        chain=chain,
+        groups=tree.groups,
+        names=names,
+        trusted=trusted,
+        off_results={
+            i
+            for ln in nodes
+            if not ln.sidechain and (ln.uuid or "") not in on_path
+            for i in ln.result_ids
+        },
+        all_results={i for ln in parsed for i in ln.result_ids},
+        messages=messages,
+        usage=usage,
+        events=events,
+        sidechains=sidechains,
+        side_warnings=side_warnings,
+        subagent=subagent,
+        titles=titles,
+        chain_keys=_newest_keys(chain.lines),
+        line_keys=_newest_keys(parsed),
+        skipped=skipped,
+        path=str(source.path),
+    )
+    if kept is not None and source.kind == "jsonl" and lines:
+        kept[_STATE] = state
+    return _transcript(state)
+
+
+def _copy(t: _Line) -> _Line:
+    return _Line(
+        t.number, t.raw, t.type, t.uuid, t.parent, t.sidechain, t.parent_known, t.blocks, t.group
+    )
+
+
+def _extended(
+    state: _State,
+    source: Source,
+    options: LoadOptions,
+    memo: dict[int, tuple[JsonLine, _Line]] | None,
+) -> _State | None:
+    """``state`` extended by the lines appended since (None: read the file whole).
+
+    Only when the reading of every earlier line stays what it was: the new lines
+    continue the main chain at its leaf (each the parent of the next), bring no
+    compaction boundary, sidechain, rewind, repeated uuid, unknown type or bad line,
+    and no tool call or result that an earlier line's reading depends on; an assistant
+    line may continue the chain's last turn (a streamed turn), which is rebuilt.
+    ``state`` itself is left as it was.
+    """
+    if (
+        source.kind != "jsonl"
+        or options.lenient != state.lenient
+        or state.subagent
+        or state.chain.leaf is None
+        or str(source.path) != state.path
+        or len(source.doc.bad_lines) != state.bad
+    ):
+        return None
+    lines = source.doc.lines
+    n = state.count
+    if len(lines) < n or lines[n - 1] is not state.last:
+        return None
+    if any(ev.message_index >= len(state.messages) for ev in state.events):
+        return None  # a boundary at the end: its summary may be the next message
+    new: list[_Line] = []
+    for jl in lines[n:]:
+        try:
+            new.append(_parse_line(source, jl.number, jl.value))
+        except LoadError:
+            return None
+    chain = state.chain
+    leaf = chain.leaf
+    tip = chain.lines[-1].group if chain.lines else None
+    uuids: set[str] = set()
+    results: set[str] = set()
+    calls: dict[str, str] = {}
+    fresh: set[tuple[str, str]] = set()
+    for line in new:
+        if line.type not in _KNOWN_TYPES or _is_boundary(line):
+            return None
+        if line.uuid is None:
+            continue  # no tree node: a title or metadata line
+        uuid = line.uuid
+        if (
+            line.sidechain
+            or not line.parent_known
+            or line.parent != leaf
+            or uuid in state.uuids
+            or uuid in state.parents
+            or uuid in uuids
+        ):
+            return None
+        uuids.add(uuid)
+        leaf = uuid
+        if line.type == "user":
+            ids = line.result_ids
+            if any(i in state.off_results for i in ids):
+                return None  # it answers a call an off-chain result answered
+            results.update(ids)
+            tip = None
+        elif line.type == "assistant":
+            group = line.group
+            assert group is not None
+            if group in state.groups or group in fresh:
+                if group != tip:
+                    return None  # a turn continued after the chain moved on
+            else:
+                fresh.add(group)
+                tip = group
+            for b in line.blocks:
+                if b["type"] == "tool_use":
+                    call = b["id"]
+                    if (
+                        call in state.names
+                        or call in calls
+                        or call in state.all_results
+                        or call in results
+                    ):
+                        return None  # an earlier result would get its name
+                    calls[call] = b["name"]
+
+    # The new lines fit: extend copies of what the last reading made.
+    groups = dict(state.groups)
+    names = {**state.names, **calls}
+    trusted = dict(state.trusted)
+    messages = list(state.messages)
+    usage = list(state.usage)
+    seq = list(chain.lines)
+    skipped = Counter(state.skipped)
+    unknown: Counter[str] = Counter()
+    titles = list(state.titles)
+    for line in new:
+        _count_line(line, skipped, unknown, titles)
+        group = line.group
+        if group is not None:
+            groups[group] = [*groups.get(group, ()), line]
+    added: list[_Line] = []  # the new lines on the chain's sequence
+    for line in new:
+        if line.type == "user":
+            seq.append(line)
+            added.append(line)
+            messages.extend(_user(line, names, len(messages)))
+            continue
+        group = line.group
+        if line.type != "assistant" or group is None:
+            continue
+        if seq and seq[-1].group == group and seq[-1] is not line:
+            # A streamed turn grew: its message (the last) is built again.
+            messages.pop()
+            if usage and usage[-1].message_index == len(messages):
+                usage.pop()
+        else:
+            seq.append(line)
+            added.append(line)
+        msg = _assistant(groups[group], len(messages), trusted)
+        u = _usage(msg, groups[group], len(messages))
+        if u is not None:
+            usage.append(u)
+        messages.append(msg)
+    if memo is not None:
+        for jl, line in zip(lines[n:], new, strict=True):
+            memo[id(jl)] = (jl, _copy(line))
+    return _State(
+        lenient=state.lenient,
+        count=len(lines),
+        last=lines[-1],
+        bad=state.bad,
+        head_warnings=state.head_warnings,
+        uuids=state.uuids | uuids,
+        parents=state.parents | {ln.parent for ln in new if ln.parent},
+        chain=_Chain(seq, chain.uuids | uuids, chain.warnings, chain.abandoned, leaf),
+        groups=groups,
+        names=names,
+        trusted=trusted,
+        off_results=state.off_results,
+        all_results=state.all_results | results,
+        messages=messages,
+        usage=usage,
+        events=state.events,
+        sidechains=state.sidechains,
+        side_warnings=state.side_warnings,
+        subagent=False,
+        titles=titles,
+        chain_keys={**state.chain_keys, **_newest_keys(added)},
+        line_keys={**state.line_keys, **_newest_keys(new)},
+        skipped=skipped,
+        path=state.path,
+        finished=state.finished,
+    )
+
+
+def _transcript(state: _State) -> Transcript:
+    """The transcript of a reading (a whole file's, or one extended by appended lines)."""
+    chain = state.chain
+    # Finished from where the last reading left off (every message but its last is
+    # kept as it was when the file grew).
+    msgs, finish_warnings, state.finished = finish_from(
+        state.messages, state.finished, valid_args=state.trusted
+    )
+    warnings = list(state.head_warnings)
     if not msgs:
         warnings.append("no main-chain messages (the file holds only metadata lines)")
-    warnings += chain.warnings + finish_warnings + side_warnings
+    warnings += chain.warnings + finish_warnings + state.side_warnings
 
     extra: dict[str, Any] = {}
+    titles = state.titles
     title = next((t for t, leaf in reversed(titles) if leaf in chain.uuids), None)
     if title is None and titles:
         title = titles[-1][0]
     if title is not None:
         extra["title"] = title
     session_id = None
-    newest_first = list(reversed(chain.lines)) + list(reversed(parsed))
-    for key in ("cwd", "gitBranch", "version", "sessionId"):
-        value = next((ln.raw[key] for ln in newest_first if isinstance(ln.raw.get(key), str)), None)
+    for key in _KEYS:
+        value = state.chain_keys.get(key)
+        if value is None:
+            value = state.line_keys.get(key)
         if value is None:
             continue
         if key == "sessionId":
             session_id = value
         else:
             extra[key] = value
-    if skipped:
-        extra["skipped_lines"] = dict(skipped)
+    if state.skipped:
+        extra["skipped_lines"] = dict(state.skipped)
     if chain.abandoned:
         extra["abandoned_lines"] = chain.abandoned
-    if subagent:
+    if state.subagent:
         extra["subagent"] = _agent_id(chain)
 
     model = next(
@@ -851,11 +1126,11 @@ def read(source: Source, options: LoadOptions) -> Transcript:
         messages=msgs,
         format=NAME,
         model=model,
-        path=str(source.path),
+        path=state.path,
         session_id=session_id,
-        compactions=tuple(events),
-        usage=tuple(usage),
-        sidechains=sidechains or EMPTY,
+        compactions=tuple(state.events),
+        usage=tuple(state.usage),
+        sidechains=state.sidechains or EMPTY,
         extra=extra or EMPTY,
         warnings=tuple(warnings),
     )

@@ -9,7 +9,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,12 +33,14 @@ from tinyjuice.formats import (
     conversion_losses,
     dumps,
     load,
+    load_appended,
     load_bytes,
 )
 from tinyjuice.formats._io import (
     SQLITE_MAGIC,
     LoadError,
     SaveError,
+    Source,
     check_regular,
     read_bytes,
 )
@@ -121,6 +123,9 @@ class LoadedSource:
     sha256: str
     size: int
     transcript: Transcript
+    #: The parsed file (``load_source(..., follow=True)``): what
+    #: :func:`~tinyjuice.formats.load_appended` extends when the file grows.
+    parsed: Source | None = field(default=None, compare=False, repr=False)
 
     @property
     def path(self) -> Path:
@@ -133,8 +138,12 @@ def load_source(
     *,
     session: str | None = None,
     lenient: bool = False,
+    follow: bool = False,
 ) -> LoadedSource:
     """Load a transcript for committing: read once, remember what was read.
+
+    ``follow`` keeps the parsed file (``LoadedSource.parsed``) for following it as it
+    grows: the first append then parses only its own lines.
 
     Raises :class:`~tinyjuice.formats.LoadError` for unreadable input.
     """
@@ -150,9 +159,13 @@ def load_source(
     data = read_bytes(p)
     opts = LoadOptions(lenient=lenient, session=session)
     # Errors name the file as the user gave it; the resolved path is the identity.
-    transcript = load_bytes(data, Path(path), format, options=opts)
+    parsed = None
+    if follow:
+        transcript, parsed = load_appended(data, None, Path(path), format, options=opts)
+    else:
+        transcript = load_bytes(data, Path(path), format, options=opts)
     return LoadedSource(
-        SourceRef(p), transcript.format, data, sha256_hex(data), len(data), transcript
+        SourceRef(p), transcript.format, data, sha256_hex(data), len(data), transcript, parsed
     )
 
 

@@ -148,7 +148,7 @@ class StructuredSummary:
     def parse(cls, text: str) -> StructuredSummary:
         """Read a summary back from markdown (wrappers are stripped first).
 
-        Headings may use ``#``..``######`` or a bold line; spelling variants (seed 003's
+        Headings may use ``#``..``######`` or a bold line; spelling variants (Hermes'
         "Active Task", "Key Decisions Made", "In Progress / Blocked", …) map onto the
         sections. Text under an unknown heading stays in the current section with its
         heading line; text before the first heading goes to ``notes``.
