@@ -41,6 +41,7 @@ __all__ = [
     "norm_path",
     "norm_text",
     "split_sentences",
+    "tool_error_lines",
 ]
 
 #: What can be done to a file, in the order a trail lists them.
@@ -532,6 +533,24 @@ def _error_source(middle: Sequence[Message], offset: int, calls: dict[str, ToolC
     return call.name
 
 
+def tool_error_lines(text: str, is_error: bool, *, head_first: bool = False) -> list[str]:
+    """The error lines of a tool result's text and, when it is flagged as an error, its
+    head line(s) before them.
+
+    A head line that is also an error line keeps its place among them, unless
+    ``head_first``: then the head lines come first and in order, repeated among the
+    error lines (the review lists them so; the order differs only then).
+    """
+    lines = list(error_lines(text)) if text else []
+    if is_error and text.strip():
+        if head_first:
+            return [*error_head(text), *lines]
+        for first in reversed(error_head(text)):
+            if first not in lines:
+                lines.insert(0, first)
+    return lines
+
+
 def _tool_errors(middle: Sequence[Message], start: int) -> tuple[list[Fact], list[str | None]]:
     calls = {c.id: c for m in middle for c in m.tool_calls}
     content = listing_results(middle)
@@ -541,13 +560,7 @@ def _tool_errors(middle: Sequence[Message], start: int) -> tuple[list[Fact], lis
         observed = m.role is Role.TOOL or m.meta.injected_kind == "observation"
         if not observed or (offset in content and not m.meta.is_error):
             continue
-        text = tool_output_text(m.text)
-        lines = list(error_lines(text)) if text else []
-        if m.meta.is_error and text.strip():
-            for first in reversed(error_head(text)):
-                if first not in lines:
-                    lines.insert(0, first)
-        for line in lines:
+        for line in tool_error_lines(tool_output_text(m.text), m.meta.is_error):
             flat = " ".join(line.split())
             key = norm_error(flat)
             if key and key not in seen:

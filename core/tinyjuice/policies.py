@@ -157,6 +157,27 @@ def _from_budget(policy: PolicyName, budget: Budget, *, anti_thrash: bool, label
     )
 
 
+def _whole_window(
+    policy: PolicyName,
+    context_window: int,
+    value: int,
+    rule: Rule,
+    explanation: str,
+    ratio: float | None = None,
+) -> Threshold:
+    """A threshold of a policy that reserves nothing for output (the whole window counts)."""
+    return Threshold(
+        policy=policy,
+        context_window=context_window,
+        output_reservation=0,
+        effective_window=context_window,
+        threshold_tokens=value,
+        rule=rule,
+        explanation=explanation,
+        ratio=ratio,
+    )
+
+
 def _spec(name: PolicyName, value: DataclassInstance, defaults: DataclassInstance) -> str:
     changed = [
         f"{_ALIASES_OUT.get(f.name, f.name)}={_fmt(getattr(value, f.name))}"
@@ -227,29 +248,13 @@ class ClaudeCodePolicy:
         )
         if self.pct is not None and int(context_window * self.pct) < by_buffer:
             by_pct = int(context_window * self.pct)
-            return Threshold(
-                policy=self.name,
-                context_window=context_window,
-                output_reservation=0,
-                effective_window=context_window,
-                threshold_tokens=by_pct,
-                rule=Rule.RATIO,
-                explanation=(
-                    f"claude-code: threshold {by_pct:,} = {self.pct:.0%} of the "
-                    f"{context_window:,} window (the override is lower than window − "
-                    f"{self.buffer:,} buffer = {by_buffer:,})"
-                ),
-                ratio=self.pct,
+            text = (
+                f"claude-code: threshold {by_pct:,} = {self.pct:.0%} of the "
+                f"{context_window:,} window (the override is lower than window − "
+                f"{self.buffer:,} buffer = {by_buffer:,})"
             )
-        return Threshold(
-            policy=self.name,
-            context_window=context_window,
-            output_reservation=0,
-            effective_window=context_window,
-            threshold_tokens=by_buffer,
-            rule=Rule.BUFFER,
-            explanation=text,
-        )
+            return _whole_window(self.name, context_window, by_pct, Rule.RATIO, text, self.pct)
+        return _whole_window(self.name, context_window, by_buffer, Rule.BUFFER, text)
 
     def spec(self) -> str:
         return _spec(self.name, self, ClaudeCodePolicy())
@@ -283,16 +288,7 @@ class CodexPolicy:
                 f"codex: threshold {value:,} = auto-compact limit, by default "
                 f"{self.limit_ratio:.0%} of the {context_window:,} window"
             )
-        return Threshold(
-            policy=self.name,
-            context_window=context_window,
-            output_reservation=0,
-            effective_window=context_window,
-            threshold_tokens=value,
-            rule=Rule.LIMIT,
-            explanation=text,
-            ratio=ratio,
-        )
+        return _whole_window(self.name, context_window, value, Rule.LIMIT, text, ratio)
 
     def spec(self) -> str:
         return _spec(self.name, self, CodexPolicy())

@@ -13,13 +13,12 @@ from typing import Any
 
 from tinyjuice.facts import (
     Facts,
-    error_head,
-    error_lines,
     extract_facts,
     listing_results,
     norm_error,
     norm_path,
     norm_text,
+    tool_error_lines,
 )
 from tinyjuice.model import Message, Role, Transcript
 from tinyjuice.redact import find_secrets, redact_text
@@ -352,15 +351,9 @@ _TRACEBACK_HEAD_RE = re.compile(r"^\s*Traceback \(most recent call last\):?\s*$"
 
 
 def _tool_error_lines(m: Message, text: str) -> list[str]:
-    """The error lines of a tool result: its error lines and, when it is flagged as an
-    error, its head line(s). Only tools return errors: prose is not scanned.
-
-    Like ``facts._tool_errors`` over the same scanners (``summary.scan``), but the head
-    lines always come first and in order; facts puts a head line that is already an
-    error line at its place among them (the order differs only then)."""
-    lines = list(error_lines(text)) if text else []
-    if m.meta.is_error and text.strip():
-        lines = [*error_head(text), *lines]
+    """:func:`~tinyjuice.facts.tool_error_lines` with the head lines first, normalised,
+    without traceback headers. Only tools return errors: prose is not scanned."""
+    lines = tool_error_lines(text, m.meta.is_error, head_first=True)
     return [_norm(line) for line in lines if not _TRACEBACK_HEAD_RE.match(line)]
 
 

@@ -15,6 +15,7 @@ from tinyjuice.formats import LoadError, dumps, load, load_bytes, save
 from tinyjuice.formats import anthropic as fmt
 from tinyjuice.formats import openai as openai_fmt
 from tinyjuice.formats._io import Source
+from tinyjuice.formats._messages import in_layout
 from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, ToolCall, Transcript
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(200))).decode()
@@ -626,3 +627,26 @@ def test_result_without_its_call_is_loaded_and_flagged() -> None:
     assert orphan.text == "1 passed in 0.03s"
     assert sum(m.meta.orphan for m in t.messages) == 1
     assert any("without a matching tool call" in w for w in t.warnings)
+
+
+def test_a_text_block_after_a_tool_use_is_written_back_in_its_place(tmp_path: Path) -> None:
+    assert in_layout("pcp", ["a", "b"], ["C"]) == ["a", "C", "b"]
+    assert in_layout("pc", ["a", "b"], ["C"]) == ["a", "b", "C"]  # does not fit: in order
+    assert in_layout(None, ["a"], ["C"]) == ["a", "C"]
+    doc = {
+        "messages": [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "first"},
+                    {"type": "tool_use", "id": "t1", "name": "ls", "input": {}},
+                    {"type": "text", "text": "after the call"},
+                ],
+            },
+        ]
+    }
+    path = tmp_path / "a.json"
+    path.write_bytes(orjson.dumps(doc))
+    back = orjson.loads(dumps(load(path), "anthropic"))
+    assert back["messages"][1]["content"] == doc["messages"][1]["content"]

@@ -28,7 +28,7 @@ from tinyjuice.store import (
     load_source,
     undo,
 )
-from tinyjuice.store.hermes_commit import read_snapshot
+from tinyjuice.store.hermes_commit import read_snapshot, undo_child, undo_in_place
 from tinyjuice.tokens import RoughCounter
 
 SID = "20250915_152740_c41a9e"
@@ -319,3 +319,38 @@ def test_undo_works_when_a_sessions_column_needs_quoting(tmp_path: Path, column:
     source = load_source(db, session=SID)
     child = commit(compacted(source), source, mode="child")
     assert undo(child.id).state is CommitState.UNDONE
+
+
+@pytest.mark.parametrize("mode", ["in-place", "child"])
+def test_an_undo_that_would_not_restore_byte_for_byte_changes_nothing(
+    tmp_path: Path, mode: str
+) -> None:
+    db = make_db(tmp_path)
+    source = load_source(db, session=SID)
+    record = commit(compacted(source), source, mode=mode)
+    target = record.target_session or SID
+    parent, child = read_snapshot(db, SID), read_snapshot(db, target)
+    wrong = json.loads(source.data)
+    wrong["messages"][0]["content"] = "not what the session held"
+    undo_rows = undo_in_place if mode == "in-place" else undo_child
+    with pytest.raises(CommitError, match="byte-identically"):
+        undo_rows(db, record.plan, before=json.dumps(wrong).encode(), after_sha=sha256_hex(child))
+    assert read_snapshot(db, SID) == parent and read_snapshot(db, target) == child
+
+
+def test_write_session_commits_unless_told_to_write_inside_the_callers_transaction(
+    tmp_path: Path,
+) -> None:
+    db = make_db(tmp_path)
+    conn = sqlite3.connect(db)
+    try:
+        ids = write_session(conn, _transcript(tmp_path, 2), "kept", commit=True)
+        seen: list[int] = []
+        conn.execute("BEGIN IMMEDIATE")
+        write_session(conn, _transcript(tmp_path, 2), "dropped", commit=False, on_row=seen.append)
+        assert conn.in_transaction and seen == list(range(8))
+        conn.rollback()
+        names = {r[0] for r in conn.execute("SELECT id FROM sessions").fetchall()}
+    finally:
+        conn.close()
+    assert len(ids) == 8 and "kept" in names and "dropped" not in names

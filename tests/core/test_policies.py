@@ -851,3 +851,20 @@ def test_explain_invariants(
     if cur.next_fire_message is not None:
         assert cur.next_fire_message >= n
     json.dumps(result.to_dict())
+
+
+@pytest.mark.parametrize(
+    ("policy", "ratio"),
+    [
+        (ClaudeCodePolicy(), None),
+        (ClaudeCodePolicy(pct=0.5), 0.5),
+        (CodexPolicy(), 0.9),
+        (CodexPolicy(limit=200_000), None),
+    ],
+)
+def test_policies_reserving_nothing_count_the_whole_window(
+    policy: Any, ratio: float | None
+) -> None:
+    got = policy.threshold(272_000)
+    assert got.output_reservation == 0 and got.effective_window == 272_000
+    assert got.ratio == ratio

@@ -18,7 +18,13 @@ from test_providers import (  # noqa: F401  (fixtures)
     server,
 )
 
-from tinyjuice.facts import extract_facts, file_actions, norm_error, norm_path
+from tinyjuice.facts import (
+    extract_facts,
+    file_actions,
+    norm_error,
+    norm_path,
+    tool_error_lines,
+)
 from tinyjuice.formats import load
 from tinyjuice.model import Message, MessageMeta, Role, TextPart, ToolCall
 from tinyjuice.probes import ProbeKind, answer_from_summary, judge_probes, make_probes
@@ -359,3 +365,14 @@ def test_quoted_pipes_and_sed_n_are_reads_not_errors() -> None:
     assert extract_facts(mid).tool_errors == ()
     review = review_summary(mid, "", counter=RoughCounter())
     assert review.total("errors") == 0
+
+
+def test_tool_error_lines_put_the_head_first_once_or_always() -> None:
+    text = "running step 1\nError: build failed\nValueError: bad tray size\n"
+    both = ["Error: build failed", "ValueError: bad tray size"]
+    assert tool_error_lines(text, False) == both
+    assert tool_error_lines(text, False, head_first=True) == both  # no head unless flagged
+    flagged = "Error: build failed\nrunning step 2\nValueError: bad tray size\n"
+    assert tool_error_lines(flagged, True) == both  # the head is an error line: kept once
+    assert tool_error_lines(flagged, True, head_first=True) == ["Error: build failed", *both]
+    assert tool_error_lines("", True) == []

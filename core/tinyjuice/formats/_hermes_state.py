@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,6 @@ __all__ = [
     "list_sessions",
     "quote_ident",
     "write_session",
-    "write_session_rows",
 ]
 
 #: Per-session token counters in ``sessions`` (they are per session, not per message).
@@ -362,7 +361,7 @@ def create_schema(conn: sqlite3.Connection) -> None:
     conn.executescript(STATE_SCHEMA)
 
 
-#: ``messages`` columns :func:`write_session_rows` fills (besides ``session_id``).
+#: ``messages`` columns :func:`write_session` fills (besides ``session_id``).
 _ROW_COLUMNS: tuple[str, ...] = (
     "role",
     "content",
@@ -410,6 +409,7 @@ def _int_or_none(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+# Long on purpose: one transaction writing a session's rows in the schema's order.
 def write_session(
     conn: sqlite3.Connection,
     transcript: Transcript,
@@ -422,6 +422,8 @@ def write_session(
     counters: Mapping[str, int] | None = None,
     compression_fallback_streak: int | None = None,
     time_step: float = 1.0,
+    commit: bool = True,
+    on_row: Callable[[int], None] | None = None,
 ) -> tuple[int, ...]:
     """Write ``transcript`` as the live rows of session ``session_id``; return the row ids.
 
@@ -430,112 +432,87 @@ def write_session(
     transcript becomes the new active rows. Message timestamps come from a message's
     ``timestamp`` extra, else count up from the session start (or the newest row) by
     ``time_step`` seconds. ``counters`` sets the per-session token counters
-    (:data:`COUNTER_COLUMNS`). The caller's connection is committed.
+    (:data:`COUNTER_COLUMNS`). The caller's connection is committed, unless ``commit``
+    is False: then the rows are written inside the caller's transaction. ``on_row(i)``
+    is called after the i-th message row is inserted (crash tests use it to stop a
+    commit half-way through its transaction).
     """
-    with conn:
-        return write_session_rows(
-            conn,
-            transcript,
-            session_id,
-            started_at=started_at,
-            ended_at=ended_at,
-            end_reason=end_reason,
-            parent_session_id=parent_session_id,
-            counters=counters,
-            compression_fallback_streak=compression_fallback_streak,
-            time_step=time_step,
-        )
-
-
-# Long on purpose: one transaction writing a session's rows in the schema's order.
-def write_session_rows(
-    conn: sqlite3.Connection,
-    transcript: Transcript,
-    session_id: str,
-    *,
-    started_at: float | None = None,
-    ended_at: float | None = None,
-    end_reason: str | None = None,
-    parent_session_id: str | None = None,
-    counters: Mapping[str, int] | None = None,
-    compression_fallback_streak: int | None = None,
-    time_step: float = 1.0,
-    on_row: Callable[[int], None] | None = None,
-) -> tuple[int, ...]:
-    """:func:`write_session` inside the caller's transaction (nothing is committed).
-
-    ``on_row(i)`` is called after the i-th message row is inserted (crash tests use it
-    to stop a commit half-way through its transaction).
-    """
-    bad = [k for k in (counters or {}) if k not in COUNTER_COLUMNS]
-    if bad:
-        raise ValueError(f"unknown counter column(s) {bad}; known: {', '.join(COUNTER_COLUMNS)}")
-    exists = conn.execute("SELECT started_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    if exists is None:
-        start = started_at if started_at is not None else _default_start(transcript)
-        conn.execute(
-            "INSERT INTO sessions (id, model, system_prompt, parent_session_id, started_at)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (session_id, transcript.model, transcript.system_prompt, parent_session_id, start),
-        )
-    else:
-        conn.execute(
-            "UPDATE sessions SET model = COALESCE(?, model),"
-            " system_prompt = COALESCE(?, system_prompt) WHERE id = ?",
-            (transcript.model, transcript.system_prompt, session_id),
-        )
-        conn.execute(
-            "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1",
-            (session_id,),
-        )
-    updates: dict[str, Any] = dict(counters or {})
-    if ended_at is not None:
-        updates["ended_at"] = ended_at
-    if end_reason is not None:
-        updates["end_reason"] = end_reason
-    if started_at is not None and exists is not None:
-        updates["started_at"] = started_at
-    if compression_fallback_streak is not None:
-        updates["compression_fallback_streak"] = compression_fallback_streak
-    if updates:
-        assignments = ", ".join(f"{quote_ident(k)} = ?" for k in updates)
-        conn.execute(
-            f"UPDATE sessions SET {assignments} WHERE id = ?", (*updates.values(), session_id)
-        )
-    (base,) = conn.execute(
-        "SELECT MAX(COALESCE((SELECT MAX(timestamp) FROM messages WHERE session_id = ?), 0),"
-        " started_at) FROM sessions WHERE id = ?",
-        (session_id, session_id),
-    ).fetchone()
-    ids: list[int] = []
-    clock = float(base)
-    # Only the columns this database has (older Hermes schemas lack some).
-    present = {str(c[1]) for c in conn.execute("PRAGMA table_info(messages)").fetchall()}
-    columns = ["session_id", *(c for c in _ROW_COLUMNS if c in present)]
-    insert = (
-        f"INSERT INTO messages ({', '.join(quote_ident(c) for c in columns)})"
-        f" VALUES ({', '.join(':' + c for c in columns)})"
-    )
-    for m in transcript.messages:
-        row = _row_for(m)
-        ts = row["timestamp"]
-        if isinstance(ts, (int, float)) and not isinstance(ts, bool):
-            clock = float(ts)
+    with conn if commit else nullcontext():
+        bad = [k for k in (counters or {}) if k not in COUNTER_COLUMNS]
+        if bad:
+            raise ValueError(
+                f"unknown counter column(s) {bad}; known: {', '.join(COUNTER_COLUMNS)}"
+            )
+        exists = conn.execute(
+            "SELECT started_at FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if exists is None:
+            start = started_at if started_at is not None else _default_start(transcript)
+            conn.execute(
+                "INSERT INTO sessions (id, model, system_prompt, parent_session_id, started_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (session_id, transcript.model, transcript.system_prompt, parent_session_id, start),
+            )
         else:
-            clock += time_step
-        row["timestamp"] = clock
-        cur = conn.execute(insert, {"session_id": session_id, **row})
-        ids.append(int(cur.lastrowid or 0))
-        if on_row is not None:
-            on_row(len(ids) - 1)
-    session_columns = {str(c[1]) for c in conn.execute("PRAGMA table_info(sessions)").fetchall()}
-    if "message_count" in session_columns and "active" in present:
-        conn.execute(
-            "UPDATE sessions SET message_count ="
-            " (SELECT COUNT(*) FROM messages WHERE session_id = ? AND active = 1) WHERE id = ?",
+            conn.execute(
+                "UPDATE sessions SET model = COALESCE(?, model),"
+                " system_prompt = COALESCE(?, system_prompt) WHERE id = ?",
+                (transcript.model, transcript.system_prompt, session_id),
+            )
+            conn.execute(
+                "UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1",
+                (session_id,),
+            )
+        updates: dict[str, Any] = dict(counters or {})
+        if ended_at is not None:
+            updates["ended_at"] = ended_at
+        if end_reason is not None:
+            updates["end_reason"] = end_reason
+        if started_at is not None and exists is not None:
+            updates["started_at"] = started_at
+        if compression_fallback_streak is not None:
+            updates["compression_fallback_streak"] = compression_fallback_streak
+        if updates:
+            assignments = ", ".join(f"{quote_ident(k)} = ?" for k in updates)
+            conn.execute(
+                f"UPDATE sessions SET {assignments} WHERE id = ?", (*updates.values(), session_id)
+            )
+        (base,) = conn.execute(
+            "SELECT MAX(COALESCE((SELECT MAX(timestamp) FROM messages WHERE session_id = ?), 0),"
+            " started_at) FROM sessions WHERE id = ?",
             (session_id, session_id),
+        ).fetchone()
+        ids: list[int] = []
+        clock = float(base)
+        # Only the columns this database has (older Hermes schemas lack some).
+        present = {str(c[1]) for c in conn.execute("PRAGMA table_info(messages)").fetchall()}
+        columns = ["session_id", *(c for c in _ROW_COLUMNS if c in present)]
+        insert = (
+            f"INSERT INTO messages ({', '.join(quote_ident(c) for c in columns)})"
+            f" VALUES ({', '.join(':' + c for c in columns)})"
         )
-    return tuple(ids)
+        for m in transcript.messages:
+            row = _row_for(m)
+            ts = row["timestamp"]
+            if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+                clock = float(ts)
+            else:
+                clock += time_step
+            row["timestamp"] = clock
+            cur = conn.execute(insert, {"session_id": session_id, **row})
+            ids.append(int(cur.lastrowid or 0))
+            if on_row is not None:
+                on_row(len(ids) - 1)
+        session_columns = {
+            str(c[1]) for c in conn.execute("PRAGMA table_info(sessions)").fetchall()
+        }
+        if "message_count" in session_columns and "active" in present:
+            conn.execute(
+                "UPDATE sessions SET message_count ="
+                " (SELECT COUNT(*) FROM messages WHERE session_id = ? AND active = 1) WHERE id = ?",
+                (session_id, session_id),
+            )
+        return tuple(ids)
 
 
 def _default_start(transcript: Transcript) -> float:

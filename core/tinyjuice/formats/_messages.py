@@ -5,9 +5,10 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ParamSpec, TypeVar, cast
 
 import orjson
 
@@ -26,12 +27,14 @@ from tinyjuice.model import (
 )
 
 __all__ = [
+    "MARKER_STARTS",
     "SUMMARY_PREFIXES",
     "FinishState",
     "base64_size",
+    "fast_paths",
     "finish",
     "finish_from",
-    "indexed_message",
+    "in_layout",
     "injected_kind",
     "is_summary_text",
     "media_from_url",
@@ -39,13 +42,18 @@ __all__ = [
     "new_message",
     "new_meta",
     "plain_meta",
+    "readable_paths",
     "rest",
     "summary_events",
     "text_flags",
     "text_part",
     "thinking_part",
     "tool_call",
+    "with_meta",
 ]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 #: Content prefixes that mark an agent-written compaction summary (one home: markers).
 SUMMARY_PREFIXES: tuple[str, ...] = SUMMARY_STARTS
@@ -108,7 +116,7 @@ def injected_kind(text: str) -> str | None:
 #: The characters a summary prefix or an injected-context marker starts with. Both
 #: checks skip leading whitespace; a text starting with anything else settles them
 #: without a regex.
-_MARKER_STARTS = frozenset("[<#")
+MARKER_STARTS = frozenset("[<#")
 
 
 def text_flags(role: Role, text: str) -> tuple[bool, str | None]:
@@ -116,7 +124,7 @@ def text_flags(role: Role, text: str) -> tuple[bool, str | None]:
     if not text:
         return False, None
     first = text[0]
-    if first not in _MARKER_STARTS and not first.isspace():
+    if first not in MARKER_STARTS and not first.isspace():
         return False, None  # no prefix or marker can start here
     is_summary = (
         is_summary_text(text) if role in (Role.USER, Role.ASSISTANT, Role.SYSTEM) else False
@@ -130,6 +138,19 @@ def rest(obj: Mapping[str, Any], known: Iterable[str]) -> Mapping[str, Any]:
     skip = set(known)
     out = {k: v for k, v in obj.items() if k not in skip}
     return out if out else EMPTY
+
+
+def in_layout(layout: Any, parts: list[T], calls: list[T]) -> list[T]:
+    """A message's content pieces then its calls, or in the order of its ``layout`` hint
+    (one "p" or "c" per slot, kept by a reader) when that hint fits their numbers."""
+    if (
+        isinstance(layout, str)
+        and layout.count("p") == len(parts)
+        and layout.count("c") == len(calls)
+    ):
+        parts_it, calls_it = iter(parts), iter(calls)
+        return [next(parts_it) if slot == "p" else next(calls_it) for slot in layout]
+    return parts + calls
 
 
 def base64_size(data: str) -> int:
@@ -181,267 +202,108 @@ def meta_for_text(role: Role, text: str, **kw: Any) -> MessageMeta:
     )
 
 
-# ------------------------------------------------------------------ fast construction
+# ------------------------------------------------------------ the fast-path seam
 #
-# Readers build one Message (with a MessageMeta and usually a TextPart) per source
-# message, and the generated frozen-dataclass ``__init__`` (one ``object.__setattr__``
-# call per field) is most of a load's cost. These helpers fill a plain slotted twin of
-# the class (same ``__slots__``, so the same memory layout) with ordinary attribute
-# stores, then set the instance's ``__class__`` to the model class: the result *is* a
-# model instance, frozen from then on, with every field set exactly as the constructor
-# would set it. If a model class ever changes its fields, or the interpreter refuses
-# the class switch, the helpers fall back to the ordinary constructor.
+# Every reader has a readable path (checked code, the model's own constructors) and, where
+# it pays, a fast path that must build equal values. ``fast_paths()`` says which one runs;
+# tests switch the fast paths off with :func:`readable_paths` and compare whole
+# transcripts (tests/core/test_reader_fast_paths.py). Why the constructors below are
+# faster: docs/formats.md, "Fast paths".
 
-_MESSAGE_FIELDS = (
-    "role", "parts", "tool_calls", "tool_call_id", "tool_name", "reasoning", "meta", "extra",
-    "hints",
-)  # fmt: skip
-_META_FIELDS = (
-    "is_summary", "is_injected", "injected_kind", "source_id", "original_index", "orphan",
-    "is_error", "sidechain", "generated_by",
-)  # fmt: skip
-_TEXT_FIELDS = ("text", "extra", "kind")
-_CALL_FIELDS = ("id", "name", "arguments", "kind", "extra")
-#: The builders below make a twin and re-class it in place; the type checker sees only
-#: ``Any`` (the twins are made at run time), hence their ``type: ignore[no-any-return]``.
-_new = object.__new__
+_fast = True
 
 
-def _twin(cls: type, fields: tuple[str, ...]) -> Any:
-    """A mutable slotted class laid out like ``cls``, or None when that cannot work."""
-    if getattr(cls, "__slots__", None) != fields:
-        return None
-    twin = type(f"_{cls.__name__}Twin", (), {"__slots__": fields, "__module__": __name__})
-    probe: object = _new(twin)
-    for name in fields:
-        setattr(probe, name, None)
+def fast_paths() -> bool:
+    """Whether readers take their fast paths (always, except inside :func:`readable_paths`)."""
+    return _fast
+
+
+@contextmanager
+def readable_paths() -> Iterator[None]:
+    """Within: every reader takes its readable path only (for tests comparing the two)."""
+    global _fast
+    was, _fast = _fast, False
     try:
-        probe.__class__ = cls
+        yield
+    finally:
+        _fast = was
+
+
+#: The fast constructor of one model class: a twin (a mutable slotted class laid out
+#: like it) filled with plain attribute stores, then switched to the model class. Made
+#: from this text for each class, as ``dataclasses`` makes an ``__init__``.
+_BUILDER = """
+def make(model_, twin_, new_):
+    def build({params}):
+        if not _fast:
+            return model_({names})
+        obj_ = new_(twin_)
+{stores}
+        obj_.__class__ = model_
+        return obj_
+    return build
+"""
+
+
+def _constructor(cls: Callable[P, T]) -> Callable[P, T]:
+    """``cls`` (a frozen slotted dataclass) or a faster function building the same value.
+
+    Call it positionally (the fast one takes no keywords); trailing fields with a plain
+    default may be left out. The fast one is used only where the class switch works.
+    """
+    model: Any = cls  # (a dataclass: the type checker sees only its constructor)
+    own = fields(model)
+    names = tuple(f.name for f in own)
+    if getattr(model, "__slots__", None) != names:
+        return cls
+    twin: Any = type(f"_{model.__name__}Twin", (), {"__slots__": names})
+    try:
+        object.__new__(twin).__class__ = model
     except TypeError:
-        return None
-    return twin if type(probe) is cls else None
+        return cls
+    optional = 0  # the trailing fields with a plain default
+    for f in reversed(own):
+        if f.default is MISSING:
+            break
+        optional += 1
+    text = _BUILDER.format(
+        params=", ".join(names),
+        names=", ".join(names),
+        stores="\n".join(f"        obj_.{n} = {n}" for n in names),
+    )
+    scope: dict[str, Any] = {}
+    exec(text, globals(), scope)  # (our own text, above: field names only)
+    build = scope["make"](model, twin, object.__new__)
+    build.__defaults__ = tuple(f.default for f in own[len(own) - optional :]) or None
+    return cast("Callable[P, T]", build)
 
 
-_MessageTwin: Any = _twin(Message, _MESSAGE_FIELDS)
-_MetaTwin: Any = _twin(MessageMeta, _META_FIELDS)
-_TextTwin: Any = _twin(TextPart, _TEXT_FIELDS)
-_CallTwin: Any = _twin(ToolCall, _CALL_FIELDS)
-_ThinkingTwin: Any = _twin(ThinkingPart, ("text", "signature", "redacted", "extra", "kind"))
-
-
-def new_message(
-    role: Role,
-    parts: tuple[Any, ...],
-    tool_calls: tuple[ToolCall, ...],
-    tool_call_id: str | None,
-    tool_name: str | None,
-    reasoning: str | None,
-    meta: MessageMeta,
-    extra: Mapping[str, Any],
-    hints: Mapping[str, Any],
-) -> Message:
-    """``Message(...)`` with every field given, without the dataclass ``__init__``."""
-    if _MessageTwin is None:
-        return Message(
-            role=role,
-            parts=parts,
-            tool_calls=tool_calls,
-            tool_call_id=tool_call_id,
-            tool_name=tool_name,
-            reasoning=reasoning,
-            meta=meta,
-            extra=extra,
-            hints=hints,
-        )
-    m = _new(_MessageTwin)
-    m.role = role
-    m.parts = parts
-    m.tool_calls = tool_calls
-    m.tool_call_id = tool_call_id
-    m.tool_name = tool_name
-    m.reasoning = reasoning
-    m.meta = meta
-    m.extra = extra
-    m.hints = hints
-    m.__class__ = Message
-    return m  # type: ignore[no-any-return]
-
-
-def new_meta(
-    is_summary: bool,
-    is_injected: bool,
-    injected_kind: str | None,
-    source_id: str | None,
-    original_index: int | None,
-    orphan: bool,
-    is_error: bool,
-    sidechain: bool,
-    generated_by: str | None,
-) -> MessageMeta:
-    """``MessageMeta(...)`` with every field given, without the dataclass ``__init__``."""
-    if _MetaTwin is None:
-        return MessageMeta(
-            is_summary=is_summary,
-            is_injected=is_injected,
-            injected_kind=injected_kind,
-            source_id=source_id,
-            original_index=original_index,
-            orphan=orphan,
-            is_error=is_error,
-            sidechain=sidechain,
-            generated_by=generated_by,
-        )
-    m = _new(_MetaTwin)
-    m.is_summary = is_summary
-    m.is_injected = is_injected
-    m.injected_kind = injected_kind
-    m.source_id = source_id
-    m.original_index = original_index
-    m.orphan = orphan
-    m.is_error = is_error
-    m.sidechain = sidechain
-    m.generated_by = generated_by
-    m.__class__ = MessageMeta
-    return m  # type: ignore[no-any-return]
+#: The model's constructors, taking the fast path where it works (positional arguments
+#: in field order are the cheapest).
+new_message = _constructor(Message)
+_META_FIELDS = tuple(f.name for f in fields(MessageMeta))
+new_meta = _constructor(MessageMeta)
+text_part = _constructor(TextPart)
+thinking_part = _constructor(ThinkingPart)
+tool_call = _constructor(ToolCall)
 
 
 def plain_meta(role: Role, text: str, index: int | None) -> MessageMeta:
     """``meta_for_text(role, text, original_index=index)``, built directly."""
-    if text and role is not Role.TOOL:
-        first = text[0]
-        if first in _MARKER_STARTS or first.isspace():
-            is_summary, kind = text_flags(role, text)
-            return new_meta(
-                is_summary, kind is not None, kind, None, index, False, False, False, None
-            )
-    if _MetaTwin is None:
-        return MessageMeta(original_index=index)
-    m = _new(_MetaTwin)
-    m.is_summary = False
-    m.is_injected = False
-    m.injected_kind = None
-    m.source_id = None
-    m.original_index = index
-    m.orphan = False
-    m.is_error = False
-    m.sidechain = False
-    m.generated_by = None
-    m.__class__ = MessageMeta
-    return m  # type: ignore[no-any-return]
+    if text and role is not Role.TOOL and (text[0] in MARKER_STARTS or text[0].isspace()):
+        is_summary, kind = text_flags(role, text)
+        return new_meta(is_summary, kind is not None, kind, None, index, False, False, False, None)
+    return new_meta(False, False, None, None, index, False, False, False, None)
 
 
-def indexed_message(
-    role: Role,
-    parts: tuple[Any, ...],
-    tool_calls: tuple[ToolCall, ...],
-    tool_call_id: str | None,
-    tool_name: str | None,
-    reasoning: str | None,
-    extra: Mapping[str, Any],
-    hints: Mapping[str, Any],
-    text: str,
-    index: int | None,
-) -> Message:
-    """``new_message(...)`` with ``meta = plain_meta(role, text, index)``, in one call."""
-    if _MessageTwin is None or _MetaTwin is None:
-        meta = plain_meta(role, text, index)
-        return new_message(
-            role, parts, tool_calls, tool_call_id, tool_name, reasoning, meta, extra, hints
-        )
-    if text and role is not Role.TOOL and (text[0] in _MARKER_STARTS or text[0].isspace()):
-        meta = plain_meta(role, text, index)
-    else:  # no flags to derive: plain_meta's common case, inline (once per message)
-        meta = _new(_MetaTwin)
-        meta.is_summary = False
-        meta.is_injected = False
-        meta.injected_kind = None
-        meta.source_id = None
-        meta.original_index = index
-        meta.orphan = False
-        meta.is_error = False
-        meta.sidechain = False
-        meta.generated_by = None
-        meta.__class__ = MessageMeta
-    m = _new(_MessageTwin)
-    m.role = role
-    m.parts = parts
-    m.tool_calls = tool_calls
-    m.tool_call_id = tool_call_id
-    m.tool_name = tool_name
-    m.reasoning = reasoning
-    m.meta = meta
-    m.extra = extra
-    m.hints = hints
-    m.__class__ = Message
-    return m  # type: ignore[no-any-return]
-
-
-def text_part(text: str) -> TextPart:
-    """``TextPart(text)``, without the dataclass ``__init__``."""
-    if _TextTwin is None:
-        return TextPart(text)
-    p = _new(_TextTwin)
-    p.text = text
-    p.extra = EMPTY
-    p.kind = "text"
-    p.__class__ = TextPart
-    return p  # type: ignore[no-any-return]
-
-
-def thinking_part(
-    text: str, signature: str | None, redacted: bool, extra: Mapping[str, Any]
-) -> ThinkingPart:
-    """``ThinkingPart(...)`` with every field given, without the dataclass ``__init__``."""
-    if _ThinkingTwin is None:
-        return ThinkingPart(text, signature=signature, redacted=redacted, extra=extra)
-    p = _new(_ThinkingTwin)
-    p.text = text
-    p.signature = signature
-    p.redacted = redacted
-    p.extra = extra
-    p.kind = "thinking"
-    p.__class__ = ThinkingPart
-    return p  # type: ignore[no-any-return]
-
-
-def tool_call(id: str, name: str, arguments: str, kind: str, extra: Mapping[str, Any]) -> ToolCall:
-    """``ToolCall(...)`` with every field given, without the dataclass ``__init__``."""
-    if _CallTwin is None:
-        return ToolCall(id=id, name=name, arguments=arguments, kind=kind, extra=extra)
-    c = _new(_CallTwin)
-    c.id = id
-    c.name = name
-    c.arguments = arguments
-    c.kind = kind
-    c.extra = extra
-    c.__class__ = ToolCall
-    return c  # type: ignore[no-any-return]
-
-
-def _renumbered(m: Message, index: int, orphan: bool) -> Message:
-    meta = m.meta
-    new = new_meta(
-        meta.is_summary,
-        meta.is_injected,
-        meta.injected_kind,
-        meta.source_id,
-        index,
-        meta.orphan or orphan,
-        meta.is_error,
-        meta.sidechain,
-        meta.generated_by,
-    )
+def with_meta(m: Message, **changes: Any) -> Message:
+    """``m`` with these fields of its meta changed: ``replace`` of both, built directly."""
+    old = m.meta
+    meta = new_meta(*[changes[n] if n in changes else getattr(old, n) for n in _META_FIELDS])
     return new_message(
-        m.role,
-        m.parts,
-        m.tool_calls,
-        m.tool_call_id,
-        m.tool_name,
-        m.reasoning,
-        new,
-        m.extra,
+        m.role, m.parts, m.tool_calls, m.tool_call_id, m.tool_name, m.reasoning, meta, m.extra,
         m.hints,
-    )
+    )  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -553,7 +415,7 @@ def _finish_run(
         if meta.original_index == i and (not orphan or meta.orphan):
             append(m)
         else:
-            append(_renumbered(m, i, orphan))
+            append(with_meta(m, original_index=i, orphan=meta.orphan or orphan))
         prev_role = role
     state.count = max(state.count, end)
     state.out_of_order = out_of_order

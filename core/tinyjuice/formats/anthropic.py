@@ -29,7 +29,9 @@ from tinyjuice.formats._io import (
 )
 from tinyjuice.formats._messages import (
     base64_size,
+    fast_paths,
     finish,
+    in_layout,
     injected_kind,
     media_from_url,
     meta_for_text,
@@ -407,10 +409,9 @@ def _usage(raw: Any, index: int) -> Usage | None:
 
 # --------------------------------------------------------------------- fast path
 #
-# The common message shapes (text, thinking and tool_use blocks with their usual keys;
-# tool_result blocks holding a string or text blocks), built directly. Anything else
-# returns None *before* changing any state, and the generic functions above read (or
-# report) that message; both give equal messages.
+# The common message shapes, built directly; anything else returns None *before*
+# changing any state, and the readable functions above read (or report) that message.
+# Both must give equal transcripts (docs/formats.md, "Fast paths").
 
 _ABSENT: Any = object()
 _TEXT_KEYS = ("type", "text")
@@ -613,8 +614,9 @@ def read(source: Source, options: LoadOptions) -> Transcript:
     usage: list[Usage] = []
     names: dict[str, str] = {}
     trusted: dict[int, str] = {}
+    fast = fast_paths()
     for i, raw in enumerate(raw_messages):
-        if type(raw) is dict and type(raw.get("content")) is list:
+        if fast and type(raw) is dict and type(raw.get("content")) is list:
             role = raw.get("role")
             if role == "assistant":
                 msg = _fast_assistant(raw, raw["content"], len(messages), names, trusted)
@@ -832,16 +834,7 @@ def _message_to_dict(m: Message, own: bool) -> dict[str, Any]:
         # signature (conversion_losses says the API will not accept it back).
         part_blocks.insert(0, {"type": "thinking", "thinking": m.reasoning})
     call_blocks = [_call_block(c, own) for c in m.tool_calls]
-    layout = m.hints.get("layout") if own else None
-    if (
-        isinstance(layout, str)
-        and layout.count("p") == len(part_blocks)
-        and layout.count("c") == len(call_blocks)
-    ):
-        parts_it, calls_it = iter(part_blocks), iter(call_blocks)
-        blocks = [next(parts_it) if slot == "p" else next(calls_it) for slot in layout]
-    else:
-        blocks = part_blocks + call_blocks
+    blocks = in_layout(m.hints.get("layout") if own else None, part_blocks, call_blocks)
     out: dict[str, Any] = {"role": role}
     present, value = _content_value(m, blocks, own)
     if present:

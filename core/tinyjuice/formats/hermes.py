@@ -23,7 +23,7 @@ from tinyjuice.formats._io import (
     clip_text,
     expect,
 )
-from tinyjuice.formats._messages import finish, summary_events
+from tinyjuice.formats._messages import fast_paths, finish, summary_events
 from tinyjuice.formats.openai import (
     OPENAI_SHAPED,
     fast_message,
@@ -119,7 +119,7 @@ def _completed(fast: Message, raw: dict[str, Any]) -> Message:
 
 def _message(source: Source, raw: Any, jp: str | None, index: int | None = None) -> Message:
     """One message; ``jp`` None means ``$.messages[index]`` (built only when needed)."""
-    fast = fast_message(raw, index, _KNOWN) if index is not None else None
+    fast = fast_message(raw, index, _KNOWN) if index is not None and fast_paths() else None
     if fast is not None:
         return _completed(fast, raw)
     if jp is None:
@@ -145,8 +145,9 @@ def _read_log(source: Source) -> Transcript:
     raw_messages = expect(path, doc.get("messages"), list, "$.messages", "a list of messages")
     messages: list[Message] = []
     append = messages.append
+    on = fast_paths()
     for i, m in enumerate(raw_messages):
-        fast = fast_message(m, i, _KNOWN)
+        fast = fast_message(m, i, _KNOWN) if on else None
         append(_completed(fast, m) if fast is not None else _message(source, m, None, i))
     summaries: list[int] = []
     msgs, warnings = finish(messages, summaries=summaries)

@@ -23,10 +23,14 @@ from tinyjuice.formats._io import (
     json_type,
 )
 from tinyjuice.formats._messages import (
+    MARKER_STARTS,
+    fast_paths,
     finish,
-    indexed_message,
     media_from_url,
     meta_for_text,
+    new_message,
+    new_meta,
+    plain_meta,
     rest,
     summary_events,
     text_part,
@@ -209,7 +213,7 @@ def _fast_calls(calls: list[Any]) -> tuple[ToolCall, ...] | None:
 
 
 # Long for speed: the fast path of one message (no per-field helper calls); it must
-# equal the readable path, which the format tests check.
+# equal the readable path (docs/formats.md, "Fast paths").
 def fast_message(
     raw: Any, index: int, known: tuple[frozenset[str], frozenset[str]]
 ) -> Message | None:
@@ -293,9 +297,11 @@ def fast_message(
                 found[key] = raw[key]
         if found is not None:
             extra = found
-    return indexed_message(
-        role, parts, calls, call_id, tool_name, reasoning, extra, hints, text, index
-    )
+    if text and role is not Role.TOOL and (text[0] in MARKER_STARTS or text[0].isspace()):
+        meta = plain_meta(role, text, index)
+    else:  # (no flags to derive: plain_meta's common case, one call fewer per message)
+        meta = new_meta(False, False, None, None, index, False, False, False, None)
+    return new_message(role, parts, calls, call_id, tool_name, reasoning, meta, extra, hints)
 
 
 def message_from_dict(
@@ -396,10 +402,11 @@ def read(source: Source, options: LoadOptions) -> Transcript:
         if "model" in doc and model is None:
             top_extra["model"] = doc["model"]
     known = known_keys()
+    fast = fast_paths()
     messages: list[Message] = []
     append = messages.append
     for i, m in enumerate(raw_messages):
-        msg = fast_message(m, i, known)
+        msg = fast_message(m, i, known) if fast else None
         append(msg if msg is not None else message_from_dict(source, m, f"${base}[{i}]", index=i))
     summaries: list[int] = []
     msgs, warnings = finish(messages, summaries=summaries)

@@ -27,6 +27,7 @@ from tinyjuice.formats._io import (
 )
 from tinyjuice.formats._messages import (
     finish,
+    in_layout,
     new_message,
     new_meta,
     plain_meta,
@@ -848,16 +849,7 @@ def _render_gpt(m: Message, own: bool) -> str:
         + "\n</tool_call>"
         for k, c in enumerate(m.tool_calls)
     ]
-    layout = m.hints.get("layout") if own else None
-    if (
-        isinstance(layout, str)
-        and layout.count("p") == len(pieces)
-        and layout.count("c") == len(calls)
-    ):
-        it_p, it_c = iter(pieces), iter(calls)
-        ordered = [next(it_p) if slot == "p" else next(it_c) for slot in layout]
-    else:
-        ordered = pieces + calls
+    ordered = in_layout(m.hints.get("layout") if own else None, pieces, calls)
     if len(ordered) == 1:
         return ordered[0]
     return "\n".join(s for s in ordered if s)

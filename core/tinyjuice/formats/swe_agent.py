@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from tinyjuice.formats._io import LoadError, LoadOptions, Source, expect, json_type
-from tinyjuice.formats._messages import finish, meta_for_text, new_message, new_meta, rest
+from tinyjuice.formats._messages import fast_paths, finish, meta_for_text, rest, with_meta
 from tinyjuice.formats.openai import fast_message, known_keys, message_from_dict
 from tinyjuice.model import (
     EMPTY,
@@ -154,33 +154,6 @@ def _message(
     return replace(m, **changes) if changes else m
 
 
-def _injected(m: Message, kind: str) -> Message:
-    """``m`` flagged as injected context of ``kind`` (built directly: no replace())."""
-    meta = m.meta
-    flagged = new_meta(
-        meta.is_summary,
-        True,
-        kind,
-        meta.source_id,
-        meta.original_index,
-        meta.orphan,
-        meta.is_error,
-        meta.sidechain,
-        meta.generated_by,
-    )
-    return new_message(
-        m.role,
-        m.parts,
-        m.tool_calls,
-        m.tool_call_id,
-        m.tool_name,
-        m.reasoning,
-        flagged,
-        m.extra,
-        m.hints,
-    )
-
-
 def _flag_context(messages: list[Message], raws: list[Any]) -> list[Message]:
     """Mark demonstrations and post-task observations: they are not real user asks."""
     out: list[Message] = []
@@ -195,7 +168,7 @@ def _flag_context(messages: list[Message], raws: list[Any]) -> list[Message]:
             elif raw.get("message_type") in (None, "observation") and not m.meta.is_injected:
                 kind = "observation"
             if kind is not None:
-                m = _injected(m, kind)
+                m = with_meta(m, is_injected=True, injected_kind=kind)
         out.append(m)
     return out
 
@@ -338,8 +311,9 @@ def read(source: Source, options: LoadOptions) -> Transcript:
     if key is not None:
         raws = expect(source.path, doc[key], list, f"$.{key}", "a list of messages")
         messages = []
+        fast = fast_paths()
         for i, raw in enumerate(raws):
-            m = _fast_message(raw, i, multi)
+            m = _fast_message(raw, i, multi) if fast else None
             if m is None:
                 m = _message(source, raw, f"$.{key}[{i}]", multi, i)
             messages.append(m)

@@ -362,10 +362,11 @@ def commit_in_place(
                     (session_id,),
                 )
             )
-            ids = _hermes_state.write_session_rows(
+            ids = _hermes_state.write_session(
                 conn,
                 transcript,
                 session_id,
+                commit=False,
                 on_row=_mid_transaction(len(transcript.messages)),
             )
             after = session_snapshot(conn, session_id)
@@ -401,12 +402,13 @@ def commit_child(
             before = _check_unchanged(conn, session_id, expected_sha)
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child,)).fetchone():
                 raise CommitError(f"state.db already has a session {child!r}")
-            ids = _hermes_state.write_session_rows(
+            ids = _hermes_state.write_session(
                 conn,
                 transcript,
                 child,
                 started_at=stamp,
                 parent_session_id=session_id,
+                commit=False,
                 on_row=_mid_transaction(len(transcript.messages)),
             )
             cols = _columns(conn, "sessions")
@@ -447,6 +449,24 @@ def _restore_session_row(conn: sqlite3.Connection, session_id: str, before: byte
         )
 
 
+def _restore_and_commit(
+    conn: sqlite3.Connection, session_id: str, before: bytes, *, force: bool
+) -> bytes:
+    """Put the session row back as ``before`` had it and commit; return the new snapshot.
+
+    Without ``force`` the snapshot must equal ``before`` byte for byte, or nothing is
+    committed (:class:`CommitError`; the caller rolls back).
+    """
+    _restore_session_row(conn, session_id, before)
+    restored = session_snapshot(conn, session_id)
+    if not force and restored != before:
+        raise CommitError(
+            f"undo would not restore session {session_id} byte-identically; nothing was changed"
+        )
+    conn.execute("COMMIT")
+    return restored
+
+
 def undo_in_place(
     path: Path,
     plan: Mapping[str, Any],
@@ -483,14 +503,7 @@ def undo_in_place(
                 "UPDATE messages SET active = ?, compacted = ? WHERE id = ?",
                 [(a, c, i) for i, a, c in archived],
             )
-            _restore_session_row(conn, session_id, before)
-            restored = session_snapshot(conn, session_id)
-            if not force and restored != before:
-                raise CommitError(
-                    f"undo would not restore session {session_id} byte-identically;"
-                    " nothing was changed"
-                )
-            conn.execute("COMMIT")
+            restored = _restore_and_commit(conn, session_id, before, force=force)
         except BaseException:
             _rollback(conn)
             raise
@@ -545,14 +558,7 @@ def undo_child(
                     )
             conn.execute("DELETE FROM messages WHERE session_id = ?", (child,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (child,))
-            _restore_session_row(conn, session_id, before)
-            restored = session_snapshot(conn, session_id)
-            if not force and restored != before:
-                raise CommitError(
-                    f"undo would not restore session {session_id} byte-identically;"
-                    " nothing was changed"
-                )
-            conn.execute("COMMIT")
+            restored = _restore_and_commit(conn, session_id, before, force=force)
         except BaseException:
             _rollback(conn)
             raise
