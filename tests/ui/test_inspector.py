@@ -6,13 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from ui_helpers import wait_for, wait_loaded, write_openai_session
+from ui_helpers import wait_error_dialog, wait_for, wait_loaded, write_openai_session
 
 from tinyjuice.boundary import BoundaryIndex
 from tinyjuice.formats import load
 from tinyjuice.pipeline import compress, plan_boundary
 from tjui.app import make_app
-from tjui.screens.error import ErrorDialog
 from tjui.screens.help import HelpScreen
 from tjui.screens.preview import PreviewScreen, PreviewView
 from tjui.widgets.message_list import MessageList
@@ -195,8 +194,8 @@ async def test_broken_file_shows_error_dialog(tmp_path: Path) -> None:
     path.write_text('{"messages": [ {"role": "user", "content": "hi"}, ')
     app = make_app(path)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, ErrorDialog))
-        text = str(app.screen.query_one("#error-message").render())
+        dialog = await wait_error_dialog(pilot)
+        text = str(dialog.query_one("#error-message").render())
         assert "broken.json" in text
         assert "invalid JSON" in text
 
@@ -207,9 +206,9 @@ async def test_error_dialog_opens_another_file(tmp_path: Path) -> None:
     good = write_openai_session(tmp_path / "good.json", exchanges=2)
     app = make_app(bad)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, ErrorDialog))
+        dialog = await wait_error_dialog(pilot)
         await pilot.pause()
-        app.screen.query_one("#error-path").value = str(good)
+        dialog.query_one("#error-path").value = str(good)
         await pilot.click("#error-open")
         screen = await wait_loaded(pilot)
         assert screen.request.path == good

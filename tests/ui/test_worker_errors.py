@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ui_helpers import wait_for, write_openai_session
+from ui_helpers import wait_error_dialog, wait_for, write_openai_session
 
 import tjui.screens.preview as preview_screen
 from tjui.app import make_app
@@ -24,8 +24,7 @@ async def test_an_unexpected_worker_failure_opens_the_error_dialog(tmp_path: Pat
         screen = app.screen
         assert isinstance(screen, MainScreen)
         screen._search(None, "x")  # type: ignore[arg-type]  # a search that fails
-        await wait_for(pilot, lambda: isinstance(app.screen, ErrorDialog))
-        dialog = app.screen
+        dialog = await wait_error_dialog(pilot)
         assert "Background task failed (search)" in str(dialog.query_one("#error-title").render())
         assert "AttributeError" in str(dialog.query_one("#error-message").render())
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import builders
 from textual.pilot import Pilot
 
+from tjui.screens.error import ErrorDialog
 from tjui.screens.main import MainScreen
 
 
@@ -32,6 +33,19 @@ async def wait_loaded(pilot: Pilot, *, exact: bool = True) -> MainScreen:
     screen = app.screen
     assert isinstance(screen, MainScreen)
     await pilot.pause()
+    return screen
+
+
+async def wait_error_dialog(pilot: Pilot) -> ErrorDialog:
+    """The error dialog, once composed (it is the screen before its widgets exist)."""
+    app = pilot.app
+
+    def ready() -> bool:
+        return isinstance(app.screen, ErrorDialog) and bool(app.screen.query("#error-title"))
+
+    await wait_for(pilot, ready)
+    screen = app.screen
+    assert isinstance(screen, ErrorDialog)
     return screen
 
 
