@@ -28,6 +28,7 @@ __all__ = [
     "redact_message",
     "redact_messages",
     "redact_text",
+    "texts_without_secrets",
 ]
 
 
@@ -276,8 +277,25 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 def is_sensitive_key(key: str) -> bool:
     """A mapping key whose value is a credential (``password``, ``apiKey``, ``x-api-key``...)."""
+    known = _SENSITIVE_KEYS.get(key)
+    if known is not None:
+        return known
     norm = _CAMEL.sub("_", key).replace("-", "_").lower().strip("_")
-    return norm in _EXACT_SENSITIVE or _SECRET_NAME_RE.match(norm) is not None
+    sensitive = norm in _EXACT_SENSITIVE or _SECRET_NAME_RE.match(norm) is not None
+    if len(_SENSITIVE_KEYS) >= _MEMO_SIZE:
+        _SENSITIVE_KEYS.clear()
+    _SENSITIVE_KEYS[key] = sensitive
+    return sensitive
+
+
+#: Answers remembered (pure functions of their argument): :func:`is_sensitive_key` for
+#: each key, :func:`redact_text` for short texts — the same keys and short values
+#: ("type", a session id, a model name) come back in every message's source fields.
+#: Each is emptied when it reaches :data:`_MEMO_SIZE` entries.
+_SENSITIVE_KEYS: dict[str, bool] = {}
+_SHORT_TEXTS: dict[str, str | None] = {}
+_MEMO_SIZE = 1 << 16
+_SHORT = 64
 
 
 #: Words that end a sensitive name; found with ``str.find`` in the lower-cased text.
@@ -603,6 +621,18 @@ def _with_escapes(text: str, low: str, hits: list[_Hit]) -> list[_Hit]:
 
 def redact_text(text: str) -> str:
     """``text`` with every secret replaced by ``[REDACTED:<kind>]`` (same object if none)."""
+    if len(text) > _SHORT:
+        return _redacted(text)
+    done = _SHORT_TEXTS.get(text, text)
+    if done is text:  # not seen yet (a stored answer is None or another object)
+        done = _redacted(text)
+        if len(_SHORT_TEXTS) >= _MEMO_SIZE:
+            _SHORT_TEXTS.clear()
+        _SHORT_TEXTS[text] = None if done is text else done
+    return text if done is None else done
+
+
+def _redacted(text: str) -> str:
     hits = find_secrets(text)
     if not hits:
         return text
@@ -833,6 +863,16 @@ def _flag_strings(entries: Iterable[tuple[int, str]]) -> set[int]:
         for hit in pattern.finditer(_JOIN.join(pieces)):
             flagged.update(owners[bisect_right(starts, hit.start()) - 1])
     return flagged
+
+
+def texts_without_secrets(texts: Iterable[str]) -> set[str]:
+    """The texts among ``texts`` that :func:`redact_text` returns unchanged, found with
+    one joined scan (:func:`_flag_strings`, the test :func:`redact_messages` skips a
+    message by): a text holding no backslash (escapes are read decoded, one by one)
+    where no hit can start. A text not returned may still hold no secret."""
+    plain = list(dict.fromkeys(t for t in texts if t and "\\" not in t))
+    flagged = _flag_strings(enumerate(plain))
+    return {t for i, t in enumerate(plain) if i not in flagged}
 
 
 def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
