@@ -697,10 +697,8 @@ def _map_list(value: list[Any] | tuple[Any, ...], fn: Callable[[Any], Any]) -> A
     return tuple(out) if isinstance(value, tuple) else out
 
 
-def _redact_entry(key: str, value: Any) -> Any:
-    if isinstance(key, str) and is_sensitive_key(key):
-        return _redact_all(value)
-    return redact_json(value)
+#: Values :func:`redact_json` returns as they are (when not under a sensitive key).
+_SCALARS = frozenset((int, float, bool, type(None)))
 
 
 def redact_json(value: Any) -> Any:
@@ -712,10 +710,40 @@ def redact_json(value: Any) -> Any:
     """
     if isinstance(value, str):
         return redact_text(value)
+    # One loop per container, strings and numbers handled in it: the source fields of a
+    # long transcript hold hundreds of thousands of entries.
     if isinstance(value, Mapping):
-        return _map_dict(value, _redact_entry)
+        out: dict[str, Any] | None = None
+        for k, v in value.items():
+            if isinstance(k, str) and is_sensitive_key(k):
+                nv = _redact_all(v)
+            elif type(v) is str:
+                nv = redact_text(v)
+            elif type(v) in _SCALARS:
+                continue
+            else:
+                nv = redact_json(v)
+            if nv is not v:
+                if out is None:
+                    out = dict(value)
+                out[k] = nv
+        return value if out is None else out
     if isinstance(value, list | tuple):
-        return _map_list(value, redact_json)
+        items: list[Any] | None = None
+        for i, v in enumerate(value):
+            if type(v) is str:
+                nv = redact_text(v)
+            elif type(v) in _SCALARS:
+                continue
+            else:
+                nv = redact_json(v)
+            if nv is not v:
+                if items is None:
+                    items = list(value)
+                items[i] = nv
+        if items is None:
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
     return value
 
 

@@ -9,14 +9,16 @@ span are looked for only in messages that can hold them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tinyjuice import redact as redact_mod
 from tinyjuice.model import Message, MessageMeta, Role, TextPart
-from tinyjuice.redact import is_sensitive_key, redact_text
+from tinyjuice.redact import is_sensitive_key, redact_json, redact_text
 from tinyjuice.summary.fallback import TextRedactor, fallback_summary
 from tinyjuice.survival import find_rules
 from tinyjuice.tokens import RoughCounter
@@ -126,3 +128,51 @@ def test_rules_are_not_looked_for_in_prose_and_tool_output(
     assert find_rules(msgs) == want
     assert [r.source for r in want] == ["user", "user", "claude_md"]
     assert Role.ASSISTANT not in read and Role.TOOL not in read
+
+
+def _reference_json(value: Any) -> Any:
+    """redact_json as it was: one call per entry through the generic mappers."""
+    if isinstance(value, str):
+        return redact_mod.redact_text(value)
+    if isinstance(value, Mapping):
+        return redact_mod._map_dict(
+            value,
+            lambda k, v: (
+                redact_mod._redact_all(v)
+                if isinstance(k, str) and is_sensitive_key(k)
+                else _reference_json(v)
+            ),
+        )
+    if isinstance(value, list | tuple):
+        return redact_mod._map_list(value, _reference_json)
+    return value
+
+
+_leaf = (
+    st.sampled_from(["", "x", SECRET, f"Bearer {SECRET}", "token=abc", "[REDACTED:jwt]"])
+    | st.text(max_size=8)
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.booleans()
+    | st.none()
+)
+_key = st.sampled_from(["password", "apiKey", "input_tokens", "type", "auth", "x"]) | st.text(
+    max_size=6
+)
+_json = st.recursive(
+    _leaf,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(_key, inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json)
+def test_redact_json_equals_the_entry_by_entry_walk(value: Any) -> None:
+    got, want = redact_json(value), _reference_json(value)
+    assert got == want
+    assert (got is value) == (want is value)
