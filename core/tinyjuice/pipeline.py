@@ -53,7 +53,7 @@ from tinyjuice.lease import CompactionLease
 from tinyjuice.media import FlatMediaReducer
 from tinyjuice.model import CompactionEvent, Message, Role, TextPart, Transcript, Trigger
 from tinyjuice.model_limits import resolve_context_window
-from tinyjuice.options import CompactionOptions, CompactionState, Profile
+from tinyjuice.options import LOW_SAVINGS_RATIO, CompactionOptions, CompactionState, Profile
 from tinyjuice.policies import PolicyName, agent_threshold, pick_policy, threshold_budget
 from tinyjuice.redact import redact_message, redact_messages, redact_text
 from tinyjuice.report import (
@@ -1301,9 +1301,10 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
             return stopped
     if run.estimated and run.index is not None:
         after = run.tokens.system_prompt + run.tokens.tools + sum(w.cost(m) for m in w.messages)
-        if after >= _estimate_bounds(run)[0]:
-            # Whether the result is smaller turns on the estimated middle: run again,
-            # counted exactly (no provider was asked, see _may_estimate).
+        if after >= _estimate_bounds(run)[0] * (1 - LOW_SAVINGS_RATIO):
+            # Whether the result is smaller, or saved the share the low-savings back-off
+            # reads in the state, turns on the estimated middle: run again, counted
+            # exactly (no provider was asked, see _may_estimate).
             return _compress(_counted_exactly(run, run.index), provider, now)
     return _finish(run, w)
 

@@ -18,7 +18,7 @@ from benchmarks.gen import conversation, render
 from tinyjuice import pipeline
 from tinyjuice.formats import dumps, load, load_bytes
 from tinyjuice.model import Message, Role, TextPart, Transcript
-from tinyjuice.options import CompactionOptions
+from tinyjuice.options import LOW_SAVINGS_RATIO, CompactionOptions
 from tinyjuice.pipeline import compress, plan_boundary
 from tinyjuice.report import CompactionResult
 from tinyjuice.tokens import (
@@ -76,6 +76,9 @@ def _same_outputs(got: CompactionResult, want: CompactionResult) -> None:
     assert got.state.compaction_count == want.state.compaction_count
     assert got.state.strikes == want.state.strikes
     assert got.state.previous_summary == want.state.previous_summary
+    # The saved share is an estimate, on the same side of the low-savings back-off.
+    low = [s < LOW_SAVINGS_RATIO for s in got.state.recent_savings]
+    assert low == [s < LOW_SAVINGS_RATIO for s in want.state.recent_savings]
 
 
 @pytest.mark.parametrize("options", OPTIONS, ids=range(len(OPTIONS)))
