@@ -461,6 +461,7 @@ def _pipeline_row(fixture: Fixture, transcript: Any, profile: str, counter: Any)
         context_window=CONTEXT_WINDOW,
         keep_last=fixture.keep_last,
         force=fixture.keep_last is None,
+        exact_counts=True,  # the savings are figures: counted, not estimated
     )
     provider = _FailingProvider(fixture.failure) if fixture.failure else None
     result = compress(transcript, options, provider, counter=counter, now=NOW)
@@ -544,6 +545,7 @@ def _thrash_row(fixture: Fixture, transcript: Any, profile: str, counter: Any) -
         threshold_floor=0,
         raise_ratio_small_windows=False,
         rules={"trigger_threshold": 0.5},
+        exact_counts=True,
     )
     state = None
     current = transcript

@@ -475,6 +475,8 @@ def compress_cmd(
         context_window=context_window,
         force=force,
         policy=policy,
+        # A commit writes the count before into the file (Claude Code's preTokens).
+        exact_counts=exact or do_commit,
     )
     counter = default_counter()
     if dry_run:

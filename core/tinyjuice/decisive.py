@@ -16,7 +16,7 @@ from tinyjuice.budget import (
     SUMMARY_WINDOW_SHARE,
 )
 from tinyjuice.model import Role, Transcript
-from tinyjuice.options import CompactionOptions
+from tinyjuice.options import CompactionOptions, CompactionState
 from tinyjuice.pipeline import BoundaryPlan, plan_boundary
 from tinyjuice.tokens import (
     CountKind,
@@ -26,13 +26,13 @@ from tinyjuice.tokens import (
     count_transcript,
 )
 
-__all__ = ["DecisivePlan", "plan_counting_what_decides"]
+__all__ = ["ESTIMATE_SLACK", "DecisivePlan", "budget_clamped", "plan_counting_what_decides"]
 
 #: Messages counted exactly at first, at each end; doubled until the plan fits inside.
 _FIRST_HEAD = 16
 _FIRST_TAIL = 64
 #: How far a rough estimate may be off (either way) for a clamp to still hold.
-_ESTIMATE_SLACK = 2.0
+ESTIMATE_SLACK = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,15 +85,22 @@ def _mixed(
     )
 
 
-def _budget_decided(plan: BoundaryPlan) -> bool:
-    """Whether the summary budget is clamped whatever the middle's exact size."""
-    share = plan.middle_tokens * SUMMARY_MIDDLE_SHARE
-    ceiling = min(int(plan.context_window * SUMMARY_WINDOW_SHARE), SUMMARY_CEILING_TOKENS)
+def budget_clamped(context_window: int, middle_tokens: int) -> bool:
+    """Whether the summary budget (:func:`tinyjuice.budget.summary_token_budget`) of a
+    middle estimated at ``middle_tokens`` is clamped to its floor or ceiling whatever
+    the middle's exact size (within :data:`ESTIMATE_SLACK` of the estimate)."""
+    share = middle_tokens * SUMMARY_MIDDLE_SHARE
+    ceiling = min(int(context_window * SUMMARY_WINDOW_SHARE), SUMMARY_CEILING_TOKENS)
     if ceiling <= SUMMARY_MIN_TOKENS:
         return True  # the floor wins whatever the middle holds
-    if plan.summary_budget > SUMMARY_MIN_TOKENS:
-        return share >= plan.summary_budget * _ESTIMATE_SLACK  # at the ceiling
-    return share * _ESTIMATE_SLACK <= SUMMARY_MIN_TOKENS  # at the floor
+    if share * ESTIMATE_SLACK <= SUMMARY_MIN_TOKENS:
+        return True  # at the floor
+    return share >= ceiling * ESTIMATE_SLACK  # at the ceiling
+
+
+def _budget_decided(plan: BoundaryPlan) -> bool:
+    """Whether the summary budget is clamped whatever the middle's exact size."""
+    return budget_clamped(plan.context_window, plan.middle_tokens)
 
 
 def plan_counting_what_decides(
@@ -102,6 +109,7 @@ def plan_counting_what_decides(
     counter: TokenCounter,
     *,
     index: BoundaryIndex | None = None,
+    state: CompactionState | None = None,
 ) -> DecisivePlan:
     """``plan_boundary`` with exact counts where they decide, estimates elsewhere.
 
@@ -116,7 +124,7 @@ def plan_counting_what_decides(
     tail = max(head, n - _FIRST_TAIL)
     while True:
         tokens = _mixed(transcript, counter, rough.per_message, head, tail)
-        plan = plan_boundary(transcript, options, tokens, index=idx, counter=counter)
+        plan = plan_boundary(transcript, options, tokens, index=idx, state=state, counter=counter)
         if tail <= head:
             break
         # The tail walk read the unit just before the cut; the head is counted in full.

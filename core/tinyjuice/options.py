@@ -73,6 +73,10 @@ class CompactionOptions:
     prefer_child_continuation: bool = False
     # reporting
     include_preview: bool = False
+    #: Count every message exactly. Off (and no ``tokens`` passed to compress(), no
+    #: provider): the middle about to be replaced is estimated where no decision turns
+    #: on it (tinyjuice.decisive), and its figures are labelled estimated.
+    exact_counts: bool = False
     # rules profile settings (tinyjuice.rules.RulesConfig keys), used when profile == RULES
     rules: Mapping[str, Any] = field(default_factory=dict)
 

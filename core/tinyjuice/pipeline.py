@@ -53,7 +53,7 @@ from tinyjuice.lease import CompactionLease
 from tinyjuice.media import FlatMediaReducer
 from tinyjuice.model import CompactionEvent, Message, Role, TextPart, Transcript, Trigger
 from tinyjuice.model_limits import resolve_context_window
-from tinyjuice.options import CompactionOptions, CompactionState, Profile
+from tinyjuice.options import LOW_SAVINGS_RATIO, CompactionOptions, CompactionState, Profile
 from tinyjuice.policies import PolicyName, agent_threshold, pick_policy, threshold_budget
 from tinyjuice.redact import redact_message, redact_messages, redact_text
 from tinyjuice.report import (
@@ -87,6 +87,7 @@ from tinyjuice.summary import (
 )
 from tinyjuice.tokens import (
     CountKind,
+    RoughCounter,
     TokenCounter,
     TranscriptTokens,
     count_transcript,
@@ -97,6 +98,7 @@ from tinyjuice.tokens import (
 
 if TYPE_CHECKING:
     from tinyjuice.analysis import TranscriptAnalysis
+    from tinyjuice.decisive import DecisivePlan
 
 __all__ = ["BoundaryPlan", "compress", "plan_boundary"]
 
@@ -396,6 +398,13 @@ class _Run:
     redact_text: Callable[[str], str] | None = None
     #: Per-message results remembered across runs (None: none passed).
     analysis: TranscriptAnalysis | None = None
+    #: The estimated part of ``tokens`` (chars/4 for the messages between the exact head
+    #: and tail, tinyjuice.decisive); 0 when every message was counted exactly.
+    estimated: int = 0
+    #: The boundary index the run plans with.
+    index: BoundaryIndex | None = None
+    #: The kind of each zone's figure when the middle is estimated (DecisivePlan.kinds).
+    counts: Mapping[str, str] = field(default_factory=dict)
 
 
 def _prompt_tokens(transcript: Transcript, tokens: TranscriptTokens) -> PromptTokens:
@@ -497,6 +506,7 @@ def _report(
         failure_class=s.failure_class,
         retry_class=s.retry_class,
         recoverable=recoverable,
+        counts=run.counts,
     )
     if changes is None:
         return report
@@ -742,7 +752,11 @@ def _summarise(
     opts = run.options
     prev = _previous_summary(run)
     request_msgs = tuple(m for m in middle if not is_summary_message(m)) if prev else tuple(middle)
-    budget_tokens = summary_token_budget(run.plan.context_window, middle_tokens)
+    window = run.plan.context_window
+    if run.estimated and not _budget_clamped(window, middle_tokens):
+        # The budget turns on the middle's size: count it exactly.
+        middle_tokens = sum(message_tokens(m, run.counter) for m in middle)
+    budget_tokens = summary_token_budget(window, middle_tokens)
     request = SummaryRequest(
         messages=request_msgs,
         previous_summary=prev,
@@ -893,26 +907,33 @@ def compress(
     with gc_paused() if provider is None else nullcontext():
         opts = options or CompactionOptions()
         counter = counter or default_counter()
-        tokens = tokens or count_transcript(transcript, counter)
-        if len(tokens.per_message) != len(transcript.messages):
-            raise ValueError("tokens were counted for a different transcript")
         now = time.time() if now is None else now
         st = state or CompactionState(lineage_id=opts.lineage_id)
         own_index = BoundaryIndex(transcript.messages) if index is None else None
-        plan = plan_boundary(
-            transcript,
-            opts,
-            tokens,
-            index=index if index is not None else own_index,
-            state=st,
-            counter=counter,
-        )
+        idx = index if index is not None else own_index
+        assert idx is not None
+        estimated = 0
+        counts: Mapping[str, str] = {}
+        if tokens is None and _may_estimate(opts, counter, provider):
+            decisive = _plan_decisive(transcript, opts, counter, idx, st)
+            tokens, plan = decisive.tokens, decisive.plan
+            if not decisive.middle_exact:
+                estimated = tokens.range(decisive.exact_head, decisive.exact_tail)
+                counts = _zone_kinds(transcript, decisive, counter)
+        else:
+            tokens = tokens or count_transcript(transcript, counter)
+            if len(tokens.per_message) != len(transcript.messages):
+                raise ValueError("tokens were counted for a different transcript")
+            plan = plan_boundary(transcript, opts, tokens, index=idx, state=st, counter=counter)
         run = _Run(transcript, opts, tokens, counter, plan, _prompt_tokens(transcript, tokens), st)
-        run.own_index = own_index
+        run.own_index, run.index = own_index, idx
+        run.estimated, run.counts = estimated, counts
         if analysis is not None:
             run.redact_many = analysis.redact_messages
             run.redact_text = analysis.redact_text
             run.analysis = analysis
+        if estimated and not _threshold_decided(run):
+            run = _counted_exactly(run, idx)
 
         if (
             opts.profile is Profile.RULES
@@ -953,6 +974,92 @@ def compress(
         finally:
             if lease is not None and held is not None and held.lease_id:
                 lease.release(held.lease_id)
+
+
+def _may_estimate(
+    opts: CompactionOptions, counter: TokenCounter, provider: SummaryProvider | None
+) -> bool:
+    """Whether compress() may estimate the middle it is about to replace: the Hermes
+    profile with the deterministic fallback (a provider's summary may be any size, so
+    whether the result is smaller could turn on the middle), an exact counter, and no
+    ``exact_counts``."""
+    return (
+        not opts.exact_counts
+        and provider is None
+        and opts.profile is Profile.HERMES
+        and counter.kind is CountKind.EXACT
+    )
+
+
+def _plan_decisive(
+    transcript: Transcript,
+    opts: CompactionOptions,
+    counter: TokenCounter,
+    index: BoundaryIndex,
+    state: CompactionState,
+) -> DecisivePlan:
+    from tinyjuice.decisive import plan_counting_what_decides
+
+    return plan_counting_what_decides(transcript, opts, counter, index=index, state=state)
+
+
+def _zone_kinds(
+    transcript: Transcript, decisive: DecisivePlan, counter: TokenCounter
+) -> dict[str, str]:
+    """``decisive.kinds``, with a zone holding an image an estimate (see counted_kind)."""
+    kinds = decisive.kinds(counter)
+    plan, msgs = decisive.plan, transcript.messages
+    for zone, span in (("head", msgs[: plan.start]), ("tail", msgs[plan.end :])):
+        kinds[zone] = counted_kind(span, CountKind(kinds[zone])).value
+    return kinds
+
+
+def _estimate_bounds(run: _Run) -> tuple[int, int]:
+    """The least and most the prompt's counted total can be, exactly counted."""
+    from tinyjuice.decisive import ESTIMATE_SLACK
+
+    exact = run.tokens.total - run.estimated
+    return exact + int(run.estimated / ESTIMATE_SLACK), exact + int(
+        run.estimated * ESTIMATE_SLACK
+    ) + 1
+
+
+def _threshold_decided(run: _Run) -> bool:
+    """Whether the threshold check comes out the same whatever the estimated middle's
+    exact size (a measured prompt, or a forced or manual run, does not read it)."""
+    opts = run.options
+    if run.prompt.kind is CountKind.MEASURED or opts.force or opts.manual:
+        return True
+    low, high = _estimate_bounds(run)
+    threshold = run.plan.budget.threshold_tokens
+    return low >= threshold or high < threshold
+
+
+def _counted_exactly(run: _Run, index: BoundaryIndex) -> _Run:
+    """``run`` started again with every message counted exactly (a decision turned on
+    the estimated middle). Only the start of a run: the state and options it holds."""
+    t, opts = run.transcript, run.options
+    tokens = count_transcript(t, run.counter)
+    plan = plan_boundary(t, opts, tokens, index=index, state=run.state, counter=run.counter)
+    exact = _Run(t, opts, tokens, run.counter, plan, _prompt_tokens(t, tokens), run.state)
+    exact.own_index, exact.index = run.own_index, index
+    exact.redact_many, exact.redact_text = run.redact_many, run.redact_text
+    exact.analysis = run.analysis
+    return exact
+
+
+#: Estimates for the messages of an estimated middle (tinyjuice.decisive's counter).
+_ROUGH = RoughCounter()
+
+
+def _rough_cost(m: Message) -> int:
+    return message_tokens(m, _ROUGH)
+
+
+def _budget_clamped(window: int, middle_tokens: int) -> bool:
+    from tinyjuice.decisive import budget_clamped
+
+    return budget_clamped(window, middle_tokens)
 
 
 @dataclass(slots=True)
@@ -1079,10 +1186,12 @@ def _step_prune(
         w.redactions += n
         for i, r in zip(todo, cleaned, strict=True):
             pruned[i] = r
-    # The middle's total, corrected for the messages the prune replaced.
+    # The middle's total, corrected for the messages the prune replaced (estimated like
+    # the middle when it is: only the summary budget reads it, see _summarise).
     per_message = run.tokens.per_message
+    cost = _rough_cost if run.estimated else w.cost
     pruned_tokens = plan.middle_tokens + sum(
-        w.cost(m) - per_message[start + i] for i, m in enumerate(pruned) if m is not msgs[start + i]
+        cost(m) - per_message[start + i] for i, m in enumerate(pruned) if m is not msgs[start + i]
     )
     w.steps.append(
         StepSaving(
@@ -1190,6 +1299,13 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
         stopped = step(run, w, provider, now)
         if stopped is not None:
             return stopped
+    if run.estimated and run.index is not None:
+        after = run.tokens.system_prompt + run.tokens.tools + sum(w.cost(m) for m in w.messages)
+        if after >= _estimate_bounds(run)[0] * (1 - LOW_SAVINGS_RATIO):
+            # Whether the result is smaller, or saved the share the low-savings back-off
+            # reads in the state, turns on the estimated middle: run again, counted
+            # exactly (no provider was asked, see _may_estimate).
+            return _compress(_counted_exactly(run, run.index), provider, now)
     return _finish(run, w)
 
 
@@ -1250,7 +1366,12 @@ def _compacted(run: _Run, w: _Work, after_tokens: int, cold: int) -> CompactionR
         pre_tokens=run.tokens.total,
         post_tokens=after_tokens,
         summary_index=summary_at if summary_msg is not None else None,
-        extra={"generated_by": "tinyjuice", "profile": opts.profile.value},
+        extra={
+            "generated_by": "tinyjuice",
+            "profile": opts.profile.value,
+            # pre_tokens counts the replaced middle with an estimate (tinyjuice.decisive)
+            **({"pre_tokens_kind": CountKind.ESTIMATED.value} if run.estimated else {}),
+        },
         # In place: the head before the summary is still sent (see tinyjuice.model).
         resets_context=False,
     )

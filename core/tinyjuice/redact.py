@@ -28,6 +28,7 @@ __all__ = [
     "redact_message",
     "redact_messages",
     "redact_text",
+    "texts_without_secrets",
 ]
 
 
@@ -276,8 +277,25 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 def is_sensitive_key(key: str) -> bool:
     """A mapping key whose value is a credential (``password``, ``apiKey``, ``x-api-key``...)."""
+    known = _SENSITIVE_KEYS.get(key)
+    if known is not None:
+        return known
     norm = _CAMEL.sub("_", key).replace("-", "_").lower().strip("_")
-    return norm in _EXACT_SENSITIVE or _SECRET_NAME_RE.match(norm) is not None
+    sensitive = norm in _EXACT_SENSITIVE or _SECRET_NAME_RE.match(norm) is not None
+    if len(_SENSITIVE_KEYS) >= _MEMO_SIZE:
+        _SENSITIVE_KEYS.clear()
+    _SENSITIVE_KEYS[key] = sensitive
+    return sensitive
+
+
+#: Answers remembered (pure functions of their argument): :func:`is_sensitive_key` for
+#: each key, :func:`redact_text` for short texts — the same keys and short values
+#: ("type", a session id, a model name) come back in every message's source fields.
+#: Each is emptied when it reaches :data:`_MEMO_SIZE` entries.
+_SENSITIVE_KEYS: dict[str, bool] = {}
+_SHORT_TEXTS: dict[str, str | None] = {}
+_MEMO_SIZE = 1 << 16
+_SHORT = 64
 
 
 #: Words that end a sensitive name; found with ``str.find`` in the lower-cased text.
@@ -603,6 +621,18 @@ def _with_escapes(text: str, low: str, hits: list[_Hit]) -> list[_Hit]:
 
 def redact_text(text: str) -> str:
     """``text`` with every secret replaced by ``[REDACTED:<kind>]`` (same object if none)."""
+    if len(text) > _SHORT:
+        return _redacted(text)
+    done = _SHORT_TEXTS.get(text, text)
+    if done is text:  # not seen yet (a stored answer is None or another object)
+        done = _redacted(text)
+        if len(_SHORT_TEXTS) >= _MEMO_SIZE:
+            _SHORT_TEXTS.clear()
+        _SHORT_TEXTS[text] = None if done is text else done
+    return text if done is None else done
+
+
+def _redacted(text: str) -> str:
     hits = find_secrets(text)
     if not hits:
         return text
@@ -667,10 +697,8 @@ def _map_list(value: list[Any] | tuple[Any, ...], fn: Callable[[Any], Any]) -> A
     return tuple(out) if isinstance(value, tuple) else out
 
 
-def _redact_entry(key: str, value: Any) -> Any:
-    if isinstance(key, str) and is_sensitive_key(key):
-        return _redact_all(value)
-    return redact_json(value)
+#: Values :func:`redact_json` returns as they are (when not under a sensitive key).
+_SCALARS = frozenset((int, float, bool, type(None)))
 
 
 def redact_json(value: Any) -> Any:
@@ -682,10 +710,40 @@ def redact_json(value: Any) -> Any:
     """
     if isinstance(value, str):
         return redact_text(value)
+    # One loop per container, strings and numbers handled in it: the source fields of a
+    # long transcript hold hundreds of thousands of entries.
     if isinstance(value, Mapping):
-        return _map_dict(value, _redact_entry)
+        out: dict[str, Any] | None = None
+        for k, v in value.items():
+            if isinstance(k, str) and is_sensitive_key(k):
+                nv = _redact_all(v)
+            elif type(v) is str:
+                nv = redact_text(v)
+            elif type(v) in _SCALARS:
+                continue
+            else:
+                nv = redact_json(v)
+            if nv is not v:
+                if out is None:
+                    out = dict(value)
+                out[k] = nv
+        return value if out is None else out
     if isinstance(value, list | tuple):
-        return _map_list(value, redact_json)
+        items: list[Any] | None = None
+        for i, v in enumerate(value):
+            if type(v) is str:
+                nv = redact_text(v)
+            elif type(v) in _SCALARS:
+                continue
+            else:
+                nv = redact_json(v)
+            if nv is not v:
+                if items is None:
+                    items = list(value)
+                items[i] = nv
+        if items is None:
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
     return value
 
 
@@ -833,6 +891,16 @@ def _flag_strings(entries: Iterable[tuple[int, str]]) -> set[int]:
         for hit in pattern.finditer(_JOIN.join(pieces)):
             flagged.update(owners[bisect_right(starts, hit.start()) - 1])
     return flagged
+
+
+def texts_without_secrets(texts: Iterable[str]) -> set[str]:
+    """The texts among ``texts`` that :func:`redact_text` returns unchanged, found with
+    one joined scan (:func:`_flag_strings`, the test :func:`redact_messages` skips a
+    message by): a text holding no backslash (escapes are read decoded, one by one)
+    where no hit can start. A text not returned may still hold no secret."""
+    plain = list(dict.fromkeys(t for t in texts if t and "\\" not in t))
+    flagged = _flag_strings(enumerate(plain))
+    return {t for i, t in enumerate(plain) if i not in flagged}
 
 
 def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:

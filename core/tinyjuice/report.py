@@ -106,6 +106,10 @@ class CompactionReport:
     recoverable: str = "original transcript unchanged; archive it before replacing"
     warnings: tuple[str, ...] = ()
     preview: Mapping[str, Any] | None = None
+    #: The kind of the head, middle, tail and total figures when they differ: the
+    #: middle estimated where no decision turned on it (tinyjuice.decisive, as
+    #: ``compress --dry-run``'s ``counts``); empty when every one is ``tokens_kind``.
+    counts: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def tokens_saved(self) -> int:
@@ -136,6 +140,8 @@ class CompactionReport:
             "after": {"messages": self.after_messages, "tokens": self.after_tokens},
             "saved": {"tokens": self.tokens_saved, "percent": round(self.percent_saved, 2)},
             "tokens_kind": self.tokens_kind,
+            "counts": dict(self.counts)
+            or dict.fromkeys(("head", "middle", "tail", "total"), self.tokens_kind),
             "counter": self.counter,
             "prompt_tokens": {"value": self.prompt_tokens, "kind": self.prompt_tokens_kind},
             "budget": {

@@ -153,6 +153,14 @@ def find_rules(
 
 def _message_rules(m: Message) -> tuple[tuple[str, str, str], ...]:
     """The rules of one message, in order: ``(norm_text key, text, source)``."""
+    role = m.role
+    if (
+        role is not Role.USER
+        and role is not Role.SYSTEM
+        and not m.meta.is_injected
+        and not (role is Role.TOOL and (m.tool_name or "").lower() == "skill")
+    ):
+        return ()  # no real ask and no rules source (_source_of): the text is not read
     text = m.text
     if not text.strip():
         return ()

@@ -35,6 +35,8 @@ from tinyjuice.redact import (
     find_secrets,
     redact_message,
     redact_messages,
+    redact_text,
+    texts_without_secrets,
 )
 from tinyjuice.rules import tool_output_text
 from tinyjuice.summary import (
@@ -46,6 +48,7 @@ from tinyjuice.summary.fallback import (
     _ASK_CHARS,
     _COMMAND_CHARS,
     _ERROR_CHARS,
+    TextRedactor,
     _call_summary,
     _clip,
     _collect,
@@ -323,6 +326,21 @@ def test_batch_flags_match_the_needle_filter(texts: list[str]) -> None:
     single = [redact_message(m) if _MESSAGE_QUICK.search(m.text.lower()) else m for m in messages]
     assert batch == single
     assert changed == sum(1 for a, b in zip(single, messages, strict=True) if a is not b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_secret_text | _texts_from([*_SECRET_BITS, "\\n", "\\u0061"]), max_size=6))
+def test_texts_said_to_hold_no_secret_are_left_as_they_are(texts: list[str]) -> None:
+    clean = texts_without_secrets(texts)
+    assert clean <= set(texts)
+    for t in texts:
+        if t in clean:
+            assert redact_text(t) is t
+    # A primed redactor answers exactly as redact_text does.
+    primed = TextRedactor()
+    primed.prime(texts)
+    assert [primed(t) for t in texts] == [redact_text(t) for t in texts]
+    assert all(primed.memo[t] is t for t in clean)
 
 
 def test_a_url_in_one_text_cannot_hide_a_secret_in_the_next() -> None:

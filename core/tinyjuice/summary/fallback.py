@@ -76,6 +76,16 @@ class TextRedactor:
         #: The rules of each message (tinyjuice.survival.find_rules), likewise.
         self.rules: RulesMemo = {}
 
+    def prime(self, texts: Iterable[str]) -> None:
+        """Remember, with one joined scan, the texts that hold nothing to redact
+        (:func:`tinyjuice.redact.texts_without_secrets`): the calls that follow on them
+        are answered from memory."""
+        from tinyjuice.redact import texts_without_secrets
+
+        memo = self.memo
+        for text in texts_without_secrets(t for t in texts if t not in memo):
+            memo[text] = text
+
     def __call__(self, text: str) -> str:
         done = self.memo.get(text)
         if done is None:
@@ -655,6 +665,10 @@ def fallback_summary(
 
     chosen, left_out = _allocate(items, remaining, counter)
 
+    if isinstance(red, TextRedactor):
+        # Every item chosen or left out is redacted once (now, by each render of the
+        # appendix, or when read): one scan finds those with nothing to redact.
+        red.prime(i for v in (*chosen.values(), *left_out.values()) for i in v)
     if redact:
         chosen = {key: [red(i) for i in v] for key, v in chosen.items()}
     omitted = {key: len(v) for key, v in left_out.items() if v}
