@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from operator import attrgetter, itemgetter
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.markers import strip_summary_wrappers
@@ -63,10 +66,11 @@ class TextRedactor:
     A fallback summary redacts the same items again and again (each render of the
     appendix while it is fitted to the budget, and every preview of one transcript); pass
     one ``TextRedactor`` to reuse the scans (``memo`` may be shared between them). It
-    also carries ``paths``, the paths found in each text the summary scanned.
+    also carries the summary's other per-text and per-message memories (``paths``,
+    ``rules``, ``facts``), so a new span only pays for the messages it has not seen.
     """
 
-    __slots__ = ("memo", "paths", "rules")
+    __slots__ = ("facts", "memo", "paths", "rules")
 
     def __init__(self, memo: dict[str, str] | None = None) -> None:
         self.memo: dict[str, str] = {} if memo is None else memo
@@ -75,6 +79,8 @@ class TextRedactor:
         self.paths: dict[str, list[str]] = {}
         #: The rules of each message (tinyjuice.survival.find_rules), likewise.
         self.rules: RulesMemo = {}
+        #: The items of each message (the extraction is per message), likewise.
+        self.facts = FactsMemo()
 
     def __call__(self, text: str) -> str:
         done = self.memo.get(text)
@@ -208,9 +214,117 @@ def _errors_in(text: str, out: _Collector, label: str) -> None:
         out.add("errors", label + _one_line(line, _ERROR_CHARS))
 
 
+class _Facts(NamedTuple):
+    """What one message adds to each category, in its order (no empty items).
+
+    The fallback's extraction is per message: the items of a span are its messages'
+    items, first seen first, without duplicates. So each message's are remembered
+    (:class:`FactsMemo`) and a new span (a boundary move) only merges them.
+    """
+
+    tools: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    digests: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    #: The real user ask (clipped), if the message is one.
+    asks: tuple[str, ...] = ()
+    #: ``(rendered call, call id)`` per tool call.
+    calls: tuple[tuple[str, str], ...] = ()
+
+
+_NO_FACTS = _Facts()
+#: Categories merged as they are (paths are merged then un-diffed).
+_MERGED: tuple[str, ...] = ("tools", "urls", "digests", "commands", "errors")
+
+
+class FactsMemo:
+    """Each message's :class:`_Facts`, remembered across fallback summaries of one
+    transcript (a preview's boundary moves).
+
+    A tool result's items depend only on its name, error flag, digest mark and text, so
+    they are remembered by those values (a de-duplication digest is a new, equal message
+    on every run); any other message by identity (kept alive with its result).
+    """
+
+    __slots__ = ("by_id", "by_value")
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, tuple[Message, _Facts]] = {}
+        self.by_value: dict[tuple[str | None, bool, bool, str], _Facts] = {}
+
+    def facts(self, middle: Sequence[Message], paths: dict[str, list[str]] | None) -> list[_Facts]:
+        """The facts of every message of ``middle``; the new ones extracted in one batch."""
+        by_id, by_value = self.by_id, self.by_value
+        out: list[_Facts] = []
+        append = out.append
+        todo: list[int] = []
+        keys: dict[int, tuple[str | None, bool, bool, str]] = {}
+        tool_role = Role.TOOL
+        for i, m in enumerate(middle):
+            if m.role is tool_role and not m.tool_calls:
+                parts = m.parts
+                text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else m.text
+                meta = m.meta
+                key = (m.tool_name, meta.is_error, meta.generated_by == "digest", text)
+                found = by_value.get(key)
+                if found is None:
+                    keys[i] = key
+                    todo.append(i)
+                append(_NO_FACTS if found is None else found)
+            else:
+                hit = by_id.get(id(m))
+                if hit is None or hit[0] is not m:
+                    todo.append(i)
+                    append(_NO_FACTS)
+                else:
+                    append(hit[1])
+        if todo:
+            fresh = _extract([middle[i] for i in todo], paths)
+            for i, f in zip(todo, fresh, strict=True):
+                out[i] = f
+                value = keys.get(i)
+                if value is not None:
+                    by_value[value] = f
+                else:
+                    by_id[id(middle[i])] = (middle[i], f)
+        return out
+
+
+def _collect(
+    middle: Sequence[Message],
+    last_turns: int,
+    paths: dict[str, list[str]] | None = None,
+    memo: FactsMemo | None = None,
+) -> _Collector:
+    """The items of ``middle`` per category: each message's :class:`_Facts` (from
+    ``memo`` when it has them), merged first seen first without duplicates."""
+    facts = _extract(middle, paths) if memo is None else memo.facts(middle, paths)
+    out = _Collector()
+    items = out.items
+    chain = itertools.chain.from_iterable
+    for key in _MERGED:
+        items[key] = dict.fromkeys(chain(map(attrgetter(key), facts)))
+    items["paths"] = _undiff_paths(dict.fromkeys(chain(map(attrgetter("paths"), facts))))
+    asks = list(chain(map(attrgetter("asks"), facts)))
+    items["asks"] = dict.fromkeys(reversed(asks))
+    calls = list(chain(map(attrgetter("calls"), facts)))
+    first_id = dict(reversed(calls))
+    counts = Counter(map(itemgetter(0), calls))  # first seen first
+    out.call_counts = {r: [n, first_id[r]] for r, n in counts.items()}
+    items["tool_calls"] = dict.fromkeys(
+        r + (f" ×{n}, first id {first_id[r]}" if n > 1 else f" id {first_id[r]}")
+        for r, n in counts.items()
+    )
+    for m in middle[len(middle) - last_turns :] if last_turns > 0 else ():
+        out.add("last_turns", _turn_line(m))
+    return out
+
+
 @dataclass(slots=True)
 class _Pending:
-    """Texts to scan for paths and error lines in one batched pass, in first-seen order
+    """Texts to scan for paths and error lines in one batched pass, in message order
     (flat lists: no per-item containers)."""
 
     path_texts: list[str] = field(default_factory=list)
@@ -221,28 +335,38 @@ class _Pending:
     #: The first line of an error result, listed after the lines found in its text.
     error_firsts: dict[int, str] = field(default_factory=dict)
 
-    def urls(self, text: str, add: Callable[[str, str], None]) -> None:
-        if "://" in text:
-            for u in _URL_RE.finditer(text):
-                add("urls", u.group(0).rstrip(".,:;!?'\""))
+
+def _urls(text: str) -> list[str]:
+    if "://" not in text:
+        return []
+    return [u.group(0).rstrip(".,:;!?'\"") for u in _URL_RE.finditer(text)]
 
 
-def _collect(
-    middle: Sequence[Message], last_turns: int, paths: dict[str, list[str]] | None = None
-) -> _Collector:
-    out = _Collector()
-    add = out.add
-    asks: list[str] = []
-    # Paths and error lines are found in one batched scan after this loop.
+def _extract(
+    messages: Sequence[Message], paths: dict[str, list[str]] | None = None
+) -> list[_Facts]:
+    """Each message's :class:`_Facts`; paths and error lines found in one batched scan."""
     todo = _Pending()
     path_texts, error_texts, error_labels = todo.path_texts, todo.error_texts, todo.error_labels
-    calls = _Calls(out, todo)
+    calls = _Calls(todo)
     tool_role = Role.TOOL
     user_role = Role.USER
-    for m in middle:
+    # Per message: (tools, urls, digests, commands, asks, calls) and where its path and
+    # error texts start.
+    early: list[tuple[list[str], list[str], list[str], list[str], str, list[tuple[str, str]]]] = []
+    path_at: list[int] = []
+    error_at: list[int] = []
+    for m in messages:
+        path_at.append(len(path_texts))
+        error_at.append(len(error_texts))
         parts = m.parts
         text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else m.text
         role = m.role
+        tools: list[str] = []
+        urls: list[str] = []
+        digests: list[str] = []
+        commands: list[str] = []
+        ask = ""
         if (
             role is user_role
             and m.is_real_user
@@ -250,14 +374,14 @@ def _collect(
             and not is_summary_message(m)
             and text.strip()
         ):
-            asks.append(_clip(text, _ASK_CHARS))
+            ask = _clip(text, _ASK_CHARS)
         if role is tool_role:
             name = m.tool_name
             if name:
-                add("tools", name)
+                tools.append(name)
             if text:
                 path_texts.append(text)
-                todo.urls(text, add)
+                urls += _urls(text)
                 stripped = text.strip()
                 if m.meta.is_error and stripped:
                     first = " — ".join(error_head(text))
@@ -268,72 +392,121 @@ def _collect(
                     m.meta.generated_by == "digest"
                     or ("\n" not in stripped and len(stripped) < 400 and _DIGEST_RE.match(stripped))
                 ):
-                    add("digests", _one_line(stripped, 400))
+                    digests.append(_one_line(stripped, 400))
                 # {"output": …, "exit_code": 1} results are scanned through their output.
                 error_texts.append(tool_output_text(text) if text[:1] == "{" else text)
                 error_labels.append(f"[{name or 'tool'}] ")
         elif text:
             path_texts.append(text)
-            todo.urls(text, add)
+            urls += _urls(text)
             if role is not Role.ASSISTANT:
                 # Errors are what tools (or the user, pasting) reported: "failed" in the
                 # assistant's own prose is not one (tinyjuice.facts).
                 error_texts.append(text)
                 error_labels.append("")
+        rendered: list[tuple[str, str]] = []
         for call in m.tool_calls:
-            calls.add(call)
-    _add_scanned(out, todo, paths)
-    for ask in reversed(asks):
-        add("asks", ask)
-    for rendered, (count, call_id) in out.call_counts.items():
-        suffix = f" ×{count}, first id {call_id}" if count > 1 else f" id {call_id}"
-        add("tool_calls", rendered + suffix)
-    for m in middle[len(middle) - last_turns :] if last_turns > 0 else ():
-        add("last_turns", _turn_line(m))
+            rendered.append(calls.add(call, tools, urls, commands))
+        early.append((tools, urls, digests, commands, ask, rendered))
+    path_at.append(len(path_texts))
+    error_at.append(len(error_texts))
+    found = _paths_many(path_texts, paths) if path_texts else {}
+    lines = _error_lines_many(error_texts)
+    named_paths, error_firsts = todo.named_paths, todo.error_firsts
+    out: list[_Facts] = []
+    for j, (tools, urls, digests, commands, ask, rendered) in enumerate(early):
+        p0, p1 = path_at[j], path_at[j + 1]
+        e0, e1 = error_at[j], error_at[j + 1]
+        if not (tools or urls or digests or commands or ask or rendered or p1 > p0 or e1 > e0):
+            out.append(_NO_FACTS)
+            continue
+        ps: list[str] = []
+        for k in range(p0, p1):
+            named = named_paths.get(k)
+            if named is not None:
+                ps.append(named)
+            more = found.get(k)
+            if more:
+                ps += more
+        errors: list[str] = []
+        for k in range(e0, e1):
+            label = error_labels[k]
+            errors += [label + _one_line(line, _ERROR_CHARS) for line in lines.get(k, ())]
+            first_line = error_firsts.get(k)
+            if first_line is not None:
+                errors.append(first_line)
+        out.append(
+            _Facts(
+                tuple(tools),
+                tuple(urls),
+                tuple(digests),
+                tuple(commands),
+                tuple(ps),
+                tuple(errors),
+                (ask,) if ask else (),
+                tuple(rendered),
+            )
+        )
     return out
 
 
 class _Calls:
-    """Collects tool calls: the call itself, its paths, URLs and shell commands."""
+    """Tool calls: the call itself, its tool name, paths, URLs and shell commands (a
+    call repeated verbatim, same tool and arguments, is worked out once)."""
 
-    __slots__ = ("_out", "_rendered", "_shell", "_todo")
+    __slots__ = ("_seen", "_shell", "_todo")
 
-    def __init__(self, out: _Collector, todo: _Pending) -> None:
-        self._out = out
+    def __init__(self, todo: _Pending) -> None:
         self._todo = todo
         self._shell: dict[str, bool] = {}
-        self._rendered: dict[str, dict[str, str]] = {}
+        #: (name, arguments) → (rendered, URLs, commands, (named path or None, text)…).
+        self._seen: dict[
+            tuple[str, str],
+            tuple[str, tuple[str, ...], tuple[str, ...], tuple[tuple[str | None, str], ...]],
+        ] = {}
 
-    def add(self, call: ToolCall) -> None:
-        out, todo = self._out, self._todo
-        add, path_texts = out.add, todo.path_texts
-        # A call repeated verbatim (same tool, same arguments) adds nothing new but
-        # its count: everything else it holds was collected at its first occurrence.
-        same_tool = self._rendered.get(call.name)
-        if same_tool is None:
-            same_tool = self._rendered[call.name] = {}
-        rendered = same_tool.get(call.arguments)
-        if rendered is not None:
-            out.add_call(rendered, call.id)
-            return
-        add("tools", call.name)
+    def add(
+        self, call: ToolCall, tools: list[str], urls: list[str], commands: list[str]
+    ) -> tuple[str, str]:
+        """Adds the call's items to the lists and its texts to the pending scan;
+        returns ``(rendered call, call id)``."""
+        key = (call.name, call.arguments)
+        seen = self._seen.get(key)
+        if seen is None:
+            seen = self._seen[key] = self._work_out(call)
+        rendered, call_urls, call_commands, texts = seen
+        if call.name:
+            tools.append(call.name)
+        urls += call_urls
+        commands += call_commands
+        todo = self._todo
+        path_texts = todo.path_texts
+        for named, text in texts:
+            if named is not None:
+                todo.named_paths[len(path_texts)] = named
+            path_texts.append(text)
+        return rendered, call.id
+
+    def _work_out(
+        self, call: ToolCall
+    ) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[tuple[str | None, str], ...]]:
         args = call.parsed_arguments()
-        rendered = same_tool[call.arguments] = _call_summary(call, args)
-        out.add_call(rendered, call.id)
+        rendered = _call_summary(call, args)
         if args is None:
-            path_texts.append(call.arguments)
-            return
+            return rendered, (), (), ((None, call.arguments),)
         if type(args) is dict and not any(isinstance(v, dict | list) for v in args.values()):
             leaves: Iterable[tuple[str | None, Any]] = args.items()
         else:
             leaves = _string_leaves(args)
+        urls: list[str] = []
+        texts: list[tuple[str | None, str]] = []
         for key, leaf in leaves:
             if not isinstance(leaf, str):
                 continue
-            if key in _PATH_KEYS and len(leaf) <= 500 and leaf.strip():
-                todo.named_paths[len(path_texts)] = leaf.strip()
-            path_texts.append(leaf)
-            todo.urls(leaf, add)
+            named = leaf.strip() if key in _PATH_KEYS and len(leaf) <= 500 else ""
+            texts.append((named or None, leaf))
+            urls += _urls(leaf)
+        commands: list[str] = []
         is_shell = self._shell.get(call.name)
         if is_shell is None:
             is_shell = self._shell[call.name] = _is_shell_tool(call.name)
@@ -341,31 +514,8 @@ class _Calls:
             for key in ("command", "cmd"):
                 cmd = _command_text(args.get(key))
                 if cmd:
-                    add("commands", "`" + _one_line(cmd, _COMMAND_CHARS) + "`")
-
-
-def _add_scanned(
-    out: _Collector, todo: _Pending, paths: dict[str, list[str]] | None = None
-) -> None:
-    """The paths and error lines of the pending texts, in first-seen order."""
-    add = out.add
-    found = _paths_many(todo.path_texts, paths)
-    named_paths = todo.named_paths
-    for k in sorted({*found, *named_paths}):
-        named = named_paths.get(k)
-        if named is not None:
-            add("paths", named)
-        for p in found.get(k, ()):
-            add("paths", p)
-    out.items["paths"] = _undiff_paths(out.items["paths"])
-    lines = _error_lines_many(todo.error_texts)
-    for k in sorted({*lines, *todo.error_firsts}):
-        label = todo.error_labels[k]
-        for line in lines.get(k, ()):
-            add("errors", label + _one_line(line, _ERROR_CHARS))
-        first_line = todo.error_firsts.get(k)
-        if first_line is not None:
-            add("errors", first_line)
+                    commands.append("`" + _one_line(cmd, _COMMAND_CHARS) + "`")
+        return rendered, tuple(urls), tuple(commands), tuple(texts)
 
 
 def _turn_line(m: Message) -> str:
@@ -687,7 +837,11 @@ def _gather(
 ) -> tuple[dict[str, list[str]], str | None]:
     """The items per category (artifact trail and rules included, focus matches first),
     and the focus when any of its words is worth matching."""
-    collected = _collect(middle, last_turns, None if memo is None else memo.paths)
+    collected = (
+        _collect(middle, last_turns)
+        if memo is None
+        else _collect(middle, last_turns, memo.paths, memo.facts)
+    )
     items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
     _add_trail(middle, items)
     _add_rules(middle, items, None if memo is None else memo.rules)
