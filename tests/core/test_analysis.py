@@ -161,3 +161,37 @@ def test_rules_memo_gives_what_a_fresh_scan_gives() -> None:
             fresh = find_rules(msgs[lo:hi], start_index=lo)
             assert find_rules(msgs[lo:hi], start_index=lo, memo=memo) == fresh
         assert len(memo) == len(msgs)
+
+
+def test_appendix_id_hashed_in_pieces_equals_the_id_of_the_built_appendix() -> None:
+    from tinyjuice.summary.fallback import (
+        _CATEGORIES,
+        TextRedactor,
+        _appendix,
+        _appendix_id,
+        _Draft,
+    )
+
+    red = TextRedactor()
+    left: dict[str, list[str]] = {key: [] for key, _ in _CATEGORIES}
+    left["tool_calls"] = ["a", "b — é", "c\nd", "token=ghp_" + "x" * 36]
+    left["paths"] = ["src/ü.py", "q/r.md"]
+    draft = _Draft(1234, {key: [] for key in left}, left, {}, None, True, red)
+    calls = left["tool_calls"]
+    steps = [
+        lambda: None,
+        lambda: calls.insert(0, "z ×2"),  # the fit drops an item into the appendix
+        lambda: calls.insert(0, "y — ÿ"),
+        lambda: calls.pop(0),  # the fill takes them back
+        lambda: calls.pop(0),
+        lambda: calls.pop(0),
+        lambda: left["paths"].clear(),
+        lambda: calls.__setitem__(1, "other"),  # neither a tail nor a head: hashed afresh
+        lambda: left["urls"].append("https://x.y/z"),
+        lambda: calls.clear(),
+        lambda: left["urls"].clear(),  # nothing left out: no appendix, no id
+    ]
+    for step in steps:
+        step()
+        assert draft.appendix_id() == _appendix_id(_appendix(1234, left, red))
+    assert draft.appendix_id() is None

@@ -867,6 +867,8 @@ class _Draft:
     redact: Callable[[str], str]
     #: The appendix's bullets per category, reused by the next render (see _appendix).
     bullets: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
+    #: Per category, the items last hashed and their bullets' UTF-8 bytes (see _hash).
+    encoded: dict[str, tuple[list[str], bytes]] = field(default_factory=dict)
 
     def render(self) -> tuple[str, str | None, StructuredSummary, str]:
         """``(appendix, appendix id, summary, text)`` for the items as they are now."""
@@ -879,6 +881,57 @@ class _Draft:
         summary = _assemble(self.n_messages, self.chosen, self.omitted, self.focus, appendix_id)
         return listed, appendix_id, summary, summary.render()
 
+    def text(self) -> str:
+        """``render()[3]`` without building the appendix: its id is hashed from each
+        category's bytes, kept between calls (the fit moves a few items at a time)."""
+        appendix_id = self.appendix_id() if self.appendix else None
+        return _assemble(
+            self.n_messages, self.chosen, self.omitted, self.focus, appendix_id
+        ).render()
+
+    def appendix_id(self) -> str | None:
+        """``_appendix_id(_appendix(…))``: the same bytes fed to sha256 piece by piece."""
+        left_out = self.left_out
+        if not any(left_out.get(key) for key, _ in _CATEGORIES):
+            return None
+        import hashlib
+
+        h = hashlib.sha256(_appendix_header(self.n_messages).encode())
+        for key, label in _CATEGORIES:
+            lines = left_out.get(key)
+            if lines:
+                h.update(f"\n\n## {label} ({len(lines):,})\n".encode())
+                self._hash(key, lines, h)
+        h.update(b"\n")
+        return h.hexdigest()[:_APPENDIX_ID_CHARS]
+
+    def _hash(self, key: str, lines: list[str], h: Any) -> None:
+        """Feeds ``h`` the appendix body of ``lines`` (bullets joined by line breaks).
+
+        When the items hashed before are ``lines`` without a few at the front, or with a
+        few more there (what the fit does), only those few bullets are encoded; the rest
+        is the bytes kept from then.
+        """
+        seen = self.encoded.get(key)
+        if seen is not None:
+            items, body = seen
+            skip = len(items) - len(lines)
+            if skip >= 0 and items[skip:] == lines:
+                cut = sum(len(self._bullet_bytes(i)) + 1 for i in items[:skip])
+                h.update(memoryview(body)[cut:])
+                return
+            if skip < 0 and lines[-skip:] == items:
+                for i in lines[:-skip]:
+                    h.update(self._bullet_bytes(i) + b"\n")
+                h.update(body)
+                return
+        body = "\n".join(_bullets(key, lines, self.redact, self.bullets)).encode()
+        self.encoded[key] = (list(lines), body)
+        h.update(body)
+
+    def _bullet_bytes(self, item: str) -> bytes:
+        return _bullet(self.redact(item)).encode()
+
     def fit(
         self, budget_tokens: int, counter: TokenCounter
     ) -> tuple[str, str | None, StructuredSummary, str, int]:
@@ -889,8 +942,7 @@ class _Draft:
         # from the lowest priority until the text fits.
         order = [key for key, _ in reversed(_CATEGORIES)]
         while True:
-            listed, appendix_id, summary, text = self.render()
-            tokens = counter.count(text)
+            tokens = counter.count(self.text())
             if tokens <= budget_tokens or not any(chosen[k] for k in order):
                 break
             excess = tokens - budget_tokens
@@ -904,11 +956,11 @@ class _Draft:
         if omitted and tokens < budget_tokens:
             # The note was reserved at its longest: give the room it did not need back.
             _Fill(chosen, left_out, omitted, self.redact).run(
-                lambda: counter.count(self.render()[3]), budget_tokens
+                lambda: counter.count(self.text()), budget_tokens
             )
-            listed, appendix_id, summary, text = self.render()
-            tokens = counter.count(text)
-        return listed, appendix_id, summary, text, tokens
+        # Rendered in full once, with the appendix (the text was counted last time).
+        listed, appendix_id, summary, text = self.render()
+        return listed, appendix_id, summary, text, counter.count(text)
 
 
 class _Fill:
@@ -1005,16 +1057,20 @@ def _appendix(
     """
     if not any(left_out.get(key) for key, _ in _CATEGORIES):
         return ""
-    blocks = [
-        f"# Appendix to the fallback summary of {n_messages:,} message(s)\n"
-        "Every item the summary left out to fit its budget, by category."
-    ]
+    blocks = [_appendix_header(n_messages)]
     for key, label in _CATEGORIES:
         lines = left_out.get(key)
         if lines:
             body = "\n".join(_bullets(key, lines, redact_text, memo))
             blocks.append(f"## {label} ({len(lines):,})\n{body}")
     return "\n\n".join(blocks) + "\n"
+
+
+def _appendix_header(n_messages: int) -> str:
+    return (
+        f"# Appendix to the fallback summary of {n_messages:,} message(s)\n"
+        "Every item the summary left out to fit its budget, by category."
+    )
 
 
 def _bullets(
