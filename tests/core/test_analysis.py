@@ -103,6 +103,10 @@ def test_preview_sequences_with_and_without_analysis_are_identical(
     assert analysis.digests  # and each tool result's digest
     assert analysis._tokens  # and the token counts of the digests written
     assert any(r is not d for _, d, r in analysis.error_lines.values())  # error lines
+    remembered = analysis.redact_text
+    assert remembered.facts.by_id and remembered.facts.by_value  # each message's items
+    assert remembered.trail  # each call's file effects
+    assert remembered.bullets and remembered.costs[counter]  # each item's bullet and cost
 
 
 def test_appendix_bullets_memo_gives_what_a_fresh_render_gives() -> None:
@@ -195,3 +199,14 @@ def test_appendix_id_hashed_in_pieces_equals_the_id_of_the_built_appendix() -> N
         step()
         assert draft.appendix_id() == _appendix_id(_appendix(1234, left, red))
     assert draft.appendix_id() is None
+
+
+@pytest.mark.parametrize("seed", [7])
+def test_trail_memo_gives_what_a_fresh_trail_gives(tmp_path: Path, seed: int) -> None:
+    from tinyjuice.facts import EffectsMemo, file_actions
+
+    msgs = load(_generated(tmp_path, 600, seed)).messages
+    memo: EffectsMemo = {}
+    for lo, hi in ((0, 600), (10, 300), (0, 450), (200, 600), (10, 300)):
+        assert file_actions(msgs[lo:hi], memo=memo) == file_actions(msgs[lo:hi])
+    assert memo

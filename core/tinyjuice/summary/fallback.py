@@ -36,6 +36,7 @@ from tinyjuice.text import flatten, one_line
 from tinyjuice.tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
+    from tinyjuice.facts import EffectsMemo
     from tinyjuice.survival import RulesMemo
 
 #: Budget priority (first = kept first) and the label of each category.
@@ -70,7 +71,7 @@ class TextRedactor:
     ``rules``, ``facts``), so a new span only pays for the messages it has not seen.
     """
 
-    __slots__ = ("facts", "memo", "paths", "rules")
+    __slots__ = ("bullets", "costs", "facts", "memo", "paths", "rules", "trail")
 
     def __init__(self, memo: dict[str, str] | None = None) -> None:
         self.memo: dict[str, str] = {} if memo is None else memo
@@ -81,6 +82,12 @@ class TextRedactor:
         self.rules: RulesMemo = {}
         #: The items of each message (the extraction is per message), likewise.
         self.facts = FactsMemo()
+        #: The appendix bullet of each item (``_bullet`` of its redaction), likewise.
+        self.bullets: dict[str, str] = {}
+        #: Each item's bullet cost in tokens (+1 for its line break), per counter.
+        self.costs: dict[TokenCounter, dict[str, int]] = {}
+        #: Each tool call's file effects (the artifact trail), likewise.
+        self.trail: EffectsMemo = {}
 
     def __call__(self, text: str) -> str:
         done = self.memo.get(text)
@@ -637,18 +644,29 @@ _SHARES: dict[str, float] = {
 
 
 def _allocate(
-    items: Mapping[str, list[str]], room: int, counter: TokenCounter
+    items: Mapping[str, list[str]],
+    room: int,
+    counter: TokenCounter,
+    memo: dict[str, int] | None = None,
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Choose items per category within ``room`` tokens (see :func:`fallback_summary`).
 
-    Returns the chosen items and the omitted ones, per category.
+    Returns the chosen items and the omitted ones, per category. ``memo`` (item → cost,
+    for this counter) remembers each item's cost across calls.
     """
     costs: dict[str, list[int]] = {}
     for key, _ in _CATEGORIES:
         lines = items[key]
-        costs[key] = (
-            [c + 1 for c in counter.count_many([_bullet(i) for i in lines])] if lines else []
-        )
+        if memo is None:
+            costs[key] = (
+                [c + 1 for c in counter.count_many([_bullet(i) for i in lines])] if lines else []
+            )
+            continue
+        new = [i for i in lines if i not in memo]
+        if new:
+            for i, c in zip(new, counter.count_many([_bullet(i) for i in new]), strict=True):
+                memo[i] = c + 1
+        costs[key] = list(map(memo.__getitem__, lines))
     taken: dict[str, list[bool]] = {key: [False] * len(items[key]) for key, _ in _CATEGORIES}
     picked: dict[str, list[str]] = {key: list(items[key]) for key, _ in _CATEGORIES}
     used = 0
@@ -803,12 +821,16 @@ def fallback_summary(
     ).render()
     remaining = max(0, budget_tokens - counter.count(fixed_text))
 
-    chosen, left_out = _allocate(items, remaining, counter)
+    chosen, left_out = _allocate(
+        items, remaining, counter, None if memo is None else memo.costs.setdefault(counter, {})
+    )
 
     if redact:
         chosen = {key: [red(i) for i in v] for key, v in chosen.items()}
     omitted = {key: len(v) for key, v in left_out.items() if v}
     draft = _Draft(len(middle), chosen, left_out, omitted, focus, appendix, red)
+    if memo is not None and redact:
+        draft.bullet_memo = memo.bullets
     listed, appendix_id, summary, text, tokens = draft.fit(budget_tokens, counter)
 
     included = {key: len(v) for key, v in chosen.items()}
@@ -843,7 +865,7 @@ def _gather(
         else _collect(middle, last_turns, memo.paths, memo.facts)
     )
     items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
-    _add_trail(middle, items)
+    _add_trail(middle, items, None if memo is None else memo.trail)
     _add_rules(middle, items, None if memo is None else memo.rules)
     terms = _focus_terms(focus)
     if not terms:
@@ -869,11 +891,13 @@ class _Draft:
     bullets: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
     #: Per category, the items last hashed and their bullets' UTF-8 bytes (see _hash).
     encoded: dict[str, tuple[list[str], bytes]] = field(default_factory=dict)
+    #: Each item's appendix bullet, kept across drafts (TextRedactor.bullets); None: none.
+    bullet_memo: dict[str, str] | None = None
 
     def render(self) -> tuple[str, str | None, StructuredSummary, str]:
         """``(appendix, appendix id, summary, text)`` for the items as they are now."""
         listed = (
-            _appendix(self.n_messages, self.left_out, self.redact, self.bullets)
+            _appendix(self.n_messages, self.left_out, self.redact, self.bullets, self.bullet_memo)
             if self.appendix
             else ""
         )
@@ -925,7 +949,8 @@ class _Draft:
                     h.update(self._bullet_bytes(i) + b"\n")
                 h.update(body)
                 return
-        body = "\n".join(_bullets(key, lines, self.redact, self.bullets)).encode()
+        bullets = _bullets(key, lines, self.redact, self.bullets, self.bullet_memo)
+        body = "\n".join(bullets).encode()
         self.encoded[key] = (list(lines), body)
         h.update(body)
 
@@ -1008,12 +1033,14 @@ class _Fill:
 _APPENDIX_ID_CHARS = 16
 
 
-def _add_trail(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
+def _add_trail(
+    middle: Sequence[Message], items: dict[str, list[str]], memo: EffectsMemo | None = None
+) -> None:
     """The artifact trail (:func:`tinyjuice.facts.file_actions`) into ``items``; the
     paths it names leave the plain path list (the trail already says them)."""
     from tinyjuice.facts import file_actions, norm_path
 
-    trail = file_actions(middle)
+    trail = file_actions(middle, memo=memo)
     if not trail:
         return
     items["artifacts"] = [a.line() for a in trail]
@@ -1048,6 +1075,7 @@ def _appendix(
     left_out: Mapping[str, list[str]],
     redact_text: Callable[[str], str],
     memo: dict[str, tuple[list[str], list[str]]] | None = None,
+    each: dict[str, str] | None = None,
 ) -> str:
     """Everything the budget left out, per category, as markdown; "" when nothing was.
 
@@ -1061,7 +1089,7 @@ def _appendix(
     for key, label in _CATEGORIES:
         lines = left_out.get(key)
         if lines:
-            body = "\n".join(_bullets(key, lines, redact_text, memo))
+            body = "\n".join(_bullets(key, lines, redact_text, memo, each))
             blocks.append(f"## {label} ({len(lines):,})\n{body}")
     return "\n\n".join(blocks) + "\n"
 
@@ -1078,8 +1106,10 @@ def _bullets(
     lines: list[str],
     redact_text: Callable[[str], str],
     memo: dict[str, tuple[list[str], list[str]]] | None,
+    each: dict[str, str] | None = None,
 ) -> list[str]:
-    """The appendix bullets of ``lines`` (redacted), from ``memo`` when it holds them."""
+    """The appendix bullets of ``lines`` (redacted), from ``memo`` when it holds them;
+    ``each`` (item → bullet, kept by the caller) remembers single items."""
     if memo is not None:
         seen = memo.get(key)
         if seen is not None:
@@ -1087,7 +1117,15 @@ def _bullets(
             skip = len(items) - len(lines)
             if skip >= 0 and items[skip:] == lines:
                 return bullets[skip:]
-    bullets = [_bullet(redact_text(i)) for i in lines]
+    if each is None:
+        bullets = [_bullet(redact_text(i)) for i in lines]
+    else:
+        bullets = []
+        for item in lines:
+            b = each.get(item)
+            if b is None:
+                b = each[item] = _bullet(redact_text(item))
+            bullets.append(b)
     if memo is not None:
         memo[key] = (list(lines), bullets)
     return bullets
