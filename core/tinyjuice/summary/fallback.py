@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -250,9 +251,10 @@ class FactsMemo:
     """Each message's :class:`_Facts`, remembered across fallback summaries of one
     transcript (a preview's boundary moves).
 
-    A tool result's items depend only on its name, error flag, digest mark and text, so
-    they are remembered by those values (a de-duplication digest is a new, equal message
-    on every run); any other message by identity (kept alive with its result).
+    A message is recognised by identity (kept alive with its result, so its id is never
+    another's). A tool result's items depend only on its name, error flag, digest mark
+    and text, so they are also remembered by those values: a de-duplication digest is a
+    new, equal message on every run, found by value and not kept.
     """
 
     __slots__ = ("by_id", "by_value")
@@ -264,39 +266,33 @@ class FactsMemo:
     def facts(self, middle: Sequence[Message], paths: dict[str, list[str]] | None) -> list[_Facts]:
         """The facts of every message of ``middle``; the new ones extracted in one batch."""
         by_id, by_value = self.by_id, self.by_value
-        out: list[_Facts] = []
-        append = out.append
+        hits: list[tuple[Message, _Facts] | None] = list(map(by_id.get, map(id, middle)))
+        misses = list(itertools.compress(range(len(hits)), map(operator.not_, hits)))
         todo: list[int] = []
         keys: dict[int, tuple[str | None, bool, bool, str]] = {}
         tool_role = Role.TOOL
-        for i, m in enumerate(middle):
+        for i in misses:
+            m = middle[i]
             if m.role is tool_role and not m.tool_calls:
                 parts = m.parts
                 text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else m.text
                 meta = m.meta
                 key = (m.tool_name, meta.is_error, meta.generated_by == "digest", text)
                 found = by_value.get(key)
-                if found is None:
-                    keys[i] = key
-                    todo.append(i)
-                append(_NO_FACTS if found is None else found)
-            else:
-                hit = by_id.get(id(m))
-                if hit is None or hit[0] is not m:
-                    todo.append(i)
-                    append(_NO_FACTS)
-                else:
-                    append(hit[1])
+                if found is not None:
+                    hits[i] = (m, found)
+                    continue
+                keys[i] = key
+            todo.append(i)
         if todo:
             fresh = _extract([middle[i] for i in todo], paths)
             for i, f in zip(todo, fresh, strict=True):
-                out[i] = f
+                m = middle[i]
+                hits[i] = by_id[id(m)] = (m, f)
                 value = keys.get(i)
                 if value is not None:
                     by_value[value] = f
-                else:
-                    by_id[id(middle[i])] = (middle[i], f)
-        return out
+        return list(map(itemgetter(1), hits))  # type: ignore[arg-type]  # (none left)
 
 
 def _collect(
