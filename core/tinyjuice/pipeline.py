@@ -388,7 +388,8 @@ class _Run:
     prompt: PromptTokens
     state: CompactionState
     warnings: list[str] = field(default_factory=list)
-    #: The boundary index compress() built itself (None when the caller passed one).
+    #: The boundary index compress() built itself, or the caller's when it was built over
+    #: this transcript's messages (None: neither).
     own_index: BoundaryIndex | None = None
     #: Redaction, remembered across runs when the caller passed a TranscriptAnalysis.
     redact_many: Callable[[Sequence[Message]], tuple[list[Message], int]] = redact_messages
@@ -908,7 +909,9 @@ def compress(
             counter=counter,
         )
         run = _Run(transcript, opts, tokens, counter, plan, _prompt_tokens(transcript, tokens), st)
-        run.own_index = own_index
+        run.own_index = (
+            index if index is not None and index.built_over(transcript.messages) else own_index
+        )
         if analysis is not None:
             run.redact_many = analysis.redact_messages
             run.redact_text = analysis.redact_text

@@ -210,3 +210,25 @@ def test_trail_memo_gives_what_a_fresh_trail_gives(tmp_path: Path, seed: int) ->
     for lo, hi in ((0, 600), (10, 300), (0, 450), (200, 600), (10, 300)):
         assert file_actions(msgs[lo:hi], memo=memo) == file_actions(msgs[lo:hi])
     assert memo
+
+
+@pytest.mark.parametrize("name", ["demo.json", "claude-code.jsonl", "openai-chat.json"])
+def test_a_passed_index_over_the_messages_says_whether_any_is_a_summary(name: str) -> None:
+    """The preview's own index answers "is any message a summary?" once per transcript
+    (not a scan of every message per move); an index over another list is not trusted."""
+    from tinyjuice.boundary import BoundaryIndex
+
+    t = load(DEMO.parent / name)
+    counter = default_counter()
+    tokens = count_transcript(t, counter)
+    options = CompactionOptions(force=True, keep_last=3)
+    want = compress(t, options, counter=counter, tokens=tokens)
+    index = BoundaryIndex(t.messages)
+    got = compress(t, options, counter=counter, tokens=tokens, index=index)
+    assert got.transcript == want.transcript
+    assert got.report.to_dict() == want.report.to_dict()
+    assert index._has_summary is not None  # consulted (and cached)
+    other = BoundaryIndex(list(t.messages))
+    assert not other.built_over(t.messages)
+    got = compress(t, options, counter=counter, tokens=tokens, index=other)
+    assert got.report.to_dict() == want.report.to_dict()
