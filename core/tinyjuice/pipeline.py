@@ -16,6 +16,8 @@ and zone totals from prefix sums — for interactive use on every boundary move.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -618,11 +620,15 @@ def _with_error_lines(
     failed calls (error flag, or a non-zero exit in the digest) are scanned again.
     ``memo`` (``id(original) → (original, digest, result)``) remembers each result.
     """
-    out: list[Message] = []
-    for p, o in zip(pruned, originals, strict=True):
-        hit = memo.get(id(o)) if memo is not None and p is not o else None
+    if len(pruned) != len(originals):
+        raise ValueError("pruned and originals differ in length")
+    out = list(pruned)
+    # Only the messages the prune replaced (found in C: most are unchanged).
+    for i in itertools.compress(range(len(out)), map(operator.is_not, pruned, originals)):
+        p, o = pruned[i], originals[i]
+        hit = memo.get(id(o)) if memo is not None else None
         if hit is not None and hit[0] is o and hit[1] is p:
-            out.append(hit[2])
+            out[i] = hit[2]
             continue
         digest = p
         if (
@@ -638,9 +644,9 @@ def _with_error_lines(
                 text = p.text + "\n" + "\n".join(errors)
                 rest = tuple(x for x in p.parts if not isinstance(x, TextPart))
                 p = replace(p, parts=(TextPart(text), *rest))
-        if memo is not None and digest is not o:
+        if memo is not None:
             memo[id(o)] = (o, digest, p)
-        out.append(p)
+        out[i] = p
     return out
 
 

@@ -232,3 +232,21 @@ def test_a_passed_index_over_the_messages_says_whether_any_is_a_summary(name: st
     assert not other.built_over(t.messages)
     got = compress(t, options, counter=counter, tokens=tokens, index=other)
     assert got.report.to_dict() == want.report.to_dict()
+
+
+@pytest.mark.parametrize("seed", [9])
+def test_error_lines_memo_gives_what_a_fresh_pass_gives(tmp_path: Path, seed: int) -> None:
+    from tinyjuice.digest import digest_tool_results
+    from tinyjuice.pipeline import _with_error_lines
+
+    msgs = load(_generated(tmp_path, 600, seed)).messages
+    memo: dict[int, tuple[object, object, object]] = {}
+    for protect_from in (500, 300, 500):
+        pruned = digest_tool_results(msgs, protect_from=protect_from).messages
+        fresh = _with_error_lines(pruned, msgs)
+        assert _with_error_lines(pruned, msgs, memo) == fresh  # type: ignore[arg-type]
+        # Messages the prune left alone come back as they are.
+        assert all(f is p for f, p, o in zip(fresh, pruned, msgs, strict=True) if p is o)
+        assert any(f is not p for f, p in zip(fresh, pruned, strict=True))  # lines added
+    with pytest.raises(ValueError):
+        _with_error_lines(msgs[:-1], msgs)
