@@ -5,10 +5,12 @@ Details: docs/compaction.md (`tinyjuice.facts`).
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from tinyjuice.model import Message, Role, ToolCall
@@ -322,6 +324,7 @@ def _patch_actions(patch: str) -> Iterator[tuple[str, str]]:
         yield m.group(1), "created"
 
 
+_CALLS = attrgetter("tool_calls")
 #: A tool call's file effects, ``(name, arguments) → ((norm_path, spelling, action), …)``.
 EffectsMemo = dict[tuple[str, str], tuple[tuple[str, str, str], ...]]
 
@@ -336,8 +339,9 @@ def file_actions(
     spelling: dict[str, str] = {}
     # A call repeated verbatim (same tool, same arguments) touches the same files.
     done: EffectsMemo = {} if memo is None else memo
-    for offset, m in enumerate(middle):
-        for call in m.tool_calls:
+    # Only the messages with tool calls (found in C).
+    for offset in itertools.compress(range(len(middle)), map(_CALLS, middle)):
+        for call in middle[offset].tool_calls:
             effects = done.get((call.name, call.arguments))
             if effects is None:
                 effects = done[(call.name, call.arguments)] = _call_effects(call)
