@@ -936,7 +936,7 @@ class _Draft:
         if seen is not None:
             items, body = seen
             skip = len(items) - len(lines)
-            if skip >= 0 and items[skip:] == lines:
+            if skip >= 0 and (items if skip == 0 else items[skip:]) == lines:
                 cut = sum(len(self._bullet_bytes(i)) + 1 for i in items[:skip])
                 h.update(memoryview(body)[cut:])
                 return
