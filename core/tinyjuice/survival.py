@@ -10,7 +10,7 @@ import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tinyjuice.breakdown import _classified_sections
 from tinyjuice.facts import _CONSTRAINT_RE, _real_user, norm_text, split_sentences
@@ -140,19 +140,20 @@ def find_rules(
     """
     seen: dict[str, Rule] = {}
     if memo is None:
-        per_message = [(m, _message_rules(m)) for m in middle]
-    else:
-        # The memo keeps each message alive, so an id found there is that message.
-        hits = list(map(memo.get, map(id, middle)))
-        for i in itertools.compress(range(len(hits)), map(operator.not_, hits)):
-            m = middle[i]
-            hits[i] = memo[id(m)] = (m, _message_rules(m))
-        per_message = hits  # type: ignore[assignment]  # (no miss left)
+        for offset, m in enumerate(middle):
+            for key, line, source in _message_rules(m):
+                if key not in seen:
+                    seen[key] = Rule(line, source, start_index + offset)
+        return tuple(redact_rule(r) for r in list(seen.values())[:MAX_RULES])
+    # The memo keeps each message alive, so an id found there is that message.
+    hits = list(map(memo.get, map(id, middle)))
+    for i in itertools.compress(range(len(hits)), map(operator.not_, hits)):
+        m = middle[i]
+        hits[i] = memo[id(m)] = (m, _message_rules(m))
+    done = cast("list[tuple[Message, tuple[tuple[str, str, str], ...]]]", hits)  # no miss left
     # Only the messages with rules (found in C: they are few).
-    for offset in itertools.compress(
-        range(len(per_message)), map(operator.itemgetter(1), per_message)
-    ):
-        for key, line, source in per_message[offset][1]:
+    for offset in itertools.compress(range(len(done)), map(operator.itemgetter(1), done)):
+        for key, line, source in done[offset][1]:
             if key not in seen:
                 seen[key] = Rule(line, source, start_index + offset)
     return tuple(redact_rule(r) for r in list(seen.values())[:MAX_RULES])
