@@ -44,9 +44,9 @@ from tinyjuice.summary import (
 )
 from tinyjuice.summary.fallback import (
     _ASK_CHARS,
-    FactsMemo,
     _COMMAND_CHARS,
     _ERROR_CHARS,
+    FactsMemo,
     _call_summary,
     _clip,
     _collect,
