@@ -79,7 +79,7 @@ class TranscriptAnalysis:
         todo: list[int] = []
         for i, (src, m) in enumerate(zip(sources, derived, strict=True)):
             hit = memo.get(id(src))
-            if hit is not None and hit[0] is src and hit[1] == m:
+            if hit is not None and hit[0] is src and (hit[1] is m or hit[1] == m):
                 # Nothing redacted then: this run's own object, so it counts as unchanged.
                 out[i] = m if hit[2] is hit[1] else hit[2]
             else:

@@ -319,6 +319,11 @@ class BoundaryIndex:
     def __len__(self) -> int:
         return self.n
 
+    def built_over(self, messages: Sequence[Message]) -> bool:
+        """Whether this index was built over ``messages`` (the same sequence, same length),
+        so what it caches about them (:meth:`has_summary`) holds for them."""
+        return self._messages is messages and self.n == len(messages)
+
     def has_summary(self) -> bool:
         """Whether any message is a compaction summary (computed once, then cached)."""
         if self._has_summary is None:

@@ -5,10 +5,12 @@ Details: docs/compaction.md (`tinyjuice.facts`).
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from tinyjuice.model import Message, Role, ToolCall
@@ -323,27 +325,29 @@ def _patch_actions(patch: str) -> Iterator[tuple[str, str]]:
         yield m.group(1), "created"
 
 
-def file_actions(middle: Sequence[Message], *, start_index: int = 0) -> tuple[Artifact, ...]:
+_CALLS = attrgetter("tool_calls")
+#: A tool call's file effects, ``(name, arguments) → ((norm_path, spelling, action), …)``.
+EffectsMemo = dict[tuple[str, str], tuple[tuple[str, str, str], ...]]
+
+
+def file_actions(
+    middle: Sequence[Message], *, start_index: int = 0, memo: EffectsMemo | None = None
+) -> tuple[Artifact, ...]:
     """Every file the span's tool calls touched, first touched first (see the module
     docs for the rules). Paths are de-duplicated by :func:`norm_path`; the first spelling
-    is kept."""
+    is kept. ``memo`` (one per transcript) remembers each call's effects across calls."""
     seen: dict[str, dict[str, int]] = {}
     spelling: dict[str, str] = {}
     # A call repeated verbatim (same tool, same arguments) touches the same files.
-    done: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for offset, m in enumerate(middle):
-        for call in m.tool_calls:
+    done: EffectsMemo = {} if memo is None else memo
+    # Only the messages with tool calls (found in C).
+    for offset in itertools.compress(range(len(middle)), map(_CALLS, middle)):
+        for call in middle[offset].tool_calls:
             effects = done.get((call.name, call.arguments))
             if effects is None:
-                args = call.parsed_arguments()
-                if args is None and "*** Begin Patch" in call.arguments:
-                    args = call.arguments
-                effects = done[(call.name, call.arguments)] = list(_tool_actions(call.name, args))
-            for path, action in effects:
-                key = norm_path(path)
-                if not key or key in ("/dev/null", "-"):
-                    continue
-                spelling.setdefault(key, path.strip())
+                effects = done[(call.name, call.arguments)] = _call_effects(call)
+            for key, path, action in effects:
+                spelling.setdefault(key, path)
                 seen.setdefault(key, {}).setdefault(action, start_index + offset)
     _merge_relative(seen, spelling)
     out = []
@@ -352,6 +356,19 @@ def file_actions(middle: Sequence[Message], *, start_index: int = 0) -> tuple[Ar
         indexes = tuple(acts[a] for a in ordered)
         out.append(Artifact(spelling[key], ordered, min(indexes), indexes))
     return tuple(sorted(out, key=lambda a: a.index))
+
+
+def _call_effects(call: ToolCall) -> tuple[tuple[str, str, str], ...]:
+    """``(norm_path, spelling, action)`` for each file effect of one call."""
+    args = call.parsed_arguments()
+    if args is None and "*** Begin Patch" in call.arguments:
+        args = call.arguments
+    out = []
+    for path, action in _tool_actions(call.name, args):
+        key = norm_path(path)
+        if key and key not in ("/dev/null", "-"):
+            out.append((key, path.strip(), action))
+    return tuple(out)
 
 
 def _merge_relative(seen: dict[str, dict[str, int]], spelling: dict[str, str]) -> None:

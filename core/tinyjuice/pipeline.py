@@ -16,6 +16,8 @@ and zone totals from prefix sums — for interactive use on every boundary move.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -390,7 +392,8 @@ class _Run:
     prompt: PromptTokens
     state: CompactionState
     warnings: list[str] = field(default_factory=list)
-    #: The boundary index compress() built itself (None when the caller passed one).
+    #: The boundary index compress() built itself, or the caller's when it was built over
+    #: this transcript's messages (None: neither).
     own_index: BoundaryIndex | None = None
     #: Redaction, remembered across runs when the caller passed a TranscriptAnalysis.
     redact_many: Callable[[Sequence[Message]], tuple[list[Message], int]] = redact_messages
@@ -627,11 +630,15 @@ def _with_error_lines(
     failed calls (error flag, or a non-zero exit in the digest) are scanned again.
     ``memo`` (``id(original) → (original, digest, result)``) remembers each result.
     """
-    out: list[Message] = []
-    for p, o in zip(pruned, originals, strict=True):
-        hit = memo.get(id(o)) if memo is not None and p is not o else None
+    if len(pruned) != len(originals):
+        raise ValueError("pruned and originals differ in length")
+    out = list(pruned)
+    # Only the messages the prune replaced (found in C: most are unchanged).
+    for i in itertools.compress(range(len(out)), map(operator.is_not, pruned, originals)):
+        p, o = pruned[i], originals[i]
+        hit = memo.get(id(o)) if memo is not None else None
         if hit is not None and hit[0] is o and hit[1] is p:
-            out.append(hit[2])
+            out[i] = hit[2]
             continue
         digest = p
         if (
@@ -647,9 +654,9 @@ def _with_error_lines(
                 text = p.text + "\n" + "\n".join(errors)
                 rest = tuple(x for x in p.parts if not isinstance(x, TextPart))
                 p = replace(p, parts=(TextPart(text), *rest))
-        if memo is not None and digest is not o:
+        if memo is not None:
             memo[id(o)] = (o, digest, p)
-        out.append(p)
+        out[i] = p
     return out
 
 
@@ -926,7 +933,10 @@ def compress(
                 raise ValueError("tokens were counted for a different transcript")
             plan = plan_boundary(transcript, opts, tokens, index=idx, state=st, counter=counter)
         run = _Run(transcript, opts, tokens, counter, plan, _prompt_tokens(transcript, tokens), st)
-        run.own_index, run.index = own_index, idx
+        run.own_index = (
+            index if index is not None and index.built_over(transcript.messages) else own_index
+        )
+        run.index = idx
         run.estimated, run.counts = estimated, counts
         if analysis is not None:
             run.redact_many = analysis.redact_messages

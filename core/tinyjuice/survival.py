@@ -5,10 +5,12 @@ Details: docs/compaction.md (`tinyjuice.survival`).
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tinyjuice.breakdown import _classified_sections
 from tinyjuice.facts import _CONSTRAINT_RE, _real_user, norm_text, split_sentences
@@ -137,15 +139,21 @@ def find_rules(
     ``memo`` (one per transcript) remembers each message's rules by the message object.
     """
     seen: dict[str, Rule] = {}
-    for offset, m in enumerate(middle):
-        hit = memo.get(id(m)) if memo is not None else None
-        if hit is not None and hit[0] is m:
-            found_rules = hit[1]
-        else:
-            found_rules = _message_rules(m)
-            if memo is not None:
-                memo[id(m)] = (m, found_rules)
-        for key, line, source in found_rules:
+    if memo is None:
+        for offset, m in enumerate(middle):
+            for key, line, source in _message_rules(m):
+                if key not in seen:
+                    seen[key] = Rule(line, source, start_index + offset)
+        return tuple(redact_rule(r) for r in list(seen.values())[:MAX_RULES])
+    # The memo keeps each message alive, so an id found there is that message.
+    hits = list(map(memo.get, map(id, middle)))
+    for i in itertools.compress(range(len(hits)), map(operator.not_, hits)):
+        m = middle[i]
+        hits[i] = memo[id(m)] = (m, _message_rules(m))
+    done = cast("list[tuple[Message, tuple[tuple[str, str, str], ...]]]", hits)  # no miss left
+    # Only the messages with rules (found in C: they are few).
+    for offset in itertools.compress(range(len(done)), map(operator.itemgetter(1), done)):
+        for key, line, source in done[offset][1]:
             if key not in seen:
                 seen[key] = Rule(line, source, start_index + offset)
     return tuple(redact_rule(r) for r in list(seen.values())[:MAX_RULES])

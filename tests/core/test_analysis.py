@@ -103,6 +103,10 @@ def test_preview_sequences_with_and_without_analysis_are_identical(
     assert analysis.digests  # and each tool result's digest
     assert analysis._tokens  # and the token counts of the digests written
     assert any(r is not d for _, d, r in analysis.error_lines.values())  # error lines
+    remembered = analysis.redact_text
+    assert remembered.facts.by_id and remembered.facts.by_value  # each message's items
+    assert remembered.trail  # each call's file effects
+    assert remembered.bullets and remembered.costs[counter]  # each item's bullet and cost
 
 
 def test_appendix_bullets_memo_gives_what_a_fresh_render_gives() -> None:
@@ -161,3 +165,88 @@ def test_rules_memo_gives_what_a_fresh_scan_gives() -> None:
             fresh = find_rules(msgs[lo:hi], start_index=lo)
             assert find_rules(msgs[lo:hi], start_index=lo, memo=memo) == fresh
         assert len(memo) == len(msgs)
+
+
+def test_appendix_id_hashed_in_pieces_equals_the_id_of_the_built_appendix() -> None:
+    from tinyjuice.summary.fallback import (
+        _CATEGORIES,
+        TextRedactor,
+        _appendix,
+        _appendix_id,
+        _Draft,
+    )
+
+    red = TextRedactor()
+    left: dict[str, list[str]] = {key: [] for key, _ in _CATEGORIES}
+    left["tool_calls"] = ["a", "b — é", "c\nd", "token=ghp_" + "x" * 36]
+    left["paths"] = ["src/ü.py", "q/r.md"]
+    draft = _Draft(1234, {key: [] for key in left}, left, {}, None, True, red)
+    calls = left["tool_calls"]
+    steps = [
+        lambda: None,
+        lambda: calls.insert(0, "z ×2"),  # the fit drops an item into the appendix
+        lambda: calls.insert(0, "y — ÿ"),
+        lambda: calls.pop(0),  # the fill takes them back
+        lambda: calls.pop(0),
+        lambda: calls.pop(0),
+        lambda: left["paths"].clear(),
+        lambda: calls.__setitem__(1, "other"),  # neither a tail nor a head: hashed afresh
+        lambda: left["urls"].append("https://x.y/z"),
+        lambda: calls.clear(),
+        lambda: left["urls"].clear(),  # nothing left out: no appendix, no id
+    ]
+    for step in steps:
+        step()
+        assert draft.appendix_id() == _appendix_id(_appendix(1234, left, red))
+    assert draft.appendix_id() is None
+
+
+@pytest.mark.parametrize("seed", [7])
+def test_trail_memo_gives_what_a_fresh_trail_gives(tmp_path: Path, seed: int) -> None:
+    from tinyjuice.facts import EffectsMemo, file_actions
+
+    msgs = load(_generated(tmp_path, 600, seed)).messages
+    memo: EffectsMemo = {}
+    for lo, hi in ((0, 600), (10, 300), (0, 450), (200, 600), (10, 300)):
+        assert file_actions(msgs[lo:hi], memo=memo) == file_actions(msgs[lo:hi])
+    assert memo
+
+
+@pytest.mark.parametrize("name", ["demo.json", "claude-code.jsonl", "openai-chat.json"])
+def test_a_passed_index_over_the_messages_says_whether_any_is_a_summary(name: str) -> None:
+    """The preview's own index answers "is any message a summary?" once per transcript
+    (not a scan of every message per move); an index over another list is not trusted."""
+    from tinyjuice.boundary import BoundaryIndex
+
+    t = load(DEMO.parent / name)
+    counter = default_counter()
+    tokens = count_transcript(t, counter)
+    options = CompactionOptions(force=True, keep_last=3)
+    want = compress(t, options, counter=counter, tokens=tokens)
+    index = BoundaryIndex(t.messages)
+    got = compress(t, options, counter=counter, tokens=tokens, index=index)
+    assert got.transcript == want.transcript
+    assert got.report.to_dict() == want.report.to_dict()
+    assert index._has_summary is not None  # consulted (and cached)
+    other = BoundaryIndex(list(t.messages))
+    assert not other.built_over(t.messages)
+    got = compress(t, options, counter=counter, tokens=tokens, index=other)
+    assert got.report.to_dict() == want.report.to_dict()
+
+
+@pytest.mark.parametrize("seed", [9])
+def test_error_lines_memo_gives_what_a_fresh_pass_gives(tmp_path: Path, seed: int) -> None:
+    from tinyjuice.digest import digest_tool_results
+    from tinyjuice.pipeline import _with_error_lines
+
+    msgs = load(_generated(tmp_path, 600, seed)).messages
+    memo: dict[int, tuple[object, object, object]] = {}
+    for protect_from in (500, 300, 500):
+        pruned = digest_tool_results(msgs, protect_from=protect_from).messages
+        fresh = _with_error_lines(pruned, msgs)
+        assert _with_error_lines(pruned, msgs, memo) == fresh  # type: ignore[arg-type]
+        # Messages the prune left alone come back as they are.
+        assert all(f is p for f, p, o in zip(fresh, pruned, msgs, strict=True) if p is o)
+        assert any(f is not p for f, p in zip(fresh, pruned, strict=True))  # lines added
+    with pytest.raises(ValueError):
+        _with_error_lines(msgs[:-1], msgs)

@@ -48,6 +48,7 @@ from tinyjuice.summary.fallback import (
     _ASK_CHARS,
     _COMMAND_CHARS,
     _ERROR_CHARS,
+    FactsMemo,
     TextRedactor,
     _call_summary,
     _clip,
@@ -286,6 +287,35 @@ def test_collect_equals_the_message_by_message_extraction(
     want = _reference_collect(middle, last_turns)
     assert {k: list(v) for k, v in got.items.items()} == {k: list(v) for k, v in want.items.items()}
     assert got.call_counts == want.call_counts
+
+
+@settings(max_examples=200, deadline=None)
+@given(_middle(), st.integers(0, 3), st.data())
+def test_collect_from_remembered_facts_equals_the_reference(
+    middle: list[Message], last_turns: int, data: st.DataObject
+) -> None:
+    """Spans of one transcript (a preview's boundary moves) through one FactsMemo; tool
+    results come back as new objects (a de-duplication digest is one on every run),
+    equal or with their error flag flipped."""
+    from dataclasses import replace
+
+    memo, paths = FactsMemo(), {}
+    for _ in range(4):
+        lo = data.draw(st.integers(0, len(middle)))
+        hi = data.draw(st.integers(lo, len(middle)))
+        flip = data.draw(st.booleans())  # the same result, failed or not: not the same items
+        span = [
+            replace(m, meta=replace(m.meta, is_error=m.meta.is_error != flip))
+            if m.role is Role.TOOL
+            else m
+            for m in middle[lo:hi]
+        ]
+        got = _collect(span, last_turns, paths, memo)
+        want = _reference_collect(span, last_turns)
+        assert {k: list(v) for k, v in got.items.items()} == {
+            k: list(v) for k, v in want.items.items()
+        }
+        assert got.call_counts == want.call_counts
 
 
 # ----------------------------------------------------------------------- redaction

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from operator import attrgetter, itemgetter
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.markers import strip_summary_wrappers
@@ -33,6 +37,7 @@ from tinyjuice.text import flatten, one_line
 from tinyjuice.tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
+    from tinyjuice.facts import EffectsMemo
     from tinyjuice.survival import RulesMemo
 
 #: Budget priority (first = kept first) and the label of each category.
@@ -63,10 +68,11 @@ class TextRedactor:
     A fallback summary redacts the same items again and again (each render of the
     appendix while it is fitted to the budget, and every preview of one transcript); pass
     one ``TextRedactor`` to reuse the scans (``memo`` may be shared between them). It
-    also carries ``paths``, the paths found in each text the summary scanned.
+    also carries the summary's other per-text and per-message memories (``paths``,
+    ``rules``, ``facts``), so a new span only pays for the messages it has not seen.
     """
 
-    __slots__ = ("memo", "paths", "rules")
+    __slots__ = ("bullets", "costs", "facts", "memo", "paths", "rules", "trail")
 
     def __init__(self, memo: dict[str, str] | None = None) -> None:
         self.memo: dict[str, str] = {} if memo is None else memo
@@ -75,6 +81,14 @@ class TextRedactor:
         self.paths: dict[str, list[str]] = {}
         #: The rules of each message (tinyjuice.survival.find_rules), likewise.
         self.rules: RulesMemo = {}
+        #: The items of each message (the extraction is per message), likewise.
+        self.facts = FactsMemo()
+        #: The appendix bullet of each item (``_bullet`` of its redaction), likewise.
+        self.bullets: dict[str, str] = {}
+        #: Each item's bullet cost in tokens (+1 for its line break), per counter.
+        self.costs: dict[TokenCounter, dict[str, int]] = {}
+        #: Each tool call's file effects (the artifact trail), likewise.
+        self.trail: EffectsMemo = {}
 
     def prime(self, texts: Iterable[str]) -> None:
         """Remember, with one joined scan, the texts that hold nothing to redact
@@ -218,9 +232,112 @@ def _errors_in(text: str, out: _Collector, label: str) -> None:
         out.add("errors", label + _one_line(line, _ERROR_CHARS))
 
 
+class _Facts(NamedTuple):
+    """What one message adds to each category, in its order (no empty items).
+
+    The fallback's extraction is per message: the items of a span are its messages'
+    items, first seen first, without duplicates. So each message's are remembered
+    (:class:`FactsMemo`) and a new span (a boundary move) only merges them.
+    """
+
+    tools: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    digests: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    #: The real user ask (clipped), if the message is one.
+    asks: tuple[str, ...] = ()
+    #: ``(rendered call, call id)`` per tool call.
+    calls: tuple[tuple[str, str], ...] = ()
+
+
+_NO_FACTS = _Facts()
+#: Categories merged as they are (paths are merged then un-diffed).
+_MERGED: tuple[str, ...] = ("tools", "urls", "digests", "commands", "errors")
+
+
+class FactsMemo:
+    """Each message's :class:`_Facts`, remembered across fallback summaries of one
+    transcript (a preview's boundary moves).
+
+    A message is recognised by identity (kept alive with its result, so its id is never
+    another's). A tool result's items depend only on its name, error flag, digest mark
+    and text, so they are also remembered by those values: a de-duplication digest is a
+    new, equal message on every run, found by value and not kept.
+    """
+
+    __slots__ = ("by_id", "by_value")
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, tuple[Message, _Facts]] = {}
+        self.by_value: dict[tuple[str | None, bool, bool, str], _Facts] = {}
+
+    def facts(self, middle: Sequence[Message], paths: dict[str, list[str]] | None) -> list[_Facts]:
+        """The facts of every message of ``middle``; the new ones extracted in one batch."""
+        by_id, by_value = self.by_id, self.by_value
+        hits: list[tuple[Message, _Facts] | None] = list(map(by_id.get, map(id, middle)))
+        misses = list(itertools.compress(range(len(hits)), map(operator.not_, hits)))
+        todo: list[int] = []
+        keys: dict[int, tuple[str | None, bool, bool, str]] = {}
+        tool_role = Role.TOOL
+        for i in misses:
+            m = middle[i]
+            if m.role is tool_role and not m.tool_calls:
+                parts = m.parts
+                text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else m.text
+                meta = m.meta
+                key = (m.tool_name, meta.is_error, meta.generated_by == "digest", text)
+                found = by_value.get(key)
+                if found is not None:
+                    hits[i] = (m, found)
+                    continue
+                keys[i] = key
+            todo.append(i)
+        if todo:
+            fresh = _extract([middle[i] for i in todo], paths)
+            for i, f in zip(todo, fresh, strict=True):
+                m = middle[i]
+                hits[i] = by_id[id(m)] = (m, f)
+                value = keys.get(i)
+                if value is not None:
+                    by_value[value] = f
+        return list(map(itemgetter(1), hits))  # type: ignore[arg-type]  # (none left)
+
+
+def _collect(
+    middle: Sequence[Message],
+    last_turns: int,
+    paths: dict[str, list[str]] | None = None,
+    memo: FactsMemo | None = None,
+) -> _Collector:
+    """The items of ``middle`` per category: each message's :class:`_Facts` (from
+    ``memo`` when it has them), merged first seen first without duplicates."""
+    facts = _extract(middle, paths) if memo is None else memo.facts(middle, paths)
+    out = _Collector()
+    items = out.items
+    chain = itertools.chain.from_iterable
+    for key in _MERGED:
+        items[key] = dict.fromkeys(chain(map(attrgetter(key), facts)))
+    items["paths"] = _undiff_paths(dict.fromkeys(chain(map(attrgetter("paths"), facts))))
+    asks = list(chain(map(attrgetter("asks"), facts)))
+    items["asks"] = dict.fromkeys(reversed(asks))
+    calls = list(chain(map(attrgetter("calls"), facts)))
+    first_id = dict(reversed(calls))
+    counts = Counter(map(itemgetter(0), calls))  # first seen first
+    out.call_counts = {r: [n, first_id[r]] for r, n in counts.items()}
+    items["tool_calls"] = dict.fromkeys(
+        r + (f" ×{n}, first id {first_id[r]}" if n > 1 else f" id {first_id[r]}")
+        for r, n in counts.items()
+    )
+    for m in middle[len(middle) - last_turns :] if last_turns > 0 else ():
+        out.add("last_turns", _turn_line(m))
+    return out
+
+
 @dataclass(slots=True)
 class _Pending:
-    """Texts to scan for paths and error lines in one batched pass, in first-seen order
+    """Texts to scan for paths and error lines in one batched pass, in message order
     (flat lists: no per-item containers)."""
 
     path_texts: list[str] = field(default_factory=list)
@@ -231,28 +348,38 @@ class _Pending:
     #: The first line of an error result, listed after the lines found in its text.
     error_firsts: dict[int, str] = field(default_factory=dict)
 
-    def urls(self, text: str, add: Callable[[str, str], None]) -> None:
-        if "://" in text:
-            for u in _URL_RE.finditer(text):
-                add("urls", u.group(0).rstrip(".,:;!?'\""))
+
+def _urls(text: str) -> list[str]:
+    if "://" not in text:
+        return []
+    return [u.group(0).rstrip(".,:;!?'\"") for u in _URL_RE.finditer(text)]
 
 
-def _collect(
-    middle: Sequence[Message], last_turns: int, paths: dict[str, list[str]] | None = None
-) -> _Collector:
-    out = _Collector()
-    add = out.add
-    asks: list[str] = []
-    # Paths and error lines are found in one batched scan after this loop.
+def _extract(
+    messages: Sequence[Message], paths: dict[str, list[str]] | None = None
+) -> list[_Facts]:
+    """Each message's :class:`_Facts`; paths and error lines found in one batched scan."""
     todo = _Pending()
     path_texts, error_texts, error_labels = todo.path_texts, todo.error_texts, todo.error_labels
-    calls = _Calls(out, todo)
+    calls = _Calls(todo)
     tool_role = Role.TOOL
     user_role = Role.USER
-    for m in middle:
+    # Per message: (tools, urls, digests, commands, asks, calls) and where its path and
+    # error texts start.
+    early: list[tuple[list[str], list[str], list[str], list[str], str, list[tuple[str, str]]]] = []
+    path_at: list[int] = []
+    error_at: list[int] = []
+    for m in messages:
+        path_at.append(len(path_texts))
+        error_at.append(len(error_texts))
         parts = m.parts
         text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else m.text
         role = m.role
+        tools: list[str] = []
+        urls: list[str] = []
+        digests: list[str] = []
+        commands: list[str] = []
+        ask = ""
         if (
             role is user_role
             and m.is_real_user
@@ -260,14 +387,14 @@ def _collect(
             and not is_summary_message(m)
             and text.strip()
         ):
-            asks.append(_clip(text, _ASK_CHARS))
+            ask = _clip(text, _ASK_CHARS)
         if role is tool_role:
             name = m.tool_name
             if name:
-                add("tools", name)
+                tools.append(name)
             if text:
                 path_texts.append(text)
-                todo.urls(text, add)
+                urls += _urls(text)
                 stripped = text.strip()
                 if m.meta.is_error and stripped:
                     first = " — ".join(error_head(text))
@@ -278,72 +405,121 @@ def _collect(
                     m.meta.generated_by == "digest"
                     or ("\n" not in stripped and len(stripped) < 400 and _DIGEST_RE.match(stripped))
                 ):
-                    add("digests", _one_line(stripped, 400))
+                    digests.append(_one_line(stripped, 400))
                 # {"output": …, "exit_code": 1} results are scanned through their output.
                 error_texts.append(tool_output_text(text) if text[:1] == "{" else text)
                 error_labels.append(f"[{name or 'tool'}] ")
         elif text:
             path_texts.append(text)
-            todo.urls(text, add)
+            urls += _urls(text)
             if role is not Role.ASSISTANT:
                 # Errors are what tools (or the user, pasting) reported: "failed" in the
                 # assistant's own prose is not one (tinyjuice.facts).
                 error_texts.append(text)
                 error_labels.append("")
+        rendered: list[tuple[str, str]] = []
         for call in m.tool_calls:
-            calls.add(call)
-    _add_scanned(out, todo, paths)
-    for ask in reversed(asks):
-        add("asks", ask)
-    for rendered, (count, call_id) in out.call_counts.items():
-        suffix = f" ×{count}, first id {call_id}" if count > 1 else f" id {call_id}"
-        add("tool_calls", rendered + suffix)
-    for m in middle[len(middle) - last_turns :] if last_turns > 0 else ():
-        add("last_turns", _turn_line(m))
+            rendered.append(calls.add(call, tools, urls, commands))
+        early.append((tools, urls, digests, commands, ask, rendered))
+    path_at.append(len(path_texts))
+    error_at.append(len(error_texts))
+    found = _paths_many(path_texts, paths) if path_texts else {}
+    lines = _error_lines_many(error_texts)
+    named_paths, error_firsts = todo.named_paths, todo.error_firsts
+    out: list[_Facts] = []
+    for j, (tools, urls, digests, commands, ask, rendered) in enumerate(early):
+        p0, p1 = path_at[j], path_at[j + 1]
+        e0, e1 = error_at[j], error_at[j + 1]
+        if not (tools or urls or digests or commands or ask or rendered or p1 > p0 or e1 > e0):
+            out.append(_NO_FACTS)
+            continue
+        ps: list[str] = []
+        for k in range(p0, p1):
+            named = named_paths.get(k)
+            if named is not None:
+                ps.append(named)
+            more = found.get(k)
+            if more:
+                ps += more
+        errors: list[str] = []
+        for k in range(e0, e1):
+            label = error_labels[k]
+            errors += [label + _one_line(line, _ERROR_CHARS) for line in lines.get(k, ())]
+            first_line = error_firsts.get(k)
+            if first_line is not None:
+                errors.append(first_line)
+        out.append(
+            _Facts(
+                tuple(tools),
+                tuple(urls),
+                tuple(digests),
+                tuple(commands),
+                tuple(ps),
+                tuple(errors),
+                (ask,) if ask else (),
+                tuple(rendered),
+            )
+        )
     return out
 
 
 class _Calls:
-    """Collects tool calls: the call itself, its paths, URLs and shell commands."""
+    """Tool calls: the call itself, its tool name, paths, URLs and shell commands (a
+    call repeated verbatim, same tool and arguments, is worked out once)."""
 
-    __slots__ = ("_out", "_rendered", "_shell", "_todo")
+    __slots__ = ("_seen", "_shell", "_todo")
 
-    def __init__(self, out: _Collector, todo: _Pending) -> None:
-        self._out = out
+    def __init__(self, todo: _Pending) -> None:
         self._todo = todo
         self._shell: dict[str, bool] = {}
-        self._rendered: dict[str, dict[str, str]] = {}
+        #: (name, arguments) → (rendered, URLs, commands, (named path or None, text)…).
+        self._seen: dict[
+            tuple[str, str],
+            tuple[str, tuple[str, ...], tuple[str, ...], tuple[tuple[str | None, str], ...]],
+        ] = {}
 
-    def add(self, call: ToolCall) -> None:
-        out, todo = self._out, self._todo
-        add, path_texts = out.add, todo.path_texts
-        # A call repeated verbatim (same tool, same arguments) adds nothing new but
-        # its count: everything else it holds was collected at its first occurrence.
-        same_tool = self._rendered.get(call.name)
-        if same_tool is None:
-            same_tool = self._rendered[call.name] = {}
-        rendered = same_tool.get(call.arguments)
-        if rendered is not None:
-            out.add_call(rendered, call.id)
-            return
-        add("tools", call.name)
+    def add(
+        self, call: ToolCall, tools: list[str], urls: list[str], commands: list[str]
+    ) -> tuple[str, str]:
+        """Adds the call's items to the lists and its texts to the pending scan;
+        returns ``(rendered call, call id)``."""
+        key = (call.name, call.arguments)
+        seen = self._seen.get(key)
+        if seen is None:
+            seen = self._seen[key] = self._work_out(call)
+        rendered, call_urls, call_commands, texts = seen
+        if call.name:
+            tools.append(call.name)
+        urls += call_urls
+        commands += call_commands
+        todo = self._todo
+        path_texts = todo.path_texts
+        for named, text in texts:
+            if named is not None:
+                todo.named_paths[len(path_texts)] = named
+            path_texts.append(text)
+        return rendered, call.id
+
+    def _work_out(
+        self, call: ToolCall
+    ) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[tuple[str | None, str], ...]]:
         args = call.parsed_arguments()
-        rendered = same_tool[call.arguments] = _call_summary(call, args)
-        out.add_call(rendered, call.id)
+        rendered = _call_summary(call, args)
         if args is None:
-            path_texts.append(call.arguments)
-            return
+            return rendered, (), (), ((None, call.arguments),)
         if type(args) is dict and not any(isinstance(v, dict | list) for v in args.values()):
             leaves: Iterable[tuple[str | None, Any]] = args.items()
         else:
             leaves = _string_leaves(args)
+        urls: list[str] = []
+        texts: list[tuple[str | None, str]] = []
         for key, leaf in leaves:
             if not isinstance(leaf, str):
                 continue
-            if key in _PATH_KEYS and len(leaf) <= 500 and leaf.strip():
-                todo.named_paths[len(path_texts)] = leaf.strip()
-            path_texts.append(leaf)
-            todo.urls(leaf, add)
+            named = leaf.strip() if key in _PATH_KEYS and len(leaf) <= 500 else ""
+            texts.append((named or None, leaf))
+            urls += _urls(leaf)
+        commands: list[str] = []
         is_shell = self._shell.get(call.name)
         if is_shell is None:
             is_shell = self._shell[call.name] = _is_shell_tool(call.name)
@@ -351,31 +527,8 @@ class _Calls:
             for key in ("command", "cmd"):
                 cmd = _command_text(args.get(key))
                 if cmd:
-                    add("commands", "`" + _one_line(cmd, _COMMAND_CHARS) + "`")
-
-
-def _add_scanned(
-    out: _Collector, todo: _Pending, paths: dict[str, list[str]] | None = None
-) -> None:
-    """The paths and error lines of the pending texts, in first-seen order."""
-    add = out.add
-    found = _paths_many(todo.path_texts, paths)
-    named_paths = todo.named_paths
-    for k in sorted({*found, *named_paths}):
-        named = named_paths.get(k)
-        if named is not None:
-            add("paths", named)
-        for p in found.get(k, ()):
-            add("paths", p)
-    out.items["paths"] = _undiff_paths(out.items["paths"])
-    lines = _error_lines_many(todo.error_texts)
-    for k in sorted({*lines, *todo.error_firsts}):
-        label = todo.error_labels[k]
-        for line in lines.get(k, ()):
-            add("errors", label + _one_line(line, _ERROR_CHARS))
-        first_line = todo.error_firsts.get(k)
-        if first_line is not None:
-            add("errors", first_line)
+                    commands.append("`" + _one_line(cmd, _COMMAND_CHARS) + "`")
+        return rendered, tuple(urls), tuple(commands), tuple(texts)
 
 
 def _turn_line(m: Message) -> str:
@@ -497,18 +650,29 @@ _SHARES: dict[str, float] = {
 
 
 def _allocate(
-    items: Mapping[str, list[str]], room: int, counter: TokenCounter
+    items: Mapping[str, list[str]],
+    room: int,
+    counter: TokenCounter,
+    memo: dict[str, int] | None = None,
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Choose items per category within ``room`` tokens (see :func:`fallback_summary`).
 
-    Returns the chosen items and the omitted ones, per category.
+    Returns the chosen items and the omitted ones, per category. ``memo`` (item → cost,
+    for this counter) remembers each item's cost across calls.
     """
     costs: dict[str, list[int]] = {}
     for key, _ in _CATEGORIES:
         lines = items[key]
-        costs[key] = (
-            [c + 1 for c in counter.count_many([_bullet(i) for i in lines])] if lines else []
-        )
+        if memo is None:
+            costs[key] = (
+                [c + 1 for c in counter.count_many([_bullet(i) for i in lines])] if lines else []
+            )
+            continue
+        new = [i for i in lines if i not in memo]
+        if new:
+            for i, c in zip(new, counter.count_many([_bullet(i) for i in new]), strict=True):
+                memo[i] = c + 1
+        costs[key] = list(map(memo.__getitem__, lines))
     taken: dict[str, list[bool]] = {key: [False] * len(items[key]) for key, _ in _CATEGORIES}
     picked: dict[str, list[str]] = {key: list(items[key]) for key, _ in _CATEGORIES}
     used = 0
@@ -663,7 +827,9 @@ def fallback_summary(
     ).render()
     remaining = max(0, budget_tokens - counter.count(fixed_text))
 
-    chosen, left_out = _allocate(items, remaining, counter)
+    chosen, left_out = _allocate(
+        items, remaining, counter, None if memo is None else memo.costs.setdefault(counter, {})
+    )
 
     if isinstance(red, TextRedactor):
         # Every item chosen or left out is redacted once (now, by each render of the
@@ -673,6 +839,8 @@ def fallback_summary(
         chosen = {key: [red(i) for i in v] for key, v in chosen.items()}
     omitted = {key: len(v) for key, v in left_out.items() if v}
     draft = _Draft(len(middle), chosen, left_out, omitted, focus, appendix, red)
+    if memo is not None and redact:
+        draft.bullet_memo = memo.bullets
     listed, appendix_id, summary, text, tokens = draft.fit(budget_tokens, counter)
 
     included = {key: len(v) for key, v in chosen.items()}
@@ -701,9 +869,13 @@ def _gather(
 ) -> tuple[dict[str, list[str]], str | None]:
     """The items per category (artifact trail and rules included, focus matches first),
     and the focus when any of its words is worth matching."""
-    collected = _collect(middle, last_turns, None if memo is None else memo.paths)
+    collected = (
+        _collect(middle, last_turns)
+        if memo is None
+        else _collect(middle, last_turns, memo.paths, memo.facts)
+    )
     items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
-    _add_trail(middle, items)
+    _add_trail(middle, items, None if memo is None else memo.trail)
     _add_rules(middle, items, None if memo is None else memo.rules)
     terms = _focus_terms(focus)
     if not terms:
@@ -727,17 +899,73 @@ class _Draft:
     redact: Callable[[str], str]
     #: The appendix's bullets per category, reused by the next render (see _appendix).
     bullets: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
+    #: Per category, the items last hashed and their bullets' UTF-8 bytes (see _hash).
+    encoded: dict[str, tuple[list[str], bytes]] = field(default_factory=dict)
+    #: Each item's appendix bullet, kept across drafts (TextRedactor.bullets); None: none.
+    bullet_memo: dict[str, str] | None = None
 
     def render(self) -> tuple[str, str | None, StructuredSummary, str]:
         """``(appendix, appendix id, summary, text)`` for the items as they are now."""
         listed = (
-            _appendix(self.n_messages, self.left_out, self.redact, self.bullets)
+            _appendix(self.n_messages, self.left_out, self.redact, self.bullets, self.bullet_memo)
             if self.appendix
             else ""
         )
         appendix_id = _appendix_id(listed)
         summary = _assemble(self.n_messages, self.chosen, self.omitted, self.focus, appendix_id)
         return listed, appendix_id, summary, summary.render()
+
+    def text(self) -> str:
+        """``render()[3]`` without building the appendix: its id is hashed from each
+        category's bytes, kept between calls (the fit moves a few items at a time)."""
+        appendix_id = self.appendix_id() if self.appendix else None
+        return _assemble(
+            self.n_messages, self.chosen, self.omitted, self.focus, appendix_id
+        ).render()
+
+    def appendix_id(self) -> str | None:
+        """``_appendix_id(_appendix(…))``: the same bytes fed to sha256 piece by piece."""
+        left_out = self.left_out
+        if not any(left_out.get(key) for key, _ in _CATEGORIES):
+            return None
+        import hashlib
+
+        h = hashlib.sha256(_appendix_header(self.n_messages).encode())
+        for key, label in _CATEGORIES:
+            lines = left_out.get(key)
+            if lines:
+                h.update(f"\n\n## {label} ({len(lines):,})\n".encode())
+                self._hash(key, lines, h)
+        h.update(b"\n")
+        return h.hexdigest()[:_APPENDIX_ID_CHARS]
+
+    def _hash(self, key: str, lines: list[str], h: Any) -> None:
+        """Feeds ``h`` the appendix body of ``lines`` (bullets joined by line breaks).
+
+        When the items hashed before are ``lines`` without a few at the front, or with a
+        few more there (what the fit does), only those few bullets are encoded; the rest
+        is the bytes kept from then.
+        """
+        seen = self.encoded.get(key)
+        if seen is not None:
+            items, body = seen
+            skip = len(items) - len(lines)
+            if skip >= 0 and (items if skip == 0 else items[skip:]) == lines:
+                cut = sum(len(self._bullet_bytes(i)) + 1 for i in items[:skip])
+                h.update(memoryview(body)[cut:])
+                return
+            if skip < 0 and lines[-skip:] == items:
+                for i in lines[:-skip]:
+                    h.update(self._bullet_bytes(i) + b"\n")
+                h.update(body)
+                return
+        bullets = _bullets(key, lines, self.redact, self.bullets, self.bullet_memo)
+        body = "\n".join(bullets).encode()
+        self.encoded[key] = (list(lines), body)
+        h.update(body)
+
+    def _bullet_bytes(self, item: str) -> bytes:
+        return _bullet(self.redact(item)).encode()
 
     def fit(
         self, budget_tokens: int, counter: TokenCounter
@@ -749,8 +977,7 @@ class _Draft:
         # from the lowest priority until the text fits.
         order = [key for key, _ in reversed(_CATEGORIES)]
         while True:
-            listed, appendix_id, summary, text = self.render()
-            tokens = counter.count(text)
+            tokens = counter.count(self.text())
             if tokens <= budget_tokens or not any(chosen[k] for k in order):
                 break
             excess = tokens - budget_tokens
@@ -764,11 +991,11 @@ class _Draft:
         if omitted and tokens < budget_tokens:
             # The note was reserved at its longest: give the room it did not need back.
             _Fill(chosen, left_out, omitted, self.redact).run(
-                lambda: counter.count(self.render()[3]), budget_tokens
+                lambda: counter.count(self.text()), budget_tokens
             )
-            listed, appendix_id, summary, text = self.render()
-            tokens = counter.count(text)
-        return listed, appendix_id, summary, text, tokens
+        # Rendered in full once, with the appendix (the text was counted last time).
+        listed, appendix_id, summary, text = self.render()
+        return listed, appendix_id, summary, text, counter.count(text)
 
 
 class _Fill:
@@ -816,12 +1043,14 @@ class _Fill:
 _APPENDIX_ID_CHARS = 16
 
 
-def _add_trail(middle: Sequence[Message], items: dict[str, list[str]]) -> None:
+def _add_trail(
+    middle: Sequence[Message], items: dict[str, list[str]], memo: EffectsMemo | None = None
+) -> None:
     """The artifact trail (:func:`tinyjuice.facts.file_actions`) into ``items``; the
     paths it names leave the plain path list (the trail already says them)."""
     from tinyjuice.facts import file_actions, norm_path
 
-    trail = file_actions(middle)
+    trail = file_actions(middle, memo=memo)
     if not trail:
         return
     items["artifacts"] = [a.line() for a in trail]
@@ -856,6 +1085,7 @@ def _appendix(
     left_out: Mapping[str, list[str]],
     redact_text: Callable[[str], str],
     memo: dict[str, tuple[list[str], list[str]]] | None = None,
+    each: dict[str, str] | None = None,
 ) -> str:
     """Everything the budget left out, per category, as markdown; "" when nothing was.
 
@@ -865,16 +1095,20 @@ def _appendix(
     """
     if not any(left_out.get(key) for key, _ in _CATEGORIES):
         return ""
-    blocks = [
-        f"# Appendix to the fallback summary of {n_messages:,} message(s)\n"
-        "Every item the summary left out to fit its budget, by category."
-    ]
+    blocks = [_appendix_header(n_messages)]
     for key, label in _CATEGORIES:
         lines = left_out.get(key)
         if lines:
-            body = "\n".join(_bullets(key, lines, redact_text, memo))
+            body = "\n".join(_bullets(key, lines, redact_text, memo, each))
             blocks.append(f"## {label} ({len(lines):,})\n{body}")
     return "\n\n".join(blocks) + "\n"
+
+
+def _appendix_header(n_messages: int) -> str:
+    return (
+        f"# Appendix to the fallback summary of {n_messages:,} message(s)\n"
+        "Every item the summary left out to fit its budget, by category."
+    )
 
 
 def _bullets(
@@ -882,8 +1116,10 @@ def _bullets(
     lines: list[str],
     redact_text: Callable[[str], str],
     memo: dict[str, tuple[list[str], list[str]]] | None,
+    each: dict[str, str] | None = None,
 ) -> list[str]:
-    """The appendix bullets of ``lines`` (redacted), from ``memo`` when it holds them."""
+    """The appendix bullets of ``lines`` (redacted), from ``memo`` when it holds them;
+    ``each`` (item → bullet, kept by the caller) remembers single items."""
     if memo is not None:
         seen = memo.get(key)
         if seen is not None:
@@ -891,7 +1127,15 @@ def _bullets(
             skip = len(items) - len(lines)
             if skip >= 0 and items[skip:] == lines:
                 return bullets[skip:]
-    bullets = [_bullet(redact_text(i)) for i in lines]
+    if each is None:
+        bullets = [_bullet(redact_text(i)) for i in lines]
+    else:
+        bullets = []
+        for item in lines:
+            b = each.get(item)
+            if b is None:
+                b = each[item] = _bullet(redact_text(item))
+            bullets.append(b)
     if memo is not None:
         memo[key] = (list(lines), bullets)
     return bullets
