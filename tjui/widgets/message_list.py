@@ -171,6 +171,11 @@ class MessageList(ScrollView, can_focus=True):
         return len(self._transcript.messages) if self._transcript else 0
 
     @property
+    def estimated(self) -> bool:
+        """Whether the rows show estimated counts (``~``) rather than exact ones."""
+        return self._estimated
+
+    @property
     def history_rows(self) -> int:
         """Rows of greyed history above the live messages."""
         return len(self._history)
