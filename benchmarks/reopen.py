@@ -8,8 +8,10 @@ and whose context bar shows its figures with exact counts (the counter is not
 ``rough``: the list's rows carry no ``~`` and the bar's breakdown names the exact
 counter); ``complete_s`` is when the whole transcript is loaded and the inspector's
 session is ready (every interaction available). Target (issue 14): warm ≤ 1 s.
-Each run is its own interpreter (``python -m benchmarks.reopen PATH``); the warm figure
-is the best of 3 (1 with --quick).
+Beside it, interleaved, the same warm reopen without the remembered first screen
+(``full``: the first exact frame waits for the whole load, as before it existed).
+Each run is its own interpreter (``python -m benchmarks.reopen PATH [full]``); the warm
+figures are the best of 3 (1 with --quick).
 """
 
 from __future__ import annotations
@@ -31,14 +33,17 @@ TITLE = "Inspector reopen"
 WARM_LIMIT_S = 1.0
 
 
-async def _measure(path: str) -> dict[str, Any]:
+async def _measure(path: str, full: bool) -> dict[str, Any]:
     from textual.geometry import Region
 
+    from tjui import firstpaint
     from tjui.app import make_app
     from tjui.screens.main import MainScreen
     from tjui.widgets.context_bar import ContextBar
     from tjui.widgets.message_list import MessageList
 
+    if full:  # no first screen looked up or stored: the whole load first
+        firstpaint.MIN_BYTES = 1 << 62
     t0 = time.perf_counter()
     app = make_app(path)
     async with app.run_test(size=(160, 48)):
@@ -79,12 +84,12 @@ async def _measure(path: str) -> dict[str, Any]:
     }
 
 
-def _child(path: str, cache: str) -> dict[str, Any]:
+def _child(path: str, cache: str, *extra: str) -> dict[str, Any]:
     env = dict(os.environ)
     env.pop("TJUI_NO_CACHE", None)
     env["TJUI_CACHE_DIR"] = cache
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.reopen", path],
+        [sys.executable, "-m", "benchmarks.reopen", path, *extra],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,
@@ -110,10 +115,11 @@ def run(ctx: RunContext) -> dict[str, Any]:
     try:
         ctx.log(f"reopen: cold open of {files[0].path.name} (fills the cache)")
         cold = _child(path, str(cache))
-        warm_runs = []
+        warm_runs, full_runs = [], []
         for i in range(repeats):
-            ctx.log(f"reopen: warm reopen {i + 1} of {repeats}")
+            ctx.log(f"reopen: warm reopen {i + 1} of {repeats}, then without the first screen")
             warm_runs.append(_child(path, str(cache)))
+            full_runs.append(_child(path, str(cache), "full"))
     except RuntimeError as exc:
         row = target_row("reopen.warm", name, "error", target, None, WARM_LIMIT_S, at_most=True)
         return {"error": str(exc), "targets": [row]}
@@ -121,9 +127,11 @@ def run(ctx: RunContext) -> dict[str, Any]:
         shutil.rmtree(cache, ignore_errors=True)
     warm = min(r["first_paint_s"] for r in warm_runs)
     complete = min(r["complete_s"] for r in warm_runs)
+    full = min(r["first_paint_s"] for r in full_runs)
     figure = (
-        f"warm {warm:.2f} s (whole session ready {complete:.2f} s);"
-        f" cold {cold['first_paint_s']:.2f} s ({cold['messages']:,} msgs)"
+        f"warm {warm:.2f} s (whole session ready {complete:.2f} s; without the remembered"
+        f" first screen {full:.2f} s); cold {cold['first_paint_s']:.2f} s"
+        f" ({cold['messages']:,} msgs)"
     )
     row = target_row("reopen.warm", name, figure, target, warm, WARM_LIMIT_S, at_most=True)
     return {
@@ -131,10 +139,11 @@ def run(ctx: RunContext) -> dict[str, Any]:
         "messages": cold["messages"],
         "cold": cold,
         "warm": warm_runs,
+        "warm_full_load": full_runs,
         "warm_first_paint_s": warm,
         "targets": [row],
     }
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(_measure(sys.argv[1]))))
+    print(json.dumps(asyncio.run(_measure(sys.argv[1], sys.argv[2:] == ["full"]))))

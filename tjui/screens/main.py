@@ -40,6 +40,7 @@ from tinyjuice.tokens import (
     default_counter,
     extend_tokens,
 )
+from tjui import firstpaint
 from tjui.counting import exact_tokens, source_identity, stored_tokens
 from tjui.live import POLL_SECONDS, LiveCommitDialog, LiveFollow
 from tjui.session import InspectorSession
@@ -65,6 +66,8 @@ PROJECT_DELAY = 0.25
 #: compress with the fallback summary: ~0.3 s at 10k messages); above it, the preview
 #: (p) computes it.
 AUTO_PROJECT_MAX = 10_000
+#: Seconds the load waits for the cached first screen to be drawn before parsing.
+FIRST_PAINT_WAIT = 2.0
 
 
 async def in_daemon_thread(fn: Callable[[], T]) -> T:
@@ -202,6 +205,12 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         estimated: bool = True
 
     @dataclass
+    class FirstPainted(TMessage):
+        """The first screen stored for these exact bytes (see :mod:`tjui.firstpaint`)."""
+
+        first: firstpaint.FirstPaint
+
+    @dataclass
     class HistoryCounted(TMessage):
         tokens: tuple[int, ...]
 
@@ -260,6 +269,9 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         self._counted: tuple[Transcript, TranscriptTokens] | None = None
         #: The followed file's lines as last parsed: an append parses only its new lines.
         self._parsed: Source | None = None
+        #: Set once the cached first screen is drawn (the load parses after it).
+        self._first_drawn = threading.Event()
+        self._first_shown = False
 
     # ------------------------------------------------------------------ layout
 
@@ -299,6 +311,12 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
 
     def _load_blocking(self) -> None:
         req = self.request
+        # 0. A large file opened before (the same bytes, read the same way): its first
+        # screen at once, from the cache, while the whole file loads below.
+        first = firstpaint.lookup(req)
+        if first is not None:
+            self.post_message(self.FirstPainted(first))
+            self._first_drawn.wait(FIRST_PAINT_WAIT)  # the frame first, then the parse
         # The store remembers the exact bytes read, so a commit can refuse a stale source.
         self.loaded = load_source(req.path, req.fmt, session=req.session)
         transcript = self.loaded.transcript
@@ -333,6 +351,8 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
                 subagents=len(subagents),
             )
             self.post_message(self.SessionReady(session))
+            if first is None:
+                firstpaint.remember(req, identity, session, history)
             return
         # 1. Paint the list at once with estimated counts...
         rough_counter = RoughCounter()
@@ -358,6 +378,17 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
             self._counted = (transcript, exact)
             self.post_message(self.Counted(session.with_tokens(exact.tail(split.start), counter)))
             self.post_message(self.HistoryCounted(exact.per_message[: split.start]))
+            if firstpaint.wanted(req, identity):
+                # What the next open's full load will show: planned on the exact counts.
+                warm = InspectorSession.build(
+                    live,
+                    exact.tail(split.start),
+                    counter,
+                    context_window=req.context_window,
+                    split=split,
+                    subagents=len(subagents),
+                )
+                firstpaint.remember(req, identity, warm, exact.per_message[: split.start])
 
     def show_failure(self, worker: Worker[Any]) -> bool:
         """A failure opens the App's error dialog; a failed load first hides the bar."""
@@ -368,12 +399,20 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
 
     # ----------------------------------------------------------------- updates
 
+    def on_main_screen_first_painted(self, event: FirstPainted) -> None:
+        if self.session is None and not self.query_one(MessageList).count:
+            self._first_shown = True
+            firstpaint.paint(self, event.first)
+        self.call_after_refresh(self._first_drawn.set)
+
     def on_main_screen_loaded(self, event: Loaded) -> None:
         self.query_one("#loading").add_class("-hidden")
         lst = self.query_one(MessageList)
         lst.set_transcript(event.transcript, event.tokens.per_message, estimated=event.estimated)
         lst.set_history(event.split.history, event.history_tokens)
         t = event.transcript
+        if self._first_shown and not event.estimated:
+            return  # the cached header stays until the session is ready
         self.query_one("#file-header", Static).update(
             f"{self.request.path.name} · {t.format} · {t.model or 'model unknown'}"
             f" · {len(t.messages):,} msgs · counting…"
