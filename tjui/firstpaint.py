@@ -20,6 +20,7 @@ import dataclasses
 import hashlib
 import os
 import stat
+import threading
 import types
 from dataclasses import dataclass
 from enum import Enum
@@ -39,7 +40,16 @@ if TYPE_CHECKING:
     from tjui.screens.main import LoadRequest, MainScreen
     from tjui.session import InspectorSession
 
-__all__ = ["KIND", "MIN_BYTES", "FirstPaint", "lookup", "paint", "remember", "wanted"]
+__all__ = [
+    "KIND",
+    "MIN_BYTES",
+    "FirstPaint",
+    "Prefetch",
+    "lookup",
+    "paint",
+    "remember",
+    "wanted",
+]
 
 #: What the status line adds while the whole transcript loads.
 LOADING = "loading the whole transcript…"
@@ -137,6 +147,35 @@ def lookup(request: LoadRequest) -> FirstPaint | None:
     if value.get("subagents") != _subagent_files(request.path, value.get("format")):
         return None  # subagent files came or went: their count is in the breakdown
     return first
+
+
+class Prefetch:
+    """A :func:`lookup` started as soon as the app is made, in a daemon thread, so the
+    file is hashed while Textual starts up; :meth:`result` answers it once."""
+
+    def __init__(self, request: LoadRequest) -> None:
+        self.request = request
+        self._result: FirstPaint | None = None
+        self._done = threading.Event()
+        self._used = False
+        threading.Thread(target=self._run, name="tjui-first-paint", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._result = lookup(self.request)
+        except Exception:  # a miss, as every failure to use the cache is
+            self._result = None
+        finally:
+            self._done.set()
+
+    def result(self, request: LoadRequest) -> FirstPaint | None:
+        """The lookup for ``request``: the prefetched one the first time it is asked
+        for the request it was started for, else a fresh one."""
+        if self._used or request != self.request:
+            return lookup(request)
+        self._used = True
+        self._done.wait()
+        return self._result
 
 
 def _subagent_files(path: Path, fmt: object) -> list[str]:

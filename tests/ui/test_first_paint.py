@@ -3,7 +3,6 @@ and a file whose bytes changed never shows it (tjui.firstpaint)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import threading
@@ -227,4 +226,47 @@ async def test_no_cache_no_first_screen(
         assert not pilot.app.screen.query_one(MessageList).showing_first_rows
         held.release.set()
         await wait_loaded(pilot)
-    await asyncio.sleep(0)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda v: {**v, "tokens": v["tokens"][:-1]},  # fewer counts than rows
+        lambda v: {**v, "tokens": ["1", *v["tokens"][1:]]},  # a count that is no number
+        lambda v: {**v, "plan": {**v["plan"], "budget": None}},  # a plan missing its budget
+        lambda v: {k: x for k, x in v.items() if k != "breakdown"},
+    ],
+    ids=["short-counts", "text-count", "bad-plan", "no-breakdown"],
+)
+async def test_an_entry_other_code_wrote_is_ignored(
+    tmp_path: Path, held: HeldLoad, damage: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
+    from tinyjuice.cache import default_cache, read_source
+    from tjui.screens.main import LoadRequest
+
+    path = _openai(tmp_path)
+    held.release.set()
+    await _first_open(path)
+    request = LoadRequest(path=path)
+    assert firstpaint.lookup(request) is not None
+    cache, identity = default_cache(), read_source(path).identity
+    assert cache is not None and identity is not None
+    params = firstpaint._params(request)
+    value = cache.get_result(identity, firstpaint.KIND, params)
+    cache.put_result(identity, firstpaint.KIND, params, damage(value))
+    assert firstpaint.lookup(request) is None
+
+
+async def test_the_lookup_starts_when_the_app_is_made_and_answers_once(
+    tmp_path: Path, held: HeldLoad
+) -> None:
+    path = _openai(tmp_path)
+    held.release.set()
+    await _first_open(path)
+    app = make_app(path)  # not run: the file is hashed and looked up already
+    prefetch, request = app.first_paint, app.request
+    assert prefetch is not None and request is not None
+    assert prefetch.result(request) is not None
+    _same_size_other_bytes(path)
+    # Asked again (a reopen after a commit or an undo): the file as it is now.
+    assert prefetch.result(request) is None

@@ -249,9 +249,13 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         query: str
         matches: tuple[int, ...]
 
-    def __init__(self, request: LoadRequest) -> None:
+    def __init__(
+        self, request: LoadRequest, *, first_paint: firstpaint.Prefetch | None = None
+    ) -> None:
         super().__init__()
         self.request = request
+        #: The first screen's lookup, started when the app was made (None: look it up).
+        self._first_paint = first_paint
         self.session: InspectorSession | None = None
         self.loaded: LoadedSource | None = None
         self.subagents: list[Subagent] = []
@@ -313,7 +317,8 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         req = self.request
         # 0. A large file opened before (the same bytes, read the same way): its first
         # screen at once, from the cache, while the whole file loads below.
-        first = firstpaint.lookup(req)
+        prefetched = self._first_paint
+        first = prefetched.result(req) if prefetched is not None else firstpaint.lookup(req)
         if first is not None:
             self.post_message(self.FirstPainted(first))
             self._first_drawn.wait(FIRST_PAINT_WAIT)  # the frame first, then the parse
