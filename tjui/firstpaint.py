@@ -125,7 +125,7 @@ def lookup(request: LoadRequest) -> FirstPaint | None:
     cache = _usable(request)
     if cache is None:
         return None
-    path = os.path.realpath(request.path)
+    path = os.path.realpath(Path(request.path).expanduser())  # as the store resolves it
     params = _params(request)
     try:
         size = os.stat(path).st_size

@@ -270,3 +270,15 @@ async def test_the_lookup_starts_when_the_app_is_made_and_answers_once(
     _same_size_other_bytes(path)
     # Asked again (a reopen after a commit or an undo): the file as it is now.
     assert prefetch.result(request) is None
+
+
+async def test_a_path_under_home_finds_the_entry(
+    tmp_path: Path, held: HeldLoad, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tjui.screens.main import LoadRequest
+
+    path = _openai(tmp_path)
+    held.release.set()
+    await _first_open(path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert firstpaint.lookup(LoadRequest(path=Path("~") / path.name)) is not None
