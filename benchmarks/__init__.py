@@ -65,6 +65,7 @@ SECTIONS: dict[str, str] = {
     "follow": "benchmarks.follow",
     "review": "benchmarks.review",
     "speed": "benchmarks.speed",
+    "reopen": "benchmarks.reopen",
     "hermes": "benchmarks.hermes",
     "hermes_engine": "benchmarks.hermes_engine",
 }

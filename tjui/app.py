@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.worker import Worker
 
 from tinyjuice.formats import LoadError
+from tjui import firstpaint
 from tjui.screens.browser import BrowserScreen
 from tjui.screens.commit import CommitDialog
 from tjui.screens.error import ErrorDialog
@@ -45,6 +46,9 @@ class TjuiApp(App[None]):
         super().__init__()
         self.request = request
         self.now = now
+        # A large file opened before: its remembered first screen is looked up (the file
+        # hashed) while Textual starts up.
+        self.first_paint = firstpaint.Prefetch(request) if request is not None else None
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         # The context bar's category colours, per theme brightness.
@@ -63,7 +67,7 @@ class TjuiApp(App[None]):
     def open(self, request: LoadRequest) -> None:
         self.request = request
         self.sub_title = str(request.path)
-        self.push_screen(MainScreen(request))
+        self.push_screen(MainScreen(request, first_paint=self.first_paint))
 
     def show_error(self, title: str, message: str) -> None:
         def _after(path: Path | None) -> None:

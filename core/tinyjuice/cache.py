@@ -564,6 +564,16 @@ class AnalysisCache:
         self._touch("results", key)
         return result
 
+    def result_size(self, path: str, kind: str, params: Any) -> int | None:
+        """The size of the bytes a :meth:`put_result` entry for ``path`` (resolved), kind
+        and params was stored for, or None: a caller can skip hashing a file whose size
+        differs. Only :meth:`get_result` validates an entry."""
+        key = _key("result", path, kind, json.dumps(params, sort_keys=True))
+        row = self._fetch("SELECT version, size FROM results WHERE key = ?", key)
+        if row is None or row[0] != self.version:
+            return None
+        return int(row[1])
+
     def put_result(
         self, identity: SourceIdentity | None, kind: str, params: Any, value: Any
     ) -> None:

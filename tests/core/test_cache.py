@@ -209,3 +209,16 @@ def test_no_cache_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cache_mod.default_cache() is None
     monkeypatch.setenv("TJUI_NO_CACHE", "0")
     assert cache_mod.default_cache() is not None
+
+
+def test_result_size_names_the_stored_bytes_without_hashing(
+    cache: AnalysisCache, file: Path
+) -> None:
+    source = read_source(file)
+    identity = source.identity
+    assert identity is not None
+    assert cache.result_size(identity.path, "k", {"a": 1}) is None
+    cache.put_result(identity, "k", {"a": 1}, {"v": 2})
+    assert cache.result_size(identity.path, "k", {"a": 1}) == identity.size
+    assert cache.result_size(identity.path, "k", {"a": 2}) is None
+    assert cache.result_size(identity.path + "x", "k", {"a": 1}) is None

@@ -43,6 +43,7 @@ from tinyjuice.tokens import (
     default_counter,
     extend_tokens,
 )
+from tjui import firstpaint
 from tjui.counting import exact_tokens, source_identity, stored_tokens
 from tjui.live import POLL_SECONDS, LiveCommitDialog, LiveFollow
 from tjui.session import InspectorSession
@@ -54,6 +55,7 @@ from tjui.workers import ForwardWorkerErrors
 if TYPE_CHECKING:
     from textual import getters
 
+    from tinyjuice.cache import SourceIdentity
     from tjui.app import TjuiApp
 
 T = TypeVar("T")
@@ -70,6 +72,8 @@ PROJECT_DELAY = 0.25
 AUTO_PROJECT_MAX = 10_000
 #: The GIL switch interval while the "after" figure is computed in a worker thread.
 PROJECT_SWITCH_SECONDS = 0.001
+#: Seconds the load waits for the cached first screen to be drawn before parsing.
+FIRST_PAINT_WAIT = 2.0
 
 
 #: Projections running under the short switch interval, and the interval before them.
@@ -232,6 +236,12 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         estimated: bool = True
 
     @dataclass
+    class FirstPainted(TMessage):
+        """The first screen stored for these exact bytes (see :mod:`tjui.firstpaint`)."""
+
+        first: firstpaint.FirstPaint
+
+    @dataclass
     class HistoryCounted(TMessage):
         tokens: tuple[int, ...]
 
@@ -270,9 +280,13 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         query: str
         matches: tuple[int, ...]
 
-    def __init__(self, request: LoadRequest) -> None:
+    def __init__(
+        self, request: LoadRequest, *, first_paint: firstpaint.Prefetch | None = None
+    ) -> None:
         super().__init__()
         self.request = request
+        #: The first screen's lookup, started when the app was made (None: look it up).
+        self._first_paint = first_paint
         self.session: InspectorSession | None = None
         self.loaded: LoadedSource | None = None
         self.subagents: list[Subagent] = []
@@ -296,6 +310,9 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         self._follow_stop = threading.Event()
         #: The live status's usage series and what it charts: an append extends it.
         self._series: tuple[Transcript, TranscriptTokens, UsageSeries] | None = None
+        #: Set once the cached first screen is drawn (the load parses after it).
+        self._first_drawn = threading.Event()
+        self._first_shown = False
 
     # ------------------------------------------------------------------ layout
 
@@ -342,6 +359,13 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
 
     def _load_session(self) -> None:
         req = self.request
+        # 0. A large file opened before (the same bytes, read the same way): its first
+        # screen at once, from the cache, while the whole file loads below.
+        prefetched = self._first_paint
+        first = prefetched.result(req) if prefetched is not None else firstpaint.lookup(req)
+        if first is not None:
+            self.post_message(self.FirstPainted(first))
+            self._first_drawn.wait(FIRST_PAINT_WAIT)  # the frame first, then the parse
         # The store remembers the exact bytes read, so a commit can refuse a stale source.
         # Followed files keep their parsed lines: the first append parses only its own.
         self.loaded = load_source(
@@ -380,7 +404,21 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
                 subagents=len(subagents),
             )
             self.post_message(self.SessionReady(session))
+            if first is None:
+                firstpaint.remember(req, identity, session, history)
             return
+        self._load_counting(transcript, live, split, len(subagents), identity)
+
+    def _load_counting(
+        self,
+        transcript: Transcript,
+        live: Transcript,
+        split: LiveSplit,
+        subagents: int,
+        identity: SourceIdentity | None,
+    ) -> None:
+        """A file not counted before: estimates at once, then exact counts."""
+        req = self.request
         # 1. Paint the list at once with estimated counts...
         rough_counter = RoughCounter()
         rough = count_transcript(transcript, rough_counter)
@@ -393,7 +431,7 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
             rough_counter,
             context_window=req.context_window,
             split=split,
-            subagents=len(subagents),
+            subagents=subagents,
         )
         self.post_message(self.SessionReady(session))
         # 3. ...and refine to exact counts without holding up input.
@@ -405,6 +443,17 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
             self._counted = (transcript, exact)
             self.post_message(self.Counted(session.with_tokens(exact.tail(split.start), counter)))
             self.post_message(self.HistoryCounted(exact.per_message[: split.start]))
+            if firstpaint.wanted(req, identity):
+                # What the next open's full load will show: planned on the exact counts.
+                warm = InspectorSession.build(
+                    live,
+                    exact.tail(split.start),
+                    counter,
+                    context_window=req.context_window,
+                    split=split,
+                    subagents=subagents,
+                )
+                firstpaint.remember(req, identity, warm, exact.per_message[: split.start])
 
     def show_failure(self, worker: Worker[Any]) -> bool:
         """A failure opens the App's error dialog; a failed load first hides the bar."""
@@ -415,12 +464,20 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
 
     # ----------------------------------------------------------------- updates
 
+    def on_main_screen_first_painted(self, event: FirstPainted) -> None:
+        if self.session is None and not self.query_one(MessageList).count:
+            self._first_shown = True
+            firstpaint.paint(self, event.first)
+        self.call_after_refresh(self._first_drawn.set)
+
     def on_main_screen_loaded(self, event: Loaded) -> None:
         self.query_one("#loading").add_class("-hidden")
         lst = self.query_one(MessageList)
         lst.set_transcript(event.transcript, event.tokens.per_message, estimated=event.estimated)
         lst.set_history(event.split.history, event.history_tokens)
         t = event.transcript
+        if self._first_shown and not event.estimated:
+            return  # the cached header stays until the session is ready
         self.query_one("#file-header", Static).update(
             f"{self.request.path.name} · {t.format} · {t.model or 'model unknown'}"
             f" · {len(t.messages):,} msgs · counting…"

@@ -180,6 +180,11 @@ class ContextBar(Widget):
         return self.get_component_rich_style(f"context-bar--{name}", partial=True)
 
     @property
+    def breakdown(self) -> ContextBreakdown | None:
+        """The breakdown on screen (None: nothing counted yet)."""
+        return self._breakdown
+
+    @property
     def computing(self) -> bool:
         """Whether core is computing the "after" figure for the boundary on screen."""
         return self._computing

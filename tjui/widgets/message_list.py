@@ -52,6 +52,51 @@ def preview_text(message: Message) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class RowFace:
+    """What a row shows of its message: the role, its style, a marker and the preview."""
+
+    role: Role
+    #: The component class of the role's colour (summary and injected messages differ).
+    style: str
+    marker: str
+    preview: str
+
+
+def row_face(m: Message) -> RowFace:
+    """The row of message ``m`` as the list draws it."""
+    if m.meta.is_summary:
+        style, marker = "message-list--summary", "[summary] "
+    elif m.meta.is_injected:
+        style, marker = "message-list--injected", f"[{m.meta.injected_kind or 'injected'}] "
+    else:
+        style, marker = ROLE_STYLE[m.role], "[orphan] " if m.meta.orphan else ""
+    return RowFace(m.role, style, marker, preview_text(m))
+
+
+ROLE_STYLE = {
+    Role.SYSTEM: "message-list--system",
+    Role.DEVELOPER: "message-list--system",
+    Role.USER: "message-list--user",
+    Role.ASSISTANT: "message-list--assistant",
+    Role.TOOL: "message-list--tool",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FirstRows:
+    """The first rows of a transcript not loaded yet, from the analysis cache: how many
+    messages there are, and the faces and exact counts of the first ones (the list
+    draws the rest as "loading…" until :meth:`MessageList.set_transcript`)."""
+
+    count: int
+    history: int
+    history_faces: tuple[RowFace, ...]
+    history_tokens: tuple[int, ...]
+    faces: tuple[RowFace, ...]
+    tokens: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Zones:
     """The compaction zones: head ``[0, start)``, middle ``[start, end)``, tail ``[end, n)``."""
 
@@ -155,7 +200,6 @@ class MessageList(ScrollView, can_focus=True):
         self._cumulative: tuple[int, ...] = ()
         self._estimated = True
         self._zones: Zones | None = None
-        self._indent: tuple[bool, ...] = ()
         self._matches: frozenset[int] = frozenset()
         self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
         self._dragging = False
@@ -163,17 +207,26 @@ class MessageList(ScrollView, can_focus=True):
         #: The history before the agent's last compaction: (messages, tokens), greyed.
         self._history: tuple[Message, ...] = ()
         self._history_tokens: tuple[int, ...] = ()
+        #: The first rows shown before the transcript is loaded (None: not shown).
+        self._first: FirstRows | None = None
 
     # ------------------------------------------------------------------ data
 
     @property
     def count(self) -> int:
-        return len(self._transcript.messages) if self._transcript else 0
+        if self._transcript is not None:
+            return len(self._transcript.messages)
+        return self._first.count if self._first is not None else 0
+
+    @property
+    def estimated(self) -> bool:
+        """Whether the rows show estimated counts (``~``) rather than exact ones."""
+        return self._estimated
 
     @property
     def history_rows(self) -> int:
         """Rows of greyed history above the live messages."""
-        return len(self._history)
+        return len(self._history) if self._first is None else self._first.history
 
     @property
     def rule_row(self) -> int | None:
@@ -221,11 +274,23 @@ class MessageList(ScrollView, can_focus=True):
     def _update_virtual_size(self) -> None:
         self.virtual_size = Size(self.size.width, self.row_count)
 
+    def show_first_rows(self, first: FirstRows) -> None:
+        """Draw ``first`` (exact counts) until the transcript is set; rows past it say
+        "loading…" and carry no figure."""
+        self._first = first
+        self._history_tokens = first.history_tokens
+        self.set_tokens(first.tokens, estimated=False)
+
+    @property
+    def showing_first_rows(self) -> bool:
+        """Whether the list shows cached first rows (the transcript is still loading)."""
+        return self._first is not None
+
     def set_transcript(
         self, transcript: Transcript, tokens: tuple[int, ...], *, estimated: bool
     ) -> None:
         self._transcript = transcript
-        self._indent = tuple(m.role is Role.TOOL for m in transcript.messages)
+        self._first = None
         self.set_tokens(tokens, estimated=estimated)
         self.cursor = min(self.cursor, max(0, self.count - 1))
 
@@ -272,23 +337,10 @@ class MessageList(ScrollView, can_focus=True):
             return "middle"
         return "tail"
 
-    def _role_class(self, m: Message) -> str:
-        if m.meta.is_summary:
-            return "message-list--summary"
-        if m.meta.is_injected:
-            return "message-list--injected"
-        return {
-            Role.SYSTEM: "message-list--system",
-            Role.DEVELOPER: "message-list--system",
-            Role.USER: "message-list--user",
-            Role.ASSISTANT: "message-list--assistant",
-            Role.TOOL: "message-list--tool",
-        }[m.role]
-
     def render_line(self, y: int) -> Strip:
         row = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
-        if self._transcript is None or row >= self.row_count:
+        if (self._transcript is None and self._first is None) or row >= self.row_count:
             return Strip.blank(width, self.rich_style)
         if row < self.history_rows:
             return self._render_history(row, width)
@@ -309,14 +361,17 @@ class MessageList(ScrollView, can_focus=True):
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        m = self._history[row]
+        face = self._history_face(row)
         style = self.rich_style + self.get_component_rich_style("message-list--history")
-        tokens = self._history_tokens[row] if row < len(self._history_tokens) else 0
-        approx = "~" if self._estimated else " "
-        text = (
-            f" {row:>6} {GLYPHS[m.role]} {m.role.value[:9]:<9} {approx}{tokens:>7,}"
-            f" {'':>10}  [already compacted] {preview_text(m)}"
-        )
+        if face is None:
+            text = f" {row:>6} loading…"
+        else:
+            tokens = self._history_tokens[row] if row < len(self._history_tokens) else 0
+            approx = "~" if self._estimated else " "
+            text = (
+                f" {row:>6} {GLYPHS[face.role]} {face.role.value[:9]:<9} {approx}{tokens:>7,}"
+                f" {'':>10}  [already compacted] {face.preview}"
+            )
         strip = Strip([Segment(text, style)]).crop_extend(0, width, style)
         self._cache[key] = strip
         return strip
@@ -331,9 +386,21 @@ class MessageList(ScrollView, can_focus=True):
         text += "━" * max(0, width - len(text))
         return Strip([Segment(text[:width], style)])
 
+    def _history_face(self, row: int) -> RowFace | None:
+        if self._first is None:
+            return row_face(self._history[row])
+        faces = self._first.history_faces
+        return faces[row] if row < len(faces) else None
+
+    def _face(self, index: int) -> RowFace | None:
+        if self._transcript is not None:
+            return row_face(self._transcript.messages[index])
+        assert self._first is not None
+        faces = self._first.faces
+        return faces[index] if index < len(faces) else None
+
     def _render_row(self, index: int, width: int, zone: str | None) -> Strip:
-        assert self._transcript is not None
-        m = self._transcript.messages[index]
+        face = self._face(index)
         base = self.rich_style
         if zone is not None:
             base = base + self.get_component_rich_style(f"message-list--{zone}")
@@ -342,32 +409,33 @@ class MessageList(ScrollView, can_focus=True):
         if index == self.cursor:
             base = base + self.get_component_rich_style("message-list--cursor")
         dim = self.get_component_rich_style("message-list--index", partial=True)
-        tok_style = self.get_component_rich_style("message-list--tokens", partial=True)
-        role_style = self.get_component_rich_style(self._role_class(m), partial=True)
-        approx = "~" if self._estimated else " "
-        tokens = self._tokens[index] if index < len(self._tokens) else 0
-        cumulative = self._cumulative[index] if index < len(self._cumulative) else 0
-        marker = ""
-        if m.meta.is_summary:
-            marker = "[summary] "
-        elif m.meta.is_injected:
-            marker = f"[{m.meta.injected_kind or 'injected'}] "
-        elif m.meta.orphan:
-            marker = "[orphan] "
-        indent = "  " if self._indent[index] else ""
         gutter = {"head": "┃", "middle": "╳", "tail": "┃"}.get(zone or "", " ")
         gutter_style = self.get_component_rich_style(
             f"message-list--gutter-{zone}" if zone else "message-list--index", partial=True
         )
+        number = Segment(f"{index + self.history_rows:>6} ", base + dim)
+        if face is None:  # past the cached first rows: no figure until the load ends
+            segments = [
+                Segment(gutter, base + gutter_style),
+                number,
+                Segment("loading…", base + dim),
+            ]
+            return Strip(segments).crop_extend(0, width, base)
+        tok_style = self.get_component_rich_style("message-list--tokens", partial=True)
+        role_style = self.get_component_rich_style(face.style, partial=True)
+        approx = "~" if self._estimated else " "
+        tokens = self._tokens[index] if index < len(self._tokens) else 0
+        cumulative = self._cumulative[index] if index < len(self._cumulative) else 0
+        indent = "  " if face.role is Role.TOOL else ""
         segments = [
             Segment(gutter, base + gutter_style),
-            Segment(f"{index + self.history_rows:>6} ", base + dim),
-            Segment(indent + GLYPHS[m.role] + " ", base + role_style),
-            Segment(f"{m.role.value[:9]:<9} ", base + role_style),
+            number,
+            Segment(indent + GLYPHS[face.role] + " ", base + role_style),
+            Segment(f"{face.role.value[:9]:<9} ", base + role_style),
             Segment(f"{approx}{tokens:>7,} ", base + tok_style),
             Segment(f"{approx}{cumulative:>9,}  ", base + tok_style),
-            Segment(marker, base + role_style),
-            Segment(preview_text(m), base),
+            Segment(face.marker, base + role_style),
+            Segment(face.preview, base),
         ]
         return Strip(segments).crop_extend(0, width, base)
 
