@@ -32,6 +32,7 @@ from tinyjuice.cache import AnalysisCache, SourceIdentity, counter_spec, default
 from tinyjuice.model import Role
 from tinyjuice.pipeline import BoundaryPlan
 from tinyjuice.policies import Threshold
+from tinyjuice.redact import redact_text
 from tinyjuice.subagents import folder_fingerprint
 from tjui.widgets.context_bar import ContextBar
 from tjui.widgets.message_list import FirstRows, MessageList, RowFace, Zones, row_face
@@ -251,7 +252,9 @@ def remember(
 
 
 def _face_row(face: RowFace) -> list[str]:
-    return [face.role.value, face.style, face.marker, face.preview]
+    # The cache is a file outside the original: a preview is stored redacted (the full
+    # load then shows the row as it is).
+    return [face.role.value, face.style, face.marker, redact_text(face.preview)]
 
 
 def _decode_first(value: dict[str, Any]) -> FirstPaint:

@@ -282,3 +282,35 @@ async def test_a_path_under_home_finds_the_entry(
     await _first_open(path)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert firstpaint.lookup(LoadRequest(path=Path("~") / path.name)) is not None
+
+
+async def test_a_secret_in_a_preview_is_stored_redacted(tmp_path: Path, held: HeldLoad) -> None:
+    """The cache is a file outside the original: previews go into it redacted."""
+    import orjson
+
+    token = "gh" + "p_" + "Q7wE" * 9
+    path = tmp_path / "session.json"
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You fix builds."}]
+    for i in range(12):
+        ask = f"Deploy with {token} please" if i == 0 else f"Step {i}: run the tests."
+        messages += [
+            {"role": "user", "content": ask},
+            {"role": "assistant", "content": f"Done with step {i}."},
+        ]
+    path.write_bytes(orjson.dumps({"messages": messages}))
+    held.release.set()
+    await _first_open(path)
+    cache_dir = Path(os.environ["TJUI_CACHE_DIR"])
+    stored = b"".join(p.read_bytes() for p in cache_dir.rglob("*") if p.is_file())
+    assert b"Deploy with" in stored  # the previews were stored...
+    assert token.encode() not in stored  # ...but not the secret
+    held.release.clear()
+    async with make_app(path).run_test(size=SIZE) as pilot:
+        await _until(pilot, held.reached)
+        screen = pilot.app.screen
+        assert isinstance(screen, MainScreen) and screen.session is None
+        rows = "".join(_rows(screen))
+        assert "REDACTED" in rows and token not in rows
+        held.release.set()
+        await wait_loaded(pilot)
+        await _load_done(pilot)
