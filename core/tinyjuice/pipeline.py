@@ -916,34 +916,7 @@ def compress(
         counter = counter or default_counter()
         now = time.time() if now is None else now
         st = state or CompactionState(lineage_id=opts.lineage_id)
-        own_index = BoundaryIndex(transcript.messages) if index is None else None
-        idx = index if index is not None else own_index
-        assert idx is not None
-        estimated = 0
-        counts: Mapping[str, str] = {}
-        if tokens is None and _may_estimate(opts, counter, provider):
-            decisive = _plan_decisive(transcript, opts, counter, idx, st)
-            tokens, plan = decisive.tokens, decisive.plan
-            if not decisive.middle_exact:
-                estimated = tokens.range(decisive.exact_head, decisive.exact_tail)
-                counts = _zone_kinds(transcript, decisive, counter)
-        else:
-            tokens = tokens or count_transcript(transcript, counter)
-            if len(tokens.per_message) != len(transcript.messages):
-                raise ValueError("tokens were counted for a different transcript")
-            plan = plan_boundary(transcript, opts, tokens, index=idx, state=st, counter=counter)
-        run = _Run(transcript, opts, tokens, counter, plan, _prompt_tokens(transcript, tokens), st)
-        run.own_index = (
-            index if index is not None and index.built_over(transcript.messages) else own_index
-        )
-        run.index = idx
-        run.estimated, run.counts = estimated, counts
-        if analysis is not None:
-            run.redact_many = analysis.redact_messages
-            run.redact_text = analysis.redact_text
-            run.analysis = analysis
-        if estimated and not _threshold_decided(run):
-            run = _counted_exactly(run, idx)
+        run, plan = _start_run(transcript, opts, counter, provider, st, tokens, index, analysis)
 
         if (
             opts.profile is Profile.RULES
@@ -984,6 +957,51 @@ def compress(
         finally:
             if lease is not None and held is not None and held.lease_id:
                 lease.release(held.lease_id)
+
+
+def _start_run(
+    transcript: Transcript,
+    opts: CompactionOptions,
+    counter: TokenCounter,
+    provider: SummaryProvider | None,
+    st: CompactionState,
+    tokens: TranscriptTokens | None,
+    index: BoundaryIndex | None,
+    analysis: TranscriptAnalysis | None,
+) -> tuple[_Run, BoundaryPlan]:
+    """The run and its first plan: counts exact where they decide (all of them when
+    given or when estimating is not allowed), the caller's memos wired in. When the
+    threshold needs exact counts the run is recounted; the first plan is returned as
+    the threshold check and the no-op test have always read it."""
+    own_index = BoundaryIndex(transcript.messages) if index is None else None
+    idx = index if index is not None else own_index
+    assert idx is not None
+    estimated = 0
+    counts: Mapping[str, str] = {}
+    if tokens is None and _may_estimate(opts, counter, provider):
+        decisive = _plan_decisive(transcript, opts, counter, idx, st)
+        tokens, plan = decisive.tokens, decisive.plan
+        if not decisive.middle_exact:
+            estimated = tokens.range(decisive.exact_head, decisive.exact_tail)
+            counts = _zone_kinds(transcript, decisive, counter)
+    else:
+        tokens = tokens or count_transcript(transcript, counter)
+        if len(tokens.per_message) != len(transcript.messages):
+            raise ValueError("tokens were counted for a different transcript")
+        plan = plan_boundary(transcript, opts, tokens, index=idx, state=st, counter=counter)
+    run = _Run(transcript, opts, tokens, counter, plan, _prompt_tokens(transcript, tokens), st)
+    run.own_index = (
+        index if index is not None and index.built_over(transcript.messages) else own_index
+    )
+    run.index = idx
+    run.estimated, run.counts = estimated, counts
+    if analysis is not None:
+        run.redact_many = analysis.redact_messages
+        run.redact_text = analysis.redact_text
+        run.analysis = analysis
+    if estimated and not _threshold_decided(run):
+        run = _counted_exactly(run, idx)
+    return run, plan
 
 
 def _may_estimate(
