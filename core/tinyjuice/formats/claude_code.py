@@ -953,56 +953,11 @@ def _extended(
             new.append(_parse_line(source, jl.number, jl.value))
         except LoadError:
             return None
+    fit = _extension_fits(state, new)
+    if fit is None:
+        return None
+    leaf, uuids, results, calls = fit
     chain = state.chain
-    leaf = chain.leaf
-    tip = chain.lines[-1].group if chain.lines else None
-    uuids: set[str] = set()
-    results: set[str] = set()
-    calls: dict[str, str] = {}
-    fresh: set[tuple[str, str]] = set()
-    for line in new:
-        if line.type not in _KNOWN_TYPES or _is_boundary(line):
-            return None
-        if line.uuid is None:
-            continue  # no tree node: a title or metadata line
-        uuid = line.uuid
-        if (
-            line.sidechain
-            or not line.parent_known
-            or line.parent != leaf
-            or uuid in state.uuids
-            or uuid in state.parents
-            or uuid in uuids
-        ):
-            return None
-        uuids.add(uuid)
-        leaf = uuid
-        if line.type == "user":
-            ids = line.result_ids
-            if any(i in state.off_results for i in ids):
-                return None  # it answers a call an off-chain result answered
-            results.update(ids)
-            tip = None
-        elif line.type == "assistant":
-            group = line.group
-            assert group is not None
-            if group in state.groups or group in fresh:
-                if group != tip:
-                    return None  # a turn continued after the chain moved on
-            else:
-                fresh.add(group)
-                tip = group
-            for b in line.blocks:
-                if b["type"] == "tool_use":
-                    call = b["id"]
-                    if (
-                        call in state.names
-                        or call in calls
-                        or call in state.all_results
-                        or call in results
-                    ):
-                        return None  # an earlier result would get its name
-                    calls[call] = b["name"]
 
     # The new lines fit: extend copies of what the last reading made.
     groups = dict(state.groups)
@@ -1072,6 +1027,64 @@ def _extended(
         path=state.path,
         finished=state.finished,
     )
+
+
+def _extension_fits(
+    state: _State, new: list[_Line]
+) -> tuple[str | None, set[str], set[str], dict[str, str]] | None:
+    """Whether ``new`` lines extend ``state`` without changing how an earlier line
+    reads: ``(the chain's new leaf, their uuids, result ids, call names)``, or None."""
+    chain = state.chain
+    leaf = chain.leaf
+    tip = chain.lines[-1].group if chain.lines else None
+    uuids: set[str] = set()
+    results: set[str] = set()
+    calls: dict[str, str] = {}
+    fresh: set[tuple[str, str]] = set()
+    for line in new:
+        if line.type not in _KNOWN_TYPES or _is_boundary(line):
+            return None
+        if line.uuid is None:
+            continue  # no tree node: a title or metadata line
+        uuid = line.uuid
+        if (
+            line.sidechain
+            or not line.parent_known
+            or line.parent != leaf
+            or uuid in state.uuids
+            or uuid in state.parents
+            or uuid in uuids
+        ):
+            return None
+        uuids.add(uuid)
+        leaf = uuid
+        if line.type == "user":
+            ids = line.result_ids
+            if any(i in state.off_results for i in ids):
+                return None  # it answers a call an off-chain result answered
+            results.update(ids)
+            tip = None
+        elif line.type == "assistant":
+            group = line.group
+            assert group is not None
+            if group in state.groups or group in fresh:
+                if group != tip:
+                    return None  # a turn continued after the chain moved on
+            else:
+                fresh.add(group)
+                tip = group
+            for b in line.blocks:
+                if b["type"] == "tool_use":
+                    call = b["id"]
+                    if (
+                        call in state.names
+                        or call in calls
+                        or call in state.all_results
+                        or call in results
+                    ):
+                        return None  # an earlier result would get its name
+                    calls[call] = b["name"]
+    return leaf, uuids, results, calls
 
 
 def _transcript(state: _State) -> Transcript:
