@@ -5,6 +5,7 @@ Details: docs/formats.md (`tinyjuice.formats.claude_code`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -917,6 +918,8 @@ def _copy(t: _Line) -> _Line:
     )
 
 
+# Long (~100 lines) on purpose: it mirrors read()'s steps one for one (parse, count,
+# group, build messages) so the two read side by side; the fit test is _extension_fits.
 def _extended(
     state: _State,
     source: Source,
@@ -1000,32 +1003,23 @@ def _extended(
     if memo is not None:
         for jl, line in zip(lines[n:], new, strict=True):
             memo[id(jl)] = (jl, _copy(line))
-    return _State(
-        lenient=state.lenient,
+    return dataclasses.replace(
+        state,
         count=len(lines),
         last=lines[-1],
-        bad=state.bad,
-        head_warnings=state.head_warnings,
         uuids=state.uuids | uuids,
         parents=state.parents | {ln.parent for ln in new if ln.parent},
         chain=_Chain(seq, chain.uuids | uuids, chain.warnings, chain.abandoned, leaf),
         groups=groups,
         names=names,
         trusted=trusted,
-        off_results=state.off_results,
         all_results=state.all_results | results,
         messages=messages,
         usage=usage,
-        events=state.events,
-        sidechains=state.sidechains,
-        side_warnings=state.side_warnings,
-        subagent=False,
         titles=titles,
         chain_keys={**state.chain_keys, **_newest_keys(added)},
         line_keys={**state.line_keys, **_newest_keys(new)},
         skipped=skipped,
-        path=state.path,
-        finished=state.finished,
     )
 
 
