@@ -351,6 +351,8 @@ def inspect_cmd(
     print_inspect(stats)
 
 
+# Long on purpose: a click command checking its option combinations in one place, then
+# handing off to core (loading is _load_live, committing commit_from_cli).
 @main.command("compress")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @boundary_options("compress")

@@ -191,6 +191,8 @@ def _abort_on_auth(run: Any, data: dict[str, Any] | None) -> NoReturn:
     )
 
 
+# Long on purpose: a click command checking its option combinations in one place; the
+# run itself is core's (tinyjuice.dataset.run_batch).
 @click.command("batch")
 @click.argument(
     "inputs",

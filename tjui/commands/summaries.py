@@ -277,6 +277,8 @@ def _rules_lines(report: Any, shown: int) -> list[str]:
 # --------------------------------------------------------------------------- summarize
 
 
+# Long on purpose: a click command checking its option combinations in one place; the
+# summary and its review are core's.
 @click.command("summarize")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @boundary_options("summarise")

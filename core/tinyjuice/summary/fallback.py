@@ -355,6 +355,8 @@ def _urls(text: str) -> list[str]:
     return [u.group(0).rstrip(".,:;!?'\"") for u in _URL_RE.finditer(text)]
 
 
+# Long for speed: one pass over the messages collecting every kind of fact, the path
+# and error texts queued for one batched scan (per-kind helpers would walk them 5 times).
 def _extract(
     messages: Sequence[Message], paths: dict[str, list[str]] | None = None
 ) -> list[_Facts]:
