@@ -295,31 +295,7 @@ def make_secrets(rng: random.Random) -> FakeSecrets:
 
 
 def env_file(s: FakeSecrets) -> str:
-    return (
-        "# Local development settings. Never commit this file.\n"
-        "APP_ENV=development\n"
-        "LOG_LEVEL=debug\n"
-        f"DATABASE_URL=postgresql+psycopg://ledgerline:{s.pg_password}@localhost:5432/ledgerline_dev\n"
-        "REDIS_URL=redis://localhost:6379/2\n"
-        "\n"
-        "# Payments (Stripe test mode)\n"
-        f"STRIPE_API_KEY={s.stripe}\n"
-        f"STRIPE_SIGNING_SECRET={s.webhook}\n"
-        "\n"
-        "# Invoice PDF storage\n"
-        f"AWS_ACCESS_KEY_ID={s.aws_id}\n"
-        f"AWS_SECRET_ACCESS_KEY={s.aws_secret}\n"
-        "AWS_REGION=us-east-2\n"
-        "INVOICE_BUCKET=ledgerline-invoices-dev\n"
-        "\n"
-        "# Release notes bot + changelog summarizer\n"
-        f"GITHUB_TOKEN={s.github}\n"
-        f"OPENAI_API_KEY={s.openai}\n"
-        "\n"
-        "# Service-to-service auth for the reporting worker\n"
-        f"INTERNAL_SERVICE_JWT={s.jwt}\n"
-        "DEFAULT_TAX_RATE=0.0725\n"
-    )
+    return _text("text/env_file.txt").format(**vars(s))
 
 
 # ========================================================================= virtual repo
@@ -1239,141 +1215,7 @@ _SKILLS: list[list[str]] = _json("hermes_skills.json")
 
 def hermes_system_prompt() -> str:
     skills = "\n".join(f"    - {cat}/{name}: {desc}" for cat, name, desc in _SKILLS)
-    return f"""You are Hermes, a capable AI agent working in a developer's terminal. You help with software engineering: reading and changing code, running commands and tests, investigating failures, and explaining what you found. You act through tools; you do not guess at file contents or command results you have not seen.
-
-# How you work
-- Understand before you act. Read the relevant code and reproduce a failure before you change anything. When a task has several steps, keep a short plan with the todo tool and keep exactly one item in progress.
-- Make the smallest change that fixes the root cause. Do not reformat unrelated code, rename public functions, or "tidy up" files you were not asked to touch.
-- After every change, run the narrowest test that proves it, then widen. Never report success on a test you did not run.
-- Prefer the dedicated tools: read_file over cat, search_files over grep, patch over write_file for existing files. Use terminal for running programs, tests, git and package tools.
-- Run independent read-only tool calls in parallel when that saves round trips (for example, reading a test and the module it tests).
-- When a command fails, read the whole error. Quote the decisive line back to the user when you explain the cause.
-- Long-running servers go in the background (terminal with background=true) and are managed with the process tool. Always stop what you started.
-- Ask before anything destructive or hard to undo: deleting files outside the working tree, dropping databases, rewriting git history, pushing, publishing, or sending messages on the user's behalf.
-- Keep replies short and concrete: what you did, what you found, what is left. Use file paths and line numbers; skip filler.
-
-# Tool notes
-- terminal: output longer than about 50,000 characters is truncated in the middle; pipe through tail or grep when you only need the end. A pipeline's exit code is the last command's unless the shell sets pipefail, so read summaries rather than trusting exit_code after `| tail`.
-- read_file: returns `LINE|content`; when you patch, copy old_string from the content without the line-number prefix. Re-read a file after someone else may have changed it; never patch from memory of an older read.
-- patch: old_string must match exactly once, including indentation and trailing text on the line. On "not found", re-read the region instead of guessing.
-- search_files: ripgrep regex syntax; escape parentheses when searching for calls such as `float\\(`.
-- delegate_task: the subagent starts with no context. Give it the repository path, the exact question, the commands it may run, and what it must not do. Treat its report as leads to verify, not as facts.
-- process: poll a background process before assuming it started; kill it when you are done, even after an error.
-- vision_analyze: good for reading rendered documents and screenshots; ask a precise question ("what exact string is in the total box") instead of "describe this".
-- todo: update the list when a step finishes, not in batches at the end.
-- MCP tools (mcp__*) act on external services with the user's identity. Ask before creating or modifying anything there.
-
-# Writing code
-- Match the surrounding style: naming, import order, docstring tone, error types. Read a neighbouring function before writing a new one.
-- Keep edits reviewable: one concern per patch, no drive-by renames, no reordering of unrelated code.
-- New behaviour needs a test; a bug fix needs a test that fails without the fix. Put tests next to the existing ones for the module.
-- Do not silence a failing check (skip markers, `# type: ignore`, `noqa`, widened tolerances) to get green. If a check is wrong, say so and ask.
-- Dependencies: do not add or upgrade packages without asking. Prefer the standard library and what the project already uses.
-
-# Communicating
-- Lead with the answer or the result, then the evidence (command, file:line, the decisive output line).
-- When you are unsure, say what you checked and what you did not. Distinguish "tests pass" from "I believe this is correct".
-- When the user asks a question mid-task, answer it first, then continue the task.
-- Summaries at the end of a task list: what changed (by file or by cause), what you verified, and what is left for the user to decide.
-
-# Safety with secrets
-Environment files and CI logs may contain credentials. Never repeat secret values in your replies, never write them into code, tests, commit messages or issues, and never send them to external services. If you must refer to one, name the variable, not the value.
-
-# Project context (from AGENTS.md in {CWD})
-The following instructions come from the repository and take precedence over general preferences.
-
-## ledgerline — agent guide
-ledgerline is the invoicing and payments service behind the customer billing portal. It is a FastAPI application (src/app) with SQLAlchemy 2.0 models, Alembic migrations, and a thin client for the payment processor's REST API.
-
-### Layout
-- src/app/api/ — routers, request/response schemas (pydantic v2), dependencies
-- src/app/billing/ — invoice domain logic, tax, proration, dunning
-- src/app/payments/ — processor client, webhooks
-- src/app/utils/money.py — the ONLY place that rounds money
-- src/app/db/ — models and the repository implementations
-- tests/ — mirrors src/app; fixtures live in tests/conftest.py
-- migrations/ — Alembic; never edit an applied revision
-
-### Commands
-- make test — full suite (pytest -q); make test-fast skips tests marked slow
-- make lint — ruff check + ruff format --check; make type — mypy --strict on src/app
-- make db-up / make db-down — local postgres 16 in docker compose (needed only for tests marked slow)
-- python -m app.cli reconcile --dry-run — the nightly settlement reconciliation, safe to run locally
-
-### Money rules (non-negotiable)
-1. Amounts are decimal.Decimal from the edge inward. Parse strings with app.utils.money.parse_amount; never call float() on money and never construct Decimal from a float.
-2. Rounding happens only in app.utils.money.quantize, per currency exponent (JPY and KRW have none). Finance signed off on ROUND_HALF_UP for invoices; do not change it without a ticket.
-3. The processor API takes integer minor units. Convert with to_cents / from_cents, never by multiplying by 100.
-4. API responses serialise money as strings with exactly the currency's minor digits ("12.50", "1200").
-
-### Testing rules
-- Every bug fix comes with a test that fails before the fix. Parametrize over at least USD and one zero-decimal currency when money is involved.
-- pytest runs with filterwarnings=error: a new DeprecationWarning is a test failure, not noise.
-- Tests must not need network access. HTTP to the processor is mocked with respx.
-- Flaky tests: do not add retries or sleeps. Open an issue with the seed that reproduces it (label flaky-test) and tell the user.
-
-### Git
-- Work on the current branch. Do not commit, amend or push unless the user asks; when asked, one logical change per commit with a conventional message (fix(billing): ..., test(payments): ...).
-- Never commit .env or anything under var/.
-
-### API conventions
-- Routers never contain business logic: they validate, call one InvoiceService method, and map InvoiceError subclasses to 4xx (409 for state conflicts, 422 for validation, 404 for unknown ids).
-- Response models live in src/app/api/schemas.py and are the contract for the TypeScript client in clients/ts; changing a field type is a breaking change unless the client already expects it.
-- Every endpoint requires a bearer token; scopes are checked in app.api.deps. Do not add unauthenticated endpoints other than /healthz and /readyz.
-
-### Database
-- SQLAlchemy 2.0 style (Mapped[], mapped_column). Money columns are Numeric with an explicit scale and must return Decimal.
-- Schema changes need an Alembic revision generated with `alembic revision --autogenerate -m "..."` and reviewed by hand; run `alembic check` before pushing.
-- Tests use SQLite in memory except those marked slow, which need `make db-up`.
-
-### Payments and webhooks
-- The processor client retries on timeouts and 5xx with exponential backoff. Retried POSTs must be safe to repeat.
-- Webhook handlers must verify the signature before parsing, tolerate duplicate deliveries, and never trust amounts without converting from minor units with the event's currency.
-
-### Observability
-- Use the module logger (`log = logging.getLogger(__name__)`). INFO for state changes (draft created, invoice finalized, payment recorded), DEBUG for computations, WARNING for retries and degraded paths. Never log full card data, tokens or customer addresses.
-
-### Style
-- Python 3.11+, type hints everywhere, ruff (line length 110). Keep functions small; prefer pure functions in billing/.
-- Log with %-style arguments (log.info("x %s", y)), never f-strings in log calls.
-- Docstrings say what and why in one or two sentences; no parameter lists repeating the signature.
-
-### Release
-- main is always releasable. Releases are tagged vX.Y.Z by the on-call engineer; CHANGELOG.md's Unreleased section is moved under the new version at release time, so every user-visible change needs an entry there.
-
-# Skills
-Skills are saved procedures you can load with skill_view when a task matches. Do not load a skill you do not need.
-<available_skills>
-{skills}
-</available_skills>
-
-# Memory
-Persistent notes you saved in earlier sessions. They may be out of date; verify before relying on them.
-<memory>
-MEMORY.md (agent notes)
-- ledgerline: `make test` needs the venv at .venv (Python 3.11.9); the docker postgres is only for tests marked slow.
-- ledgerline: CI matrix is Python 3.11 and 3.12 on ubuntu-latest; 3.12 fails on any DeprecationWarning because of filterwarnings=error.
-- ledgerline: respx fixtures are in tests/payments/conftest.py; the processor base URL in tests is https://payments.test.
-- ledgerline: finance contact for rounding questions is Priya (finance-eng channel); ROUND_HALF_UP agreed in ticket FIN-212.
-- The user's editor is VS Code with the Python extension; they read diffs in the terminal with delta.
-- ledgerline: `gh` is authenticated as the user; the github MCP server uses the same account.
-- ledgerline: clients/ts is generated from the OpenAPI schema with `make client`; money fields there are strings since #371.
-- ledgerline: var/settlements.csv is a local copy of the processor's settlement export; it may contain pending rows with blank amounts.
-- General: when a run's output is long, the user prefers a one-line summary plus the failing ids over pasted logs.
-USER.md (user profile)
-- Name: Maya Okafor. Backend engineer on the billing team. Timezone Europe/Lisbon.
-- Prefers small, reviewable diffs and short status updates; dislikes long explanations of things she already knows.
-- Wants to be asked before commits, pushes, or anything that talks to GitHub on her behalf.
-- Works with Priya (finance engineering) on anything touching rounding, tax or reconciliation; likes answers she can paste to Priya unchanged.
-- Usually reviews in the afternoon; prefers that commits are split by concern with conventional messages.
-</memory>
-
-# Environment
-- Working directory: {CWD} (git repository, branch fix/decimal-migration)
-- Operating system: Ubuntu 24.04 (linux x86_64), shell: bash
-- Current date: Tuesday, September 16, 2025
-- Model: anthropic/claude-sonnet-4 via OpenRouter
-"""
+    return _text("text/hermes_system_prompt.txt").format(cwd=CWD, skills=skills)
 
 
 # ============================================================================ Hermes log
@@ -7822,47 +7664,7 @@ def _readme(manifest: dict[str, Any]) -> str:
         for name, entry in manifest["files"].items()
     )
     details = "\n".join(f"- **`{name}`** — {_DESCRIPTIONS[name]}" for name in manifest["files"])
-    return f"""# Sample sessions
-
-Realistic coding-agent transcripts in each format tjui reads. They are **generated**, not hand-edited:
-`scripts/make_sessions.py` writes every file here, deterministically, in the agent's native shape (it never
-goes through tinyjuice's writers, so the samples test our readers). All credentials in them are fake.
-
-The story is the same throughout: Maya asks an agent to get the test suite of `ledgerline` — a small FastAPI
-invoicing service (`src/app/...`, `tests/...`) — green again after a float-to-Decimal migration, and then to
-follow up on payments, webhooks and reconciliation.
-
-| file | format | messages | tool calls | compactions | images |
-|---|---|---|---|---|---|
-{rows}
-
-{details}
-
-## manifest.json
-
-For each file, what a faithful reader should produce, computed by the generator from its own data
-structures while it builds the file (never by re-reading it): `format`, `messages`, `roles` (only roles that
-occur), `tool_calls`, `tool_results`, `compactions` (`index` of the summary message, `trigger`, `pre_tokens`),
-`images`, `live` / `history` (where the agent's context starts again: the last compaction's summary in the
-Claude Code and Codex logs, which keep the history before it; 0 in the others, which hold the compacted list
-itself), `subagents` where a session has them, and format-specific extras. Each entry carries its counting `rule`; where a format is ambiguous the
-rule says which reading was chosen (for example, each Anthropic `tool_result` block and each ShareGPT
-`<tool_response>` block is its own tool message; Claude Code keeps the pre-compaction history by crossing
-`logicalParentUuid`; Codex merges a run of consecutive call items into one assistant message).
-
-## Regenerating
-
-```
-python scripts/make_sessions.py           # rewrite sessions/
-python scripts/make_sessions.py --check   # regenerate into a temp dir; exit 1 if anything differs
-```
-
-`tests/core/test_sessions_generated.py` runs the check, so editing a sample by hand (or changing the
-generator without regenerating) fails CI. Randomness comes from `random.Random` seeded per file, timestamps
-from fixed start times, PNGs use stored deflate blocks, and the SQLite file is written with fixed rowids and
-VACUUMed. SQLite's header records the library version, so `--check` compares `hermes-state.db` byte for byte
-and, only if the bytes differ, falls back to comparing its schema and rows.
-"""
+    return _text("text/sessions_readme.md").format(rows=rows, details=details)
 
 
 #: Formats whose files keep the history a compaction replaced: the agent's live context
