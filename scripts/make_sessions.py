@@ -12,7 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from samples.build import STATE_SCHEMA, check, generate, main
+from samples.build import check, generate, main
+
+from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
 __all__ = ["STATE_SCHEMA", "check", "generate", "main"]
 

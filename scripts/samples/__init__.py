@@ -1,6 +1,12 @@
 """The sample-session generator behind ``scripts/make_sessions.py``.
 
-``build`` holds the stories and the native-shape logs; ``data/`` holds what they quote:
-the made-up project ``ledgerline`` as real files (``data/ledgerline/``), long prompts and
-summaries (``data/text/``) and tables (``data/*.json``).
+- ``build``: the list of samples, the manifest and README, ``--check``, the command line.
+- ``stories/``: one module per story (or family of small ones), each a ``build_*(out_dir)``.
+- ``writers``: the native-shape logs the stories write through (Hermes, OpenAI Chat,
+  Anthropic, Claude Code, Codex, ShareGPT).
+- ``tools``: Hermes tool schemas and system prompt, and the tool outputs stories quote.
+- ``project``: the made-up project ledgerline (its files, test suite and bugs).
+- ``common``: paths, seeds, ids, clocks, JSON, PNGs, fake secrets.
+- ``data/``: what the stories quote: ledgerline's files as real files (``data/ledgerline/``),
+  long prompts and templates (``data/text/``) and tables (``data/*.json``).
 """

@@ -1,0 +1,643 @@
+"""SWE-agent, Gemini CLI, Cline, opencode, aider, glaive and mini-SWE-agent samples."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..common import (
+    CWD,
+    Clock,
+    Ids,
+    data_json,
+    data_text,
+    dumps_compact,
+    rng_for,
+    role_counts,
+    write_text,
+)
+
+# ============================================================================= SWE-agent
+
+
+def build_swe_agent(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("swe-agent")
+    ids = Ids(rng)
+    history: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    calls = 0
+    system = (
+        "SETTING: You are an autonomous programmer, and you're working directly in the command line with a special "
+        "interface.\n\nThe special interface consists of a file editor that shows you 100 lines of a file at a time. "
+        "In addition to typical bash commands, you can also use the following commands to help you navigate and edit "
+        "files.\n\nCOMMANDS:\nopen <path> [<line_number>] - opens the file at the given path in the editor\n"
+        "goto <line_number> - moves the window to show <line_number>\nsearch_dir <search_term> [<dir>] - searches for "
+        "search_term in all files in dir\nedit <start_line>:<end_line>\n<replacement_text>\nend_of_edit - replaces "
+        "lines start through end (inclusive) with the given text\nsubmit - submits your current code\n\nPlease note "
+        "that THE EDIT COMMAND REQUIRES PROPER INDENTATION. Your shell prompt is formatted as follows:\n"
+        "(Open file: <path>) <cwd> $\n\nYou need to format your output using two fields: discussion and command."
+    )
+    history.append(
+        {"role": "system", "content": system, "agent": "main", "message_type": "system_prompt"}
+    )
+
+    def add(msg: dict[str, Any]) -> None:
+        history.append({**msg, "agent": "main"})
+
+    # demonstration (thought/action style, observations as user messages)
+    add(
+        {
+            "role": "user",
+            "content": "Here is a demonstration of how to correctly accomplish this task. It is included to show you how to correctly use the interface. You do not need to follow exactly what is done in the demonstration.\n--- DEMONSTRATION ---\nWe're currently solving the following issue within our repository: TimeDelta serialization precision loses a millisecond.",
+            "message_type": "demonstration",
+            "is_demo": True,
+        }
+    )
+    add(
+        {
+            "role": "assistant",
+            "content": "Let's first reproduce the issue with a small script.\n```\ncreate reproduce.py\n```",
+            "thought": "Let's first reproduce the issue with a small script.",
+            "action": "create reproduce.py",
+            "message_type": "action",
+            "is_demo": True,
+        }
+    )
+    add(
+        {
+            "role": "user",
+            "content": "[File: /marshmallow-code__marshmallow/reproduce.py (1 lines total)]\n1:\n(Open file: /marshmallow-code__marshmallow/reproduce.py)\n(Current directory: /marshmallow-code__marshmallow)\nbash-$",
+            "message_type": "observation",
+            "is_demo": True,
+        }
+    )
+    add(
+        {
+            "role": "assistant",
+            "content": 'Now search for the serialization code.\n```\nsearch_dir "def _serialize" src/marshmallow\n```',
+            "thought": "Now search for the serialization code.",
+            "action": 'search_dir "def _serialize" src/marshmallow',
+            "message_type": "action",
+            "is_demo": True,
+        }
+    )
+    add(
+        {
+            "role": "user",
+            "content": 'Found 12 matches for "def _serialize" in /marshmallow-code__marshmallow/src/marshmallow:\n/marshmallow-code__marshmallow/src/marshmallow/fields.py (12 matches)\nEnd of matches for "def _serialize" in /marshmallow-code__marshmallow/src/marshmallow\n(Open file: /marshmallow-code__marshmallow/reproduce.py)\n(Current directory: /marshmallow-code__marshmallow)\nbash-$',
+            "message_type": "observation",
+            "is_demo": True,
+        }
+    )
+    add(
+        {
+            "role": "user",
+            "content": "--- END OF DEMONSTRATION ---",
+            "message_type": "demonstration",
+            "is_demo": True,
+        }
+    )
+
+    issue = (
+        "<uploaded_files>\n/testbed\n</uploaded_files>\nI've uploaded a python code repository in the directory /testbed. Consider the following issue:\n\n"
+        "<issue_description>\nCSV export shows yen totals with two decimals\n\nGET /v1/invoices/export.csv?month=2025-09 returns `9515.00` for JPY invoices; "
+        "yen has no minor unit, finance's import rejects the file. USD rows are fine. Expected `9515`.\n</issue_description>\n\n"
+        "Can you help me implement the necessary changes to the repository so that the requirements specified in the issue are met?"
+    )
+    add(
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": issue}],
+            "message_type": "observation",
+        }
+    )
+
+    obs: list[tuple[str, str, str, str]] = [
+        (
+            "Let me find where the export writes amounts.",
+            'grep -n "writerow" -n /testbed/src/app/api/routes_invoices.py',
+            '42:    writer.writerow(["number", "customer", "currency", "subtotal", "tax", "total", "status"])\n47:        writer.writerow([inv.number, inv.customer_id, inv.currency, totals.subtotal, totals.tax_total, totals.total, inv.status])',
+            "routes_invoices.py",
+        ),
+        (
+            "The totals are Decimals written with str(). For JPY, `compute_totals` quantizes per currency, so they should already have no decimals — unless the repository returns Numeric(12, 2) values with two places. Let me check how the export loads invoices.",
+            'grep -n "def for_month" -A 12 /testbed/src/app/billing/invoice.py',
+            "211:    def for_month(self, month: str) -> Iterator[tuple[Invoice, Totals]]:\n212:        for inv in self._repo.in_month(month):\n213:            yield inv, self._cached_totals.get(inv.id) or compute_totals(inv, self._tax)\n",
+            "invoice.py",
+        ),
+        (
+            "Cached totals come from the database as Numeric(12, 2), which keeps two decimals even for JPY. The cleanest fix is formatting at the CSV boundary with the currency's exponent. Let me reproduce first.",
+            "cd /testbed && python -c \"from decimal import Decimal; from app.utils.money import quantize; print(str(Decimal('9515.00')), str(quantize(Decimal('9515.00'), 'JPY')))\"",
+            "9515.00 9515",
+            "routes_invoices.py",
+        ),
+        (
+            "Confirmed: quantize(…, 'JPY') yields 9515. Now edit the writerow call to quantize each amount with the row's currency.",
+            "cd /testbed && sed -i 's/totals.subtotal, totals.tax_total, totals.total, inv.status/*(quantize(x, inv.currency) for x in (totals.subtotal, totals.tax_total, totals.total)), inv.status/' src/app/api/routes_invoices.py && sed -i 's/^from app.billing.invoice import InvoiceError, InvoiceService$/from app.billing.invoice import InvoiceError, InvoiceService\\nfrom app.utils.money import quantize/' src/app/api/routes_invoices.py && git diff",
+            "diff --git a/src/app/api/routes_invoices.py b/src/app/api/routes_invoices.py\nindex 5c1a2e0..9be04d7 100644\n--- a/src/app/api/routes_invoices.py\n+++ b/src/app/api/routes_invoices.py\n@@ -11,6 +11,7 @@ from app.api.deps import audit_log, invoice_service\n from app.api.schemas import InvoiceOut\n from app.billing.invoice import InvoiceError, InvoiceService\n+from app.utils.money import quantize\n@@ -44,7 +45,7 @@ def export_csv(month: str, svc: InvoiceService = Depends(invoice_service)) -> StreamingResponse:\n-        writer.writerow([inv.number, inv.customer_id, inv.currency, totals.subtotal, totals.tax_total, totals.total, inv.status])\n+        writer.writerow([inv.number, inv.customer_id, inv.currency, *(quantize(x, inv.currency) for x in (totals.subtotal, totals.tax_total, totals.total)), inv.status])",
+            "routes_invoices.py",
+        ),
+        (
+            "Now add a regression test for a JPY row and run the export tests.",
+            'cd /testbed && cat >> tests/api/test_routes_invoices.py <<\'EOF\'\n\n\ndef test_export_csv_uses_currency_exponent(client, seeded_invoice):\n    seeded_invoice("JPY", cached_totals=True)\n    rows = client.get("/v1/invoices/export.csv", params={"month": "2025-09"}).text.splitlines()\n    assert any(r.endswith(",8650,865,9515,open") for r in rows)\nEOF\npython -m pytest -q tests/api/test_routes_invoices.py',
+            "........................                                                 [100%]\n24 passed in 1.02s",
+            "test_routes_invoices.py",
+        ),
+        (
+            "The new test passes along with the existing export tests. The change is minimal; submitting.",
+            "submit",
+            "diff --git a/src/app/api/routes_invoices.py b/src/app/api/routes_invoices.py\n...\ndiff --git a/tests/api/test_routes_invoices.py b/tests/api/test_routes_invoices.py\n...",
+            "",
+        ),
+    ]
+    tokens_sent = 0
+    tokens_received = 0
+    for thought, action, observation, open_file in obs:
+        cid = ids.call()
+        add(
+            {
+                "role": "assistant",
+                "content": thought,
+                "thought": thought,
+                "action": action,
+                "tool_calls": [
+                    {
+                        "function": {"arguments": json.dumps({"command": action}), "name": "bash"},
+                        "id": cid,
+                        "type": "function",
+                    }
+                ],
+                "message_type": "action",
+            }
+        )
+        calls += 1
+        add(
+            {
+                "role": "tool",
+                "content": f"OBSERVATION:\n{observation}",
+                "tool_call_ids": [cid],
+                "message_type": "observation",
+            }
+        )
+        tokens_sent += 6_200 + sum(len(json.dumps(m)) for m in history) // 4
+        tokens_received += len(thought) // 4 + len(action) // 4 + 40
+        steps.append(
+            {
+                "action": action,
+                "observation": observation,
+                "response": thought,
+                "thought": thought,
+                "execution_time": round(rng.uniform(0.05, 3.5), 3),
+                "state": {
+                    "open_file": f"/testbed/src/app/api/{open_file}" if open_file else "n/a",
+                    "working_dir": "/testbed",
+                },
+                "extra_info": {},
+            }
+        )
+    submission = (
+        obs[3][2].split("\n", 1)[1]
+        + "\ndiff --git a/tests/api/test_routes_invoices.py b/tests/api/test_routes_invoices.py\n"
+        "--- a/tests/api/test_routes_invoices.py\n+++ b/tests/api/test_routes_invoices.py\n@@ -212,0 +213,6 @@\n"
+        "+\n+\n+def test_export_csv_uses_currency_exponent(client, seeded_invoice):\n"
+        '+    seeded_invoice("JPY", cached_totals=True)\n'
+        '+    rows = client.get("/v1/invoices/export.csv", params={"month": "2025-09"}).text.splitlines()\n'
+        '+    assert any(r.endswith(",8650,865,9515,open") for r in rows)\n'
+    )
+    doc = {
+        "environment": "main",
+        "trajectory": steps,
+        "history": history,
+        "info": {
+            "swe_agent_hash": "4d1c39e0a8d2f6b1e57c0f9a3b21d7c6e5f48a90",
+            "swe_agent_version": "1.1.0",
+            "swe_rex_version": "1.2.0",
+            "swe_rex_hash": "unavailable",
+            "submission": submission,
+            "exit_status": "submitted",
+            "edited_files30": "[File: src/app/api/routes_invoices.py]\n[11 lines above omitted]\n    12: from app.billing.invoice import InvoiceError, InvoiceService\n    13: from app.utils.money import quantize\n[33 lines below omitted]",
+            "model_stats": {
+                "instance_cost": round(tokens_sent * 3e-6 + tokens_received * 15e-6, 4),
+                "tokens_sent": tokens_sent,
+                "tokens_received": tokens_received,
+                "api_calls": len(obs),
+            },
+        },
+        "replay_config": json.dumps(
+            {
+                "agent": {
+                    "model": {
+                        "name": "anthropic/claude-sonnet-4-20250514",
+                        "per_instance_cost_limit": 3.0,
+                    },
+                    "type": "default",
+                },
+                "problem_statement": {"id": "ledgerline__ledgerline-418", "type": "text"},
+                "env": {"repo": {"path": "/testbed", "type": "local"}},
+            }
+        ),
+    }
+    write_text(out_dir / "swe-agent.traj", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    return {
+        "format": "swe-agent",
+        "rule": "Each entry of `history` is one message, demonstration entries (is_demo) included: demonstration "
+        "observations stay user messages. Role tool entries are tool messages (answering tool_call_ids). Tool calls "
+        "are the entries of assistant `tool_calls`; outside demonstrations, an assistant `action` without tool_calls "
+        "followed by a user observation would be read as a bash call and its result (none here). Usage is aggregate "
+        "only (info.model_stats).",
+        "messages": len(history),
+        "roles": role_counts(m["role"] for m in history),
+        "tool_calls": calls,
+        "tool_results": sum(1 for m in history if m["role"] == "tool"),
+        "compactions": [],
+        "images": 0,
+        "model": "anthropic/claude-sonnet-4-20250514",
+        "trajectory_steps": len(steps),
+        "demonstration_messages": sum(1 for m in history if m.get("is_demo")),
+        "model_stats": doc["info"]["model_stats"],
+    }
+
+
+# ============================================================ newer agents and datasets
+#
+# One short task, told once as data and rendered in each agent's own shape: Maya asks to
+# stop the invoices CSV export printing yen totals with two decimals. Each step is
+# (kind, target, output); the builders map kinds to their agent's tool names and count
+# what a faithful reader must produce while they write.
+
+AGENT_ASK = (
+    "The invoices CSV export prints JPY totals as 9515.00 and finance's import rejects them. "
+    "Yen has no minor unit: make the export use each currency's exponent and add a test."
+)
+
+
+AGENT_STEPS: list[list[str]] = data_json("agent_steps.json")
+
+
+#: Steps before the compaction each sample records.
+AGENT_PRE = 3
+
+
+AGENT_SUMMARY = (
+    "Goal: JPY totals in the CSV export must have no decimals. Found: routes_invoices.py:47 writes "
+    "str(totals.total); test_export_csv_jpy fails with '9515.00' != '9515'. Next: quantize per currency."
+)
+
+
+AGENT_DONE = (
+    "Fixed: the export quantizes each total with its currency's exponent; tests/api passes (24)."
+)
+
+
+def _thought(kind: str, target: str) -> str:
+    return {"search": f"Looking for where the export writes rows ({target}).",
+            "read": f"Reading {target}.", "shell": f"Running `{target}`.",
+            "edit": f"Quantizing the totals in {target}."}[kind]  # fmt: skip
+
+
+def _agent_manifest(fmt: str, rule: str, roles: list[str], calls: int, compactions: list[dict[str, Any]],
+                    model: str, **more: Any) -> dict[str, Any]:  # fmt: skip
+    return {
+        "format": fmt, "rule": rule, "messages": len(roles), "roles": role_counts(roles),
+        "tool_calls": calls, "tool_results": roles.count("tool"), "compactions": compactions,
+        "images": 0, "model": model, **more,
+    }  # fmt: skip
+
+
+def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("gemini-cli")
+    ids, clock = Ids(rng), Clock(datetime(2025, 9, 19, 9, 12, tzinfo=UTC), rng)
+    tools = {"search": ("search_file_content", "pattern"), "read": ("read_file", "absolute_path"),
+             "shell": ("run_shell_command", "command"), "edit": ("replace", "file_path")}  # fmt: skip
+    sid = ids.uuid()
+    lines: list[dict[str, Any]] = [{"sessionId": sid, "projectHash": ids.hex(64), "startTime": clock.z(),
+                                    "lastUpdated": clock.z(), "kind": "main"}]  # fmt: skip
+    roles, prompt = ["user"], 2_400
+
+    def msg(kind: str, content: Any, **more: Any) -> dict[str, Any]:
+        clock.tick()
+        return {"id": ids.uuid(), "timestamp": clock.z(), "type": kind, "content": content, **more}
+
+    lines.append(msg("user", [{"text": AGENT_ASK}]))
+    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        if k == AGENT_PRE:
+            lines.append(msg("user", "/compress"))
+            roles.append("user")
+            lines.append(msg("info", f"Chat history compressed from {prompt:,} to 640 tokens."))
+            snapshot = (
+                f"<state_snapshot>\n<overall_goal>{AGENT_SUMMARY}</overall_goal>\n</state_snapshot>"
+            )
+            lines.append({"$set": {"messages": [msg("user", [{"text": snapshot}]),
+                                                msg("gemini", [{"text": "Got it. Thanks for the additional context!"}])]}})  # fmt: skip
+            compaction = {"index": len(roles), "trigger": "manual", "pre_tokens": prompt}
+            roles += ["user", "assistant"]
+        name, key = tools[kind]
+        call = {"id": f"{name}-{ids.b62(10)}", "name": name, "args": {key: target}, "status": "executing",
+                "timestamp": clock.z()}  # fmt: skip
+        record = msg("gemini", _thought(kind, target), toolCalls=[call], model="gemini-2.5-pro",
+                     thoughts=[{"subject": kind.title(), "description": _thought(kind, target), "timestamp": clock.z()}])  # fmt: skip
+        lines.append(record)  # first written while the call runs, then again with its result
+        prompt += len(output) // 3 + 180
+        done = {**call, "status": "success", "result": [{"functionResponse": {
+            "id": call["id"], "name": name, "response": {"output": output}}}]}  # fmt: skip
+        lines.append({**record, "toolCalls": [done], "tokens": {
+            "input": prompt, "output": 60, "cached": prompt - 400, "thoughts": 24, "tool": 0,
+            "total": prompt + 84}})  # fmt: skip
+        roles += ["assistant", "tool"]
+    lines.append(msg("gemini", AGENT_DONE, model="gemini-2.5-pro"))
+    roles.append("assistant")
+    stray = msg("user", "also bump the version")
+    lines += [stray, {"$rewindTo": stray["id"]}, {"$set": {"lastUpdated": clock.z()}}]
+    write_text(
+        out_dir / "gemini-cli-session.jsonl", "".join(dumps_compact(r) + "\n" for r in lines)
+    )
+    return _agent_manifest(
+        "gemini-cli",
+        "The JSONL log replayed: message records upsert by id (a call written twice is one message), "
+        "$set.messages replaces the history, $rewindTo drops that message and later ones. user → user "
+        "(/compress is injected), gemini → assistant, each toolCalls result → a tool message after it; "
+        "info notes are not messages. The turns a compression replaced stay before its <state_snapshot> "
+        "summary, a compaction (manual after /compress, pre_tokens from the info note).",
+        roles,
+        len(AGENT_STEPS),
+        [compaction],
+        "gemini-2.5-pro",
+    )
+
+
+def build_cline(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("cline")
+    ids = Ids(rng)
+    tools = {"search": ("search_files", "regex"), "read": ("read_file", "path"),
+             "shell": ("execute_command", "command"), "edit": ("replace_in_file", "path")}  # fmt: skip
+    ts = 1_758_272_400_000
+    history: list[dict[str, Any]] = [{"role": "user", "ts": ts, "content": [
+        {"type": "text", "text": f"<task>\n{AGENT_ASK}\n</task>"},
+        {"type": "text", "text": f"<environment_details>\n# Current Working Directory ({CWD}) Files\nsrc/\ntests/\n</environment_details>"}]}]  # fmt: skip
+    ui: list[dict[str, Any]] = [{"ts": ts, "type": "say", "say": "text", "text": AGENT_ASK}]
+    roles, prompt, condense = ["user"], 11_800, "c" + ids.b62(8)
+    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        if k == AGENT_PRE:
+            for m in history[1:]:
+                m["condenseParent"] = condense
+            history.append({"role": "user", "ts": ts + 10 * k, "isSummary": True, "condenseId": condense,
+                            "content": [{"type": "text", "text": f"## Conversation Summary\n{AGENT_SUMMARY}"}]})  # fmt: skip
+            ui.append({"ts": ts + 10 * k, "type": "say", "say": "condense_context", "contextCondense": {
+                "cost": 0.0192, "prevContextTokens": prompt, "newContextTokens": 3_150, "summary": AGENT_SUMMARY}})  # fmt: skip
+            compaction = {"index": len(roles), "trigger": "unknown", "pre_tokens": prompt}
+            roles.append("user")
+        name, key = tools[kind]
+        tid = ids.toolu()
+        prompt += len(output) // 3 + 220
+        ui.append({"ts": ts + 10 * k + 1, "type": "say", "say": "api_req_started", "text": dumps_compact(
+            {"request": f"[{name}]", "tokensIn": 9, "tokensOut": 70, "cacheWrites": 700, "cacheReads": prompt - 709,
+             "cost": 0.006})})  # fmt: skip
+        history.append({"role": "assistant", "ts": ts + 10 * k + 2, "content": [
+            {"type": "text", "text": _thought(kind, target)},
+            {"type": "tool_use", "id": tid, "name": name, "input": {key: target}}]})  # fmt: skip
+        history.append({"role": "user", "ts": ts + 10 * k + 3, "content": [
+            {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": output}]}]})  # fmt: skip
+        roles += ["assistant", "tool"]
+    history.append(
+        {"role": "assistant", "ts": ts + 99, "content": [{"type": "text", "text": AGENT_DONE}]}
+    )
+    roles.append("assistant")
+    task = out_dir / "cline-task"
+    task.mkdir(exist_ok=True)
+    write_text(
+        task / "api_conversation_history.json", json.dumps(history, ensure_ascii=False) + "\n"
+    )
+    write_text(task / "ui_messages.json", json.dumps(ui, ensure_ascii=False) + "\n")
+    meta = {"files_in_context": [{"path": "src/app/api/routes_invoices.py", "record_state": "active",
+            "record_source": "read_tool"}], "model_usage": [{"ts": ts, "model_id": "claude-sonnet-4-20250514",
+            "model_provider_id": "anthropic", "mode": "act"}]}  # fmt: skip
+    write_text(task / "task_metadata.json", json.dumps(meta, ensure_ascii=False, indent=2) + "\n")
+    return _agent_manifest(
+        "cline",
+        "api_conversation_history.json read as Anthropic messages (a user message of only tool_result blocks "
+        "is tool messages). Roo's isSummary message is a compaction (trigger unknown, pre_tokens from the "
+        "matching condense_context ui message); the turns it replaced keep condenseParent. Usage from each "
+        "api_req_started ui message; the model from task_metadata.json.",
+        roles,
+        len(AGENT_STEPS),
+        [compaction],
+        "claude-sonnet-4-20250514",
+    )
+
+
+_OPENCODE_SCHEMA = data_text("text/opencode_schema.sql")
+
+
+def build_opencode(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("opencode")
+    ids = Ids(rng)
+    tools = {"search": ("grep", "pattern"), "read": ("read", "filePath"), "shell": ("bash", "command"),
+             "edit": ("edit", "filePath")}  # fmt: skip
+    t0, sid, old = 1_758_272_400_000, "ses_" + ids.b62(26), "ses_" + ids.b62(26)
+    messages: list[tuple[str, str, int, dict[str, Any]]] = []
+    parts: list[tuple[str, str, str, int, dict[str, Any]]] = []
+
+    def message(session: str, data: dict[str, Any], *body: dict[str, Any]) -> None:
+        mid, at = "msg_" + f"{len(messages):04d}" + ids.b62(20), t0 + 1000 * len(messages)
+        messages.append((mid, session, at, {**data, "time": {"created": at}}))
+        for p in body:
+            parts.append(("prt_" + f"{len(parts):05d}" + ids.b62(19), mid, session, at, p))
+
+    asst = {"role": "assistant", "modelID": "claude-sonnet-4-5", "providerID": "anthropic", "mode": "build",
+            "path": {"cwd": CWD, "root": CWD}, "cost": 0}  # fmt: skip
+    message(old, {"role": "user"}, {"type": "text", "text": "what does `make seed` load?"})
+    message(sid, {"role": "user"}, {"type": "text", "text": AGENT_ASK})
+    roles, prompt = ["user"], 9_600
+    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        if k == AGENT_PRE:
+            message(sid, {"role": "user"}, {"type": "compaction", "auto": False})
+            compaction = {"index": len(roles), "trigger": "manual", "pre_tokens": None}
+            message(sid, {**asst, "mode": "compaction", "summary": True, "tokens": {
+                "input": 40, "output": 180, "reasoning": 0, "cache": {"read": prompt, "write": 0}}},
+                {"type": "text", "text": AGENT_SUMMARY})  # fmt: skip
+            roles.append("assistant")
+        name, key = tools[kind]
+        prompt += len(output) // 3 + 200
+        state = {"status": "completed", "input": {key: target}, "output": output, "title": target,
+                 "metadata": {}, "time": {"start": t0, "end": t0 + 900}}  # fmt: skip
+        message(sid, {**asst, "tokens": {"input": 12, "output": 64, "reasoning": 0,
+                                         "cache": {"read": prompt, "write": 300}}},
+                {"type": "step-start"}, {"type": "text", "text": _thought(kind, target)},
+                {"type": "tool", "callID": ids.toolu(), "tool": name, "state": state},
+                {"type": "step-finish", "reason": "tool-calls", "cost": 0})  # fmt: skip
+        roles += ["assistant", "tool"]
+    message(sid, {**asst, "tokens": {"input": 8, "output": 40, "reasoning": 0, "cache": {"read": prompt, "write": 0}}},
+            {"type": "text", "text": AGENT_DONE})  # fmt: skip
+    roles.append("assistant")
+    path = out_dir / "opencode.db"
+    path.unlink(missing_ok=True)
+    con = sqlite3.connect(path)
+    con.executescript(_OPENCODE_SCHEMA)
+    con.execute(
+        "INSERT INTO session VALUES (?,?,?,?,?,?,?,?)",
+        (old, "global", None, CWD, "make seed", "0.15.0", t0, t0 + 500),
+    )
+    con.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?)", (sid, "global", None, CWD, "JPY CSV export", "0.15.0", t0, t0 + 99_000))  # fmt: skip
+    con.executemany(
+        "INSERT INTO message VALUES (?,?,?,?,?)",
+        [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
+    )
+    con.executemany("INSERT INTO part VALUES (?,?,?,?,?,?)", [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts])  # fmt: skip
+    con.commit()
+    con.execute("VACUUM")
+    con.close()
+    return _agent_manifest(
+        "opencode",
+        "opencode.db: the most recently updated session. Each message's parts in id order: a user message's text "
+        "parts are one user message (one holding only a compaction part is no message); an assistant message is "
+        "one assistant message (text, reasoning, tool calls) then one tool message per completed or failed tool "
+        "part. An assistant message with summary: true is a compaction (manual: the compaction part says auto: "
+        "false); usage from each assistant message's tokens.",
+        roles,
+        len(AGENT_STEPS),
+        [compaction],
+        "claude-sonnet-4-5",
+        sessions=2,
+    )
+
+
+def build_aider(out_dir: Path) -> dict[str, Any]:
+    out: list[str] = []
+
+    def typed(text: str) -> None:  # Aider's user_input: "#### " per line, "  " line breaks
+        out.append("\n#### " + "  \n#### ".join(text.splitlines()) + "  \n")
+
+    def said(*lines: str) -> None:  # tool_output: "> " + text + "  "
+        out.extend(f"> {ln}  \n" if ln else ">  \n" for ln in lines)
+
+    banner = ("Aider v0.86.1", "Main model: anthropic/claude-sonnet-4-20250514 with diff edit format",
+              "Git repo: .git with 214 files", "Repo-map: using 4096 tokens, auto refresh")  # fmt: skip
+    out.append("\n# aider chat started at 2025-09-18 16:40:02\n\n")
+    said(*banner)
+    typed("which module formats money?")
+    out.append("\n`app/utils/money.py` — `format_money` and `quantize`.\n\n")
+    said("Tokens: 3.1k sent, 24 received. Cost: $0.0097 message, $0.0097 session.")
+    out.append("\n# aider chat started at 2025-09-19 09:12:44\n\n")
+    said(*banner)
+    roles = ["user"]
+    typed("/add src/app/api/routes_invoices.py tests/api/test_routes_invoices.py")
+    said(
+        "Added src/app/api/routes_invoices.py to the chat",
+        "Added tests/api/test_routes_invoices.py to the chat",
+    )
+    roles += ["user", "user"]
+    typed(AGENT_ASK)
+    edit = ("I'll quantize each total with its currency's exponent:\n\nsrc/app/api/routes_invoices.py\n```python\n"
+            "<<<<<<< SEARCH\n        writer.writerow([inv.number, inv.currency, totals.total])\n=======\n"
+            "        writer.writerow([inv.number, inv.currency, quantize(totals.total, inv.currency)])\n"
+            ">>>>>>> REPLACE\n```")  # fmt: skip
+    out.append(f"\n{edit}\n\n")
+    said("Tokens: 8.4k sent, 2.2k cache write, 5.9k cache hit, 196 received. Cost: $0.02 message, $0.03 session.",
+         "Applied edit to src/app/api/routes_invoices.py", "Commit 9c41e02 fix: quantize CSV totals per currency")  # fmt: skip
+    roles += ["user", "assistant", "tool"]
+    typed("/run python -m pytest -q tests/api")
+    said(
+        *AGENT_STEPS[4][2].splitlines(),
+        "Add 0.1k tokens of command output to the chat? (Y)es/(N)o [Yes]: y",
+    )
+    roles += ["user", "user"]
+    typed("/clear")
+    roles.append("user")
+    compaction = {"index": len(roles), "trigger": "manual", "pre_tokens": None}
+    typed("now add a JPY row to the export test")
+    out.append(
+        "\nAdded `test_export_csv_jpy_has_no_decimals` to tests/api/test_routes_invoices.py.\n\n"
+    )
+    roles += ["user", "assistant"]
+    write_text(out_dir / "aider-chat-history.md", "".join(out))
+    return _agent_manifest(
+        "aider",
+        "The last '# aider chat started' run. '#### ' lines are one user message (a /command is injected); reply "
+        "prose is one assistant message; a block of '> ' lines after a reply is the tool result of a synthetic "
+        "aider call, elsewhere injected context. /clear is a compaction (manual, no summary) at the next message.",
+        roles,
+        1,
+        [compaction],
+        "anthropic/claude-sonnet-4-20250514",
+        runs=2,
+    )
+
+
+_GLAIVE_TOOLS = data_json("glaive_tools.json")
+
+
+_GLAIVE_ROWS = data_json("glaive_rows.json")
+
+
+def build_glaive(out_dir: Path) -> dict[str, Any]:
+    lines = []
+    for ask, name, args, result, answer in _GLAIVE_ROWS:
+        lines.append({"conversations": [
+            {"from": "human", "value": ask},
+            {"from": "function_call", "value": json.dumps({"name": name, "arguments": args})},
+            {"from": "observation", "value": json.dumps(result)},
+            {"from": "gpt", "value": answer}],
+            "system": "You are a helpful assistant with access to the following functions. Use them if required.",
+            "tools": json.dumps(_GLAIVE_TOOLS)})  # fmt: skip
+    write_text(out_dir / "sharegpt-glaive.jsonl", "".join(dumps_compact(r) + "\n" for r in lines))
+    return _agent_manifest(
+        "sharegpt",
+        "LLaMA-Factory / glaive ShareGPT, one conversation per line (counts for the first): function_call turns "
+        "are assistant messages holding that call, observation turns its tool result; the top-level system "
+        "string is the system prompt and tools (a JSON string) the schemas.",
+        ["user", "assistant", "tool", "assistant"],
+        1,
+        [],
+        None,
+        conversations=len(lines),
+    )
+
+
+def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer. Reply with "
+         "a THOUGHT and exactly one bash code block."},
+        {"role": "user", "content": f"<pr_description>\n{AGENT_ASK}\n</pr_description>"}]  # fmt: skip
+    roles, calls = ["system", "user"], 0
+    commands = {"search": "grep -rn {} src/app/api", "read": "nl -ba {} | sed -n '1,60p'", "shell": "{}",
+                "edit": "sed -i 's/totals.total])/quantize(totals.total, inv.currency)])/' {}"}  # fmt: skip
+    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        action = commands[kind].format(target)
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": f"THOUGHT: {_thought(kind, target)}\n\n```bash\n{action}\n```",
+            }
+        )
+        msgs.append({"role": "user", "content": f"<returncode>{1 if 'FAILED' in output else 0}</returncode>\n<output>\n{output}\n</output>"})  # fmt: skip
+        roles += ["assistant", "tool"]
+        calls += 1
+        if k == 1:
+            msgs.append(
+                {"role": "assistant", "content": "THOUGHT: The totals are written unformatted."}
+            )
+            msgs.append({"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 0 actions."})  # fmt: skip
+            roles += ["assistant", "user"]
+    msgs.append({"role": "assistant", "content": "THOUGHT: Done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff\n```"})  # fmt: skip
+    roles.append("assistant")
+    doc = {"info": {"exit_status": "Submitted", "submission": "diff --git a/src/app/api/routes_invoices.py ...",
+                    "model_stats": {"instance_cost": 0.0412, "api_calls": len(roles) // 2},
+                    "config": {"model": {"model_name": "anthropic/claude-sonnet-4-20250514"}},
+                    "mini_version": "1.9.0"},
+           "messages": msgs, "trajectory_format": "mini-swe-agent-1"}  # fmt: skip
+    write_text(
+        out_dir / "mini-swe-agent.traj.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    )
+    return _agent_manifest(
+        "swe-agent",
+        "mini-SWE-agent: messages in order; an assistant reply's ```bash block is one tool call and the user "
+        "message after it (<returncode>/<output>) its tool result. A user message after a reply with no action "
+        "(the format-error notice) stays a user message, injected, not an ask.",
+        roles,
+        calls,
+        [],
+        "anthropic/claude-sonnet-4-20250514",
+    )

@@ -1,0 +1,1109 @@
+"""The OpenAI Chat, Anthropic Messages and ShareGPT samples."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from ..common import (
+    CWD,
+    LEGACY_SUMMARY_PREFIX,
+    Ids,
+    data_text,
+    data_url,
+    dumps_compact,
+    png_ci_dashboard,
+    png_invoice,
+    rng_for,
+    role_counts,
+    write_text,
+)
+from ..project import PROJECT_FILES, SEP_FRAME, Repo
+from ..tools import Call, tool_schema
+from ..writers import AnthropicLog, ChatLog, ShareGPTLog
+
+# =========================================================================== OpenAI chat
+
+WEBHOOK_TEST_ROTATION = data_text("text/webhook_test_rotation.py.txt")
+
+
+def _oa_tools() -> list[dict[str, Any]]:
+    return [
+        tool_schema(
+            "shell",
+            "Run a bash command in the repository and return stdout, stderr and the exit code.",
+            {"command": {"type": "string"}, "timeout_s": {"type": "integer", "default": 120}},
+            ["command"],
+        ),
+        tool_schema(
+            "read_file",
+            "Read a file (optionally a line range) with line numbers.",
+            {"path": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}},
+            ["path"],
+        ),
+        tool_schema(
+            "apply_patch",
+            "Apply a unified diff to the working tree. Fails if any hunk does not apply cleanly.",
+            {"diff": {"type": "string", "description": "A unified diff with a/ and b/ prefixes."}},
+            ["diff"],
+        ),
+        tool_schema(
+            "list_files",
+            "List files under a directory, respecting .gitignore.",
+            {"path": {"type": "string"}, "glob": {"type": "string"}},
+            ["path"],
+        ),
+    ]
+
+
+def _shell(out: str, code: int = 0, err: str = "") -> str:
+    return json.dumps({"stdout": out, "stderr": err, "exit_code": code})
+
+
+def build_openai(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("openai")
+    ids = Ids(rng)
+    repo = Repo({"src/app/payments/webhooks.py": PROJECT_FILES["src/app/payments/webhooks.py"]})
+    c = ChatLog(ids)
+    wh = "src/app/payments/webhooks.py"
+
+    def rd(path: str, start: int | None = None, end: int | None = None) -> Call:
+        args: dict[str, Any] = {"path": path}
+        lines = repo.lines(path)
+        a, b = start or 1, end or len(lines)
+        if start is not None:
+            args["start"], args["end"] = a, b
+        return ("read_file", args, repo.numbered(path, a, b - a + 1))
+
+    c.add(
+        {
+            "role": "system",
+            "content": "You are a senior software engineer pairing with the user in their repository "
+            f"({CWD}). Use the tools to inspect and change code; never invent file contents. Keep changes minimal, "
+            "run the relevant tests after each change, and explain root causes briefly. Money in this codebase is "
+            "Decimal; webhook code must verify signatures before parsing payloads.",
+        }
+    )
+    c.user(
+        [
+            {
+                "type": "text",
+                "text": "Since we rotated the webhook signing secret this morning, the processor dashboard shows every "
+                "delivery failing with 400 (screenshot). Rotation keeps both secrets valid for 24h, so this shouldn't "
+                "happen. Can you find out why?",
+            },
+            {
+                "type": "image_url",
+                "image_url": {
+                    "url": data_url(png_ci_dashboard(rng_for("openai-png"), 40, 28)),
+                    "detail": "high",
+                },
+            },
+        ]
+    )
+    c.assistant(
+        None,
+        rd(wh),
+        (
+            "shell",
+            {"command": "python -m pytest -q tests/payments/test_webhooks.py"},
+            _shell(
+                "..........F....                                                          [100%]\n"
+                "=================================== FAILURES ===================================\n"
+                "_________________ test_signature_valid_during_secret_rotation __________________\n\n"
+                "signing = <tests.payments.conftest.Signer object at 0x7f1c3a2b5e50>\n\n"
+                + "\n".join(
+                    "    " + line if line else ""
+                    for line in WEBHOOK_TEST_ROTATION.splitlines()[:-1]
+                )
+                + "\n>       verify_signature(payload, header, NEW_SECRET, now=ts + 10)\n\n"
+                "tests/payments/test_webhooks.py:71: \n" + SEP_FRAME + "\n\n"
+                "    def verify_signature(payload: bytes, header: str, secret: str, now: float | None = None) -> None:\n"
+                "        ...\n"
+                "        if not hmac.compare_digest(digest, expected):\n"
+                '>           raise SignatureError("signature mismatch")\n'
+                "E           app.payments.webhooks.SignatureError: signature mismatch\n\n"
+                "src/app/payments/webhooks.py:36: SignatureError\n"
+                "=========================== short test summary info ============================\n"
+                "FAILED tests/payments/test_webhooks.py::test_signature_valid_during_secret_rotation - app.payments.webhooks.SignatureError: signature mismatch\n"
+                "1 failed, 14 passed in 0.41s",
+                1,
+            ),
+        ),
+    )
+    c.assistant(
+        "The screenshot shows consecutive 400s starting 09:02, right after the rotation, and the rotation test "
+        "reproduces it locally. I want to see how the test builds the header.",
+        (
+            "shell",
+            '{"command": "grep -n \\"v1=\\" -r tests/payments src/app/payments"',
+            json.dumps(
+                {
+                    "error": "Invalid tool arguments: Expecting ',' delimiter: line 1 column 64 (char 63). Arguments must be a JSON object."
+                }
+            ),
+        ),
+    )
+    c.assistant(
+        None,
+        (
+            "shell",
+            {"command": 'grep -n "v1=" -r tests/payments src/app/payments'},
+            _shell(
+                'tests/payments/test_webhooks.py:69:    header = f"t={ts},v1={signing.sign(payload, ts, OLD_SECRET)},v1={signing.sign(payload, ts, NEW_SECRET)}"\n'
+                'tests/payments/conftest.py:22:        return f"t={ts},v1={self.sign(payload, ts, secret)}"\n'
+                'src/app/payments/webhooks.py:28:        expected = parts["v1"]'
+            ),
+        ),
+    )
+    c.assistant(
+        "Found it. During rotation the processor sends one `v1=` signature per active secret, e.g. "
+        "`t=…,v1=<old>,v1=<new>`. `verify_signature` parses the header with `dict(...)`, so duplicate keys "
+        "collapse and only the *last* `v1` survives. The processor lists the signature for the newest secret "
+        "first, so we keep the old-secret signature and compare it against the new secret: mismatch on every "
+        "delivery. The fix is to collect every `v1` value and accept the payload if any of them matches.",
+        rd(wh, 21, 37),
+    )
+    old = (
+        '    parts = dict(item.split("=", 1) for item in header.split(",") if "=" in item)\n'
+        "    try:\n"
+        '        timestamp = int(parts["t"])\n'
+        '        expected = parts["v1"]\n'
+        "    except (KeyError, ValueError):\n"
+        '        raise SignatureError("malformed signature header") from None\n'
+    )
+    new = (
+        '    pairs = [item.split("=", 1) for item in header.split(",") if "=" in item]\n'
+        '    candidates = [value for key, value in pairs if key == "v1"]\n'
+        "    try:\n"
+        '        timestamp = int(next(value for key, value in pairs if key == "t"))\n'
+        "    except (StopIteration, ValueError):\n"
+        '        raise SignatureError("malformed signature header") from None\n'
+        "    if not candidates:\n"
+        '        raise SignatureError("malformed signature header")\n'
+    )
+    d1 = repo.patch(wh, old, new)
+    c.assistant(
+        None, ("apply_patch", {"diff": d1 + "\n"}, json.dumps({"applied": True, "files": [wh]}))
+    )
+    old2 = "    if not hmac.compare_digest(digest, expected):\n"
+    new2 = "    if not any(hmac.compare_digest(digest, candidate) for candidate in candidates):\n"
+    d2 = repo.patch(wh, old2, new2)
+    c.assistant(
+        None, ("apply_patch", {"diff": d2 + "\n"}, json.dumps({"applied": True, "files": [wh]}))
+    )
+    c.assistant(
+        None,
+        (
+            "shell",
+            {"command": "python -m pytest -q tests/payments/test_webhooks.py"},
+            _shell(
+                "...............                                                          [100%]\n15 passed in 0.38s"
+            ),
+        ),
+    )
+    c.assistant(
+        "All 15 pass. I'd like one more test for the other ordering (old secret listed last) and for a header "
+        "with no `v1` at all, since the parser changed.",
+        (
+            "read_file",
+            {"path": "tests/payments/test_webhooks.py", "start": 60, "end": 72},
+            "\n".join(
+                f"{n:>6}|{line}"
+                for n, line in enumerate(
+                    [
+                        "",
+                        "",
+                        '@pytest.mark.parametrize("header", ["", "t=1", "v1=abc", "garbage"], ids=["empty", "no-t", "no-v1", "garbage"])',
+                        "def test_malformed_header(header):",
+                        "    with pytest.raises(SignatureError):",
+                        '        verify_signature(b"{}", header, NEW_SECRET, now=1)',
+                        "",
+                        "",
+                        *WEBHOOK_TEST_ROTATION.splitlines()[:4],
+                    ],
+                    start=60,
+                )
+            ),
+        ),
+    )
+    test_diff = (
+        "--- a/tests/payments/test_webhooks.py\n+++ b/tests/payments/test_webhooks.py\n@@ -73,0 +74,16 @@\n"
+        '+\n+\n+@pytest.mark.parametrize("order", ["old-first", "new-first"])\n'
+        "+def test_rotation_accepts_either_order(signing, order):\n"
+        '+    payload = b\'{"id": "evt_rot2"}\'\n+    ts = 1757930400\n'
+        "+    sigs = [signing.sign(payload, ts, OLD_SECRET), signing.sign(payload, ts, NEW_SECRET)]\n"
+        '+    if order == "new-first":\n+        sigs.reverse()\n'
+        '+    header = f"t={ts}," + ",".join(f"v1={s}" for s in sigs)\n'
+        "+    verify_signature(payload, header, NEW_SECRET, now=ts)\n+\n+\n"
+        "+def test_header_with_only_v0_is_rejected(signing):\n"
+        '+    with pytest.raises(SignatureError, match="malformed"):\n'
+        '+        verify_signature(b"{}", "t=1757930400,v0=deadbeef", NEW_SECRET, now=1757930400)\n'
+    )
+    c.assistant(
+        None,
+        (
+            "apply_patch",
+            {"diff": test_diff},
+            json.dumps({"applied": True, "files": ["tests/payments/test_webhooks.py"]}),
+        ),
+    )
+    c.assistant(
+        None,
+        (
+            "shell",
+            {"command": "python -m pytest -q tests/payments/test_webhooks.py"},
+            _shell(
+                "..................                                                       [100%]\n18 passed in 0.41s"
+            ),
+        ),
+        (
+            "shell",
+            {
+                "command": "ruff check src/app/payments tests/payments && ruff format --check src/app/payments tests/payments"
+            },
+            _shell("All checks passed!\n9 files already formatted"),
+        ),
+    )
+    c.assistant(
+        "Fixed. Root cause: `verify_signature` turned the header into a dict, so with two `v1=` entries only the "
+        "last one was checked; during rotation that's the old-secret signature. Now every `v1` is collected and "
+        "the payload is accepted if any matches (constant-time compare per candidate). Added tests for both "
+        "orderings and for a header without `v1`. 18/18 webhook tests pass; lint is clean."
+    )
+    c.user("Great. Is there any way to replay the failed deliveries from this morning?")
+    c.assistant(
+        "Let me check whether the repo has tooling for that.",
+        (
+            "list_files",
+            {"path": "scripts", "glob": "*webhook*"},
+            json.dumps(["scripts/replay_webhook.py", "scripts/resend_failed_webhooks.py"]),
+        ),
+    )
+    c.assistant(
+        None,
+        (
+            "read_file",
+            {"path": "scripts/resend_failed_webhooks.py", "start": 1, "end": 24},
+            "\n".join(
+                f"{n:>6}|{line}"
+                for n, line in enumerate(
+                    [
+                        '"""Ask the processor to resend failed webhook deliveries for an endpoint."""',
+                        "",
+                        "from __future__ import annotations",
+                        "",
+                        "import argparse",
+                        "import sys",
+                        "from datetime import datetime, timezone",
+                        "",
+                        "from app.config import get_settings",
+                        "from app.payments.client import PaymentsClient",
+                        "",
+                        "",
+                        "def main(argv: list[str] | None = None) -> int:",
+                        "    p = argparse.ArgumentParser()",
+                        '    p.add_argument("--endpoint", required=True, help="webhook endpoint id (we_...)")',
+                        '    p.add_argument("--since", required=True, type=datetime.fromisoformat)',
+                        '    p.add_argument("--dry-run", action="store_true")',
+                        "    args = p.parse_args(argv)",
+                        "    client = PaymentsClient(get_settings())",
+                        "    failed = client.list_failed_deliveries(args.endpoint, since=args.since.replace(tzinfo=timezone.utc))",
+                        '    print(f"{len(failed)} failed deliveries since {args.since:%Y-%m-%d %H:%M} UTC")',
+                        "    for ev in failed:",
+                        "        if not args.dry_run:",
+                        "            client.resend_event(ev.id, endpoint=args.endpoint)",
+                    ],
+                    start=1,
+                )
+            ),
+        ),
+    )
+    c.assistant(
+        "Yes: `scripts/resend_failed_webhooks.py` asks the processor to resend failed deliveries for an "
+        "endpoint. Once the fix is deployed, run a dry run first to see the count:\n\n"
+        "```\npython scripts/resend_failed_webhooks.py --endpoint we_<your endpoint> --since 2025-09-16T09:00 --dry-run\n```\n\n"
+        "then again without `--dry-run`. Handlers de-duplicate by event id, so resending an event that did get "
+        "through is harmless. I haven't run it — it talks to the live processor account."
+    )
+    c.user("Run the dry run against test mode so I can see the output format.")
+    c.assistant(
+        None,
+        (
+            "shell",
+            {
+                "command": "APP_ENV=test python scripts/resend_failed_webhooks.py --endpoint we_test_1Q0aZ3 --since 2025-09-16T09:00 --dry-run"
+            },
+            _shell(
+                "37 failed deliveries since 2025-09-16 09:00 UTC\n"
+                "  evt_3Q2a91 payment_intent.succeeded   09:02:14  400 signature mismatch\n"
+                "  evt_3Q2a9Q payment_intent.succeeded   09:05:51  400 signature mismatch\n"
+                "  evt_3Q2b0C invoice.finalized          09:06:03  400 signature mismatch\n"
+                "  ... 34 more\n"
+                "dry run: nothing resent"
+            ),
+        ),
+    )
+    c.assistant(
+        "Test mode shows 37 failed deliveries since 09:00, all `400 signature mismatch`, which matches the "
+        "screenshot. After deploying, the same command without `--dry-run` will resend them."
+    )
+    c.user("Perfect, thanks. Last thing: write me a two-line summary for the incident channel.")
+    c.assistant(
+        "**Webhook 400s after secret rotation (fixed, pending deploy):** during rotation the processor signs with "
+        "both secrets; our header parser kept only the last `v1` signature (the old secret's), so every delivery "
+        "failed verification. Fix accepts any valid `v1`; after deploy we'll resend the 37 failed test-mode "
+        "deliveries (and live ones) with scripts/resend_failed_webhooks.py."
+    )
+
+    doc = {"model": "gpt-4.1-2025-04-14", "messages": c.messages, "tools": _oa_tools()}
+    write_text(out_dir / "openai-chat.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    return {
+        "format": "openai",
+        "rule": "Each entry of `messages` is one message (the in-band system message included). Tool calls are "
+        "the entries of assistant `tool_calls`; arguments that are not valid JSON are kept verbatim and counted.",
+        "messages": len(c.messages),
+        "roles": role_counts(m["role"] for m in c.messages),
+        "tool_calls": c.tool_calls,
+        "tool_results": sum(1 for m in c.messages if m["role"] == "tool"),
+        "compactions": [],
+        "images": c.images,
+        "model": doc["model"],
+        "invalid_tool_arguments": [{"message_index": i} for i in c.invalid_arguments],
+        "parallel_tool_call_messages": sum(
+            1 for m in c.messages if len(m.get("tool_calls") or ()) > 1
+        ),
+    }
+
+
+def build_anthropic(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("anthropic")
+    ids = Ids(rng)
+    a = AnthropicLog(ids)
+    repo = Repo({"src/app/web/filters.py": data_text("ledgerline/src/app/web/filters.py")})
+    fp = "src/app/web/filters.py"
+    img = base64.b64encode(png_invoice(rng_for("anthropic-png"), 36, 36)).decode()
+
+    def bash(cmd: str, out: str, err: bool = False) -> tuple[str, dict[str, Any], str, bool]:
+        return ("bash", {"command": cmd}, out, err)
+
+    def view(
+        path: str, start: int | None = None, end: int | None = None
+    ) -> tuple[str, dict[str, Any], str, bool]:
+        args: dict[str, Any] = {"path": path}
+        if start:
+            args["view_range"] = [start, end]
+        lines = repo.lines(path)
+        s, e = start or 1, end or len(lines)
+        return ("view_file", args, repo.numbered(path, s, e - s + 1, arrow=True), False)
+
+    a.user(
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": img}},
+        "A customer in Osaka sent this — the hosted invoice page shows their total as ¥9,515.00. Yen has no "
+        "decimals, so it should be ¥9,515. The API is right (we fixed format_money last week); it's only the web "
+        "page. Can you fix it?",
+    )
+    a.assistant(
+        "The screenshot shows the hosted page's totals box with two decimals on a JPY amount. The API uses "
+        "app.utils.money.format_money, which knows currency exponents. The web page probably has its own "
+        "formatting in a Jinja filter. Let me search for where money is formatted in templates.",
+        "I'll find how the hosted page formats amounts.",
+        (
+            "grep",
+            {"pattern": '\\|\\s*money|filters\\["money"\\]', "path": "src/app/web"},
+            'src/app/web/filters.py:25:    env.filters["money"] = money\n'
+            'src/app/web/templates/invoice.html:41:        <td class="num">{{ totals.subtotal | money(invoice.currency) }}</td>\n'
+            'src/app/web/templates/invoice.html:45:        <td class="num">{{ totals.tax_total | money(invoice.currency) }}</td>\n'
+            'src/app/web/templates/invoice.html:49:        <td class="num total">{{ totals.total | money(invoice.currency) }}</td>\n'
+            "src/app/web/templates/email_receipt.txt:7:Amount paid: {{ payment.amount | money(invoice.currency) }}",
+            False,
+        ),
+    )
+    a.user()
+    a.assistant(None, "The hosted page uses its own `money` filter. Reading it.", view(fp))
+    a.user()
+    a.assistant(
+        "filters.money formats with `:,.2f` for every currency, ignoring the currency exponent. That's why JPY "
+        "shows two decimals. It also doesn't round half-up explicitly: format spec rounding for Decimal uses the "
+        "context rounding (ROUND_HALF_EVEN), which contradicts the finance rule. The right fix is to delegate to "
+        "app.utils.money.format_money, which quantizes per currency with ROUND_HALF_UP. Let me look at "
+        "format_money's signature and the existing filter tests in parallel.",
+        "`money` hard-codes two decimals (`:,.2f`). The API's `format_money` already knows currency exponents, "
+        "so the filter should delegate to it. Checking its signature and the filter tests.",
+        bash(
+            "sed -n '/^def format_money/,/^$/p' src/app/utils/money.py",
+            'def format_money(amount: Decimal, currency: str = "USD") -> str:\n'
+            '    """``$1,234.50`` / ``¥1,200``: symbol, thousands separators, minor unit digits."""\n'
+            '    symbol = _SYMBOLS.get(currency, currency + " ")\n'
+            '    sign = "-" if amount < 0 else ""\n'
+            '    return f"{sign}{symbol}{quantize(abs(amount), currency):,}"',
+        ),
+        bash(
+            "python -m pytest -q tests/web/test_filters.py",
+            "......                                                                   [100%]\n6 passed in 0.09s",
+        ),
+    )
+    a.user()
+    a.assistant(
+        None,
+        "format_money has the same symbol table plus exponent handling, and the current filter tests only cover "
+        "USD, which is why they pass. Replacing the body of the filter.",
+        (
+            "edit_file",
+            {
+                "path": fp,
+                "old_str": '    symbol = CURRENCY_SYMBOLS.get(currency, currency + " ")\n    return f"{symbol}{amount:.2f}"\n',
+                "new_str": "    return format_money(amount, currency)\n",
+            },
+            "Error: old_str not found in src/app/web/filters.py. Make sure it matches exactly, including whitespace.",
+            True,
+        ),
+    )
+    old = '    symbol = CURRENCY_SYMBOLS.get(currency, currency + " ")\n    return f"{symbol}{amount:.2f}"\n'
+    if old in repo.text(fp):
+        raise AssertionError("anthropic: the failing edit must not match the file")
+    a.user()
+    a.assistant(
+        "The edit failed. Comparing my old_str with the view output: the file has `{amount:,.2f}` with a "
+        "thousands separator, and I typed `{amount:.2f}`. I'll anchor on the exact return line from the view "
+        "output instead of retyping two lines.",
+        "I mistyped the format spec (dropped the `,`). Anchoring on the exact `return` line instead.",
+        (
+            "edit_file",
+            {
+                "path": fp,
+                "old_str": '    return f"{symbol}{amount:,.2f}"',
+                "new_str": "    return format_money(amount, currency)",
+            },
+            json.dumps(
+                {
+                    "path": fp,
+                    "replaced": 1,
+                    "diff": repo.patch(
+                        fp,
+                        '    return f"{symbol}{amount:,.2f}"',
+                        "    return format_money(amount, currency)",
+                    ),
+                }
+            ),
+            False,
+        ),
+    )
+    a.user()
+    diff2 = repo.patch_many(
+        fp,
+        [
+            ('    symbol = CURRENCY_SYMBOLS.get(currency, currency + " ")\n', ""),
+            (
+                'CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "KRW": "₩", "CAD": "CA$"}\n\n\n',
+                "",
+            ),
+            (
+                "from markupsafe import Markup\n",
+                "from markupsafe import Markup\n\nfrom app.utils.money import format_money\n",
+            ),
+        ],
+    )
+    a.assistant(
+        None,
+        "Now removing the duplicated symbol table and importing `format_money`.",
+        (
+            "edit_file",
+            {"path": fp, "diff": diff2},
+            json.dumps({"path": fp, "applied": True}),
+            False,
+        ),
+    )
+    a.user()
+    a.assistant(
+        None,
+        None,
+        bash(
+            "python -m pytest -q tests/web && ruff check src/app/web",
+            "...........                                                              [100%]\n11 passed in 0.21s\nAll checks passed!",
+        ),
+    )
+    a.user(
+        "While you're at it, check the e-mail receipt too — finance forwards those to customers."
+    )
+    a.assistant(
+        "The user interjected alongside the tool result. The receipt template uses the same `money` filter "
+        "(from the grep: email_receipt.txt line 7), so it's fixed by the same change. I should verify by "
+        "rendering both templates for a JPY invoice.",
+        "The receipt uses the same `money` filter (email_receipt.txt:7), so it's covered. Rendering both "
+        "templates for a yen invoice to confirm.",
+        bash(
+            "python scripts/render_templates.py --invoice inv_demo0000000041 --templates invoice.html email_receipt.txt | grep -E '¥|Amount'",
+            'invoice.html:41:        <td class="num">¥8,650</td>\n'
+            'invoice.html:45:        <td class="num">¥865</td>\n'
+            'invoice.html:49:        <td class="num total">¥9,515</td>\n'
+            "email_receipt.txt:7:Amount paid: ¥9,515",
+        ),
+    )
+    a.user()
+    test_src = (
+        "@pytest.mark.parametrize(\n"
+        '    ("amount", "currency", "expected"),\n'
+        '    [("9515", "JPY", "¥9,515"), ("12000", "KRW", "₩12,000"), ("0.125", "USD", "$0.13"), ("-5", "EUR", "-€5.00")],\n'
+        ")\n"
+        "def test_money_filter_uses_currency_exponent(amount, currency, expected):\n"
+        "    assert money(Decimal(amount), currency) == expected\n"
+    )
+    a.assistant(
+        None,
+        "Both show whole yen. Adding a regression test that covers zero-decimal currencies, half-up rounding and "
+        "negatives.",
+        (
+            "edit_file",
+            {
+                "path": "tests/web/test_filters.py",
+                "insert_after_line": 38,
+                "text": "\n\n" + test_src,
+            },
+            json.dumps({"path": "tests/web/test_filters.py", "inserted_lines": 9}),
+            False,
+        ),
+    )
+    a.user()
+    a.assistant(
+        None,
+        None,
+        bash(
+            "python -m pytest -q tests/web/test_filters.py",
+            "..........                                                               [100%]\n10 passed in 0.11s",
+        ),
+    )
+    a.user()
+    a.assistant(
+        None,
+        "Fixed. The hosted page and e-mail receipts formatted money with their own `money` Jinja filter, which "
+        "hard-coded two decimals (`:,.2f`). It now delegates to `app.utils.money.format_money`, so yen and won "
+        "show whole units (¥9,515), amounts round half-up like the API, and the duplicate symbol table is gone. "
+        "New parametrized test covers JPY, KRW, half-up and negatives; tests/web passes (10/10 in the filter "
+        "tests).",
+    )
+    a.user("Thanks! Does the PDF renderer have the same problem?")
+    a.assistant(
+        "PDF rendering is in scripts/render_invoice.py or src/app/pdf? Let me grep for how the PDF gets amounts.",
+        None,
+        bash(
+            "rg -n 'format_money|:,.2f|money\\(' src/app/pdf scripts/render_invoice.py",
+            "src/app/pdf/invoice_pdf.py:12:from app.utils.money import format_money\n"
+            'src/app/pdf/invoice_pdf.py:58:        row("Subtotal", format_money(t.subtotal, inv.currency))\n'
+            'src/app/pdf/invoice_pdf.py:61:        row("Total", format_money(t.total, inv.currency), bold=True)',
+        ),
+    )
+    a.user()
+    a.assistant(
+        None,
+        "No — the PDF code already calls `format_money` directly, so it was correct for yen all along (and got last week's half-up fix).",
+    )
+    a.user("Great, commit it please.")
+    a.assistant(
+        None,
+        None,
+        bash(
+            "git add src/app/web/filters.py tests/web/test_filters.py && git commit -m 'fix(web): format money with currency exponent on hosted pages and receipts' && git log -1 --stat --oneline",
+            "[fix/web-money-filter 3c9e1aa] fix(web): format money with currency exponent on hosted pages and receipts\n"
+            " 2 files changed, 13 insertions(+), 5 deletions(-)\n"
+            "3c9e1aa fix(web): format money with currency exponent on hosted pages and receipts\n"
+            " src/app/web/filters.py    |  8 +++-----\n tests/web/test_filters.py | 10 ++++++++++\n 2 files changed, 13 insertions(+), 5 deletions(-)",
+        ),
+    )
+    a.user()
+    a.assistant(None, "Committed as 3c9e1aa on fix/web-money-filter. Not pushed.")
+
+    system = [
+        {
+            "type": "text",
+            "text": "You are an AI pair programmer working inside the user's repository. You can run shell commands, "
+            "read files and edit them with the provided tools. Investigate before editing, keep diffs minimal, run the "
+            "relevant tests after every change, and report root causes in one or two sentences. Never print or copy "
+            "secrets from configuration files.",
+        },
+        {
+            "type": "text",
+            "text": f"Repository: {CWD} (ledgerline, Python 3.11, FastAPI). Money is Decimal everywhere; "
+            "app.utils.money.quantize is the only rounding function (ROUND_HALF_UP, per-currency exponent; JPY and "
+            "KRW have none). Templates live in src/app/web/templates and use filters from src/app/web/filters.py. "
+            "Tests: `python -m pytest -q`. Lint: `ruff check`. Do not commit unless asked.",
+            "cache_control": {"type": "ephemeral"},
+        },
+    ]
+    tools = [
+        {
+            "name": "bash",
+            "description": "Run a bash command in the repository root; returns combined stdout/stderr and the exit status.",
+            "input_schema": {
+                "type": "object",
+                "properties": {"command": {"type": "string"}, "timeout": {"type": "integer"}},
+                "required": ["command"],
+            },
+        },
+        {
+            "name": "view_file",
+            "description": "Show a file with line numbers; view_range limits the lines shown.",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "view_range": {
+                        "type": "array",
+                        "items": {"type": "integer"},
+                        "minItems": 2,
+                        "maxItems": 2,
+                    },
+                },
+                "required": ["path"],
+            },
+        },
+        {
+            "name": "edit_file",
+            "description": "Edit a file: replace old_str with new_str (must match exactly once), insert text after a line, or apply a unified diff.",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "old_str": {"type": "string"},
+                    "new_str": {"type": "string"},
+                    "insert_after_line": {"type": "integer"},
+                    "text": {"type": "string"},
+                    "diff": {"type": "string"},
+                },
+                "required": ["path"],
+            },
+        },
+        {
+            "name": "grep",
+            "description": "Search file contents with a regular expression (ripgrep).",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string"},
+                    "path": {"type": "string"},
+                    "glob": {"type": "string"},
+                },
+                "required": ["pattern"],
+            },
+        },
+    ]
+    doc = {
+        "model": "claude-sonnet-4-5-20250929",
+        "max_tokens": 16000,
+        "thinking": {"type": "enabled", "budget_tokens": 8000},
+        "system": system,
+        "tools": tools,
+        "messages": a.messages,
+    }
+    if a.pending:
+        raise AssertionError("anthropic: unanswered tool_use blocks")
+    write_text(
+        out_dir / "anthropic-messages.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    )
+    errors = sum(
+        1
+        for m in a.messages
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("is_error")
+    )
+    return {
+        "format": "anthropic",
+        "rule": "Top-level `system` is the system prompt, not a message. Each assistant message is one message "
+        "(thinking blocks stay inside it). In a user message, each tool_result block becomes its own tool message, "
+        "in order; the remaining blocks of that user message (text, image), if any, form one user message placed "
+        "after those tool messages. Tool calls are tool_use blocks.",
+        "messages": len(a.normalized_roles),
+        "raw_messages": len(a.messages),
+        "roles": role_counts(a.normalized_roles),
+        "tool_calls": a.tool_calls,
+        "tool_results": a.normalized_roles.count("tool"),
+        "tool_errors": errors,
+        "compactions": [],
+        "images": a.images,
+        "thinking_blocks": sum(
+            1
+            for m in a.messages
+            if m["role"] == "assistant"
+            for b in m["content"]
+            if b["type"] == "thinking"
+        ),
+        "model": doc["model"],
+    }
+
+
+def _term_result(out: str, code: int = 0) -> dict[str, Any]:
+    return {"output": out, "exit_code": code, "error": None}
+
+
+def build_sharegpt(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("sharegpt")
+    ids = Ids(rng)
+    entries: list[dict[str, Any]] = []
+    per: list[dict[str, Any]] = []
+
+    # 1: the tax default-rate bug, straight through
+    repo = Repo(PROJECT_FILES)
+    t = ShareGPTLog(ids)
+    t.human(
+        "tests/billing/test_tax.py::test_state_rate_rounds_half_up fails for US-CA (0.72 instead of 0.73). Find the cause and fix it."
+    )
+    t.gpt(
+        "Start by running the failing test to see the exact values.",
+        "",
+        (
+            "terminal",
+            {"command": "python -m pytest -q tests/billing/test_tax.py -k rounds_half_up"},
+            _term_result(
+                "FF                                                                       [100%]\nFAILED tests/billing/test_tax.py::test_state_rate_rounds_half_up[US-CA] - AssertionError: assert Decimal('0.72') == Decimal('0.73')\n"
+                "FAILED tests/billing/test_tax.py::test_state_rate_rounds_half_up[US-NY] - AssertionError: assert Decimal('1.77') == Decimal('1.78')\n2 failed, 27 deselected in 0.21s",
+                1,
+            ),
+        ),
+    )
+    t.gpt(
+        "The rate repr in the full output was 0.07249999..., which is float noise. Read the calculator and the settings.",
+        "Reading the tax calculator and settings.",
+        (
+            "read_file",
+            {"path": "src/app/billing/tax.py", "offset": 36, "limit": 8},
+            {"content": repo.numbered("src/app/billing/tax.py", 36, 8)},
+        ),
+        (
+            "read_file",
+            {"path": "src/app/config.py", "offset": 12, "limit": 10},
+            {"content": repo.numbered("src/app/config.py", 12, 10)},
+        ),
+    )
+    t.gpt(
+        "default_tax_rate is a float and rate_for wraps it in Decimal(), capturing the binary approximation. Type the setting as Decimal so pydantic parses '0.0725' exactly.",
+        "`Settings.default_tax_rate` is a float, so `Decimal(0.0725)` is 0.07249999…; typing the setting as Decimal fixes it at the source.",
+        (
+            "patch",
+            {
+                "mode": "replace",
+                "path": "src/app/config.py",
+                "old_string": "    default_tax_rate: float = Field(0.0, ge=0, le=0.3)",
+                "new_string": '    default_tax_rate: Decimal = Field(Decimal("0"), ge=0, le=Decimal("0.3"))',
+            },
+            {
+                "success": True,
+                "diff": repo.patch(
+                    "src/app/config.py",
+                    "    default_tax_rate: float = Field(0.0, ge=0, le=0.3)",
+                    '    default_tax_rate: Decimal = Field(Decimal("0"), ge=0, le=Decimal("0.3"))',
+                ),
+            },
+        ),
+    )
+    t.gpt(
+        None,
+        "",
+        (
+            "patch",
+            {
+                "mode": "replace",
+                "path": "src/app/config.py",
+                "old_string": "from functools import lru_cache\n",
+                "new_string": "from decimal import Decimal\nfrom functools import lru_cache\n",
+            },
+            {
+                "success": True,
+                "diff": repo.patch(
+                    "src/app/config.py",
+                    "from functools import lru_cache\n",
+                    "from decimal import Decimal\nfrom functools import lru_cache\n",
+                ),
+            },
+        ),
+    )
+    t.gpt(
+        None,
+        "",
+        (
+            "patch",
+            {
+                "mode": "replace",
+                "path": "src/app/billing/tax.py",
+                "old_string": "        return Decimal(self._settings.default_tax_rate)",
+                "new_string": "        return self._settings.default_tax_rate",
+            },
+            {
+                "success": True,
+                "diff": repo.patch(
+                    "src/app/billing/tax.py",
+                    "        return Decimal(self._settings.default_tax_rate)",
+                    "        return self._settings.default_tax_rate",
+                ),
+            },
+        ),
+    )
+    t.gpt(
+        None,
+        "",
+        (
+            "terminal",
+            {
+                "command": "python -m pytest -q tests/billing/test_tax.py tests/billing/test_tax_matrix.py"
+            },
+            _term_result(
+                "." * 72 + " [ 55%]\n" + "." * 58 + "              [100%]\n130 passed in 0.62s"
+            ),
+        ),
+    )
+    t.gpt(
+        None,
+        "Fixed. `default_tax_rate` was a float setting; `Decimal(float)` kept the binary error (0.0724999…), so 10.00 × rate rounded to 0.72. The setting is now a Decimal parsed exactly from the environment, and `rate_for` returns it unchanged. All 130 tax tests pass.",
+    )
+    entries.append(t.entry(0, "anthropic/claude-sonnet-4", "2025-09-15T14:52:10.418822"))
+    per.append(t.manifest())
+
+    # 2: a --json flag for reconcile, with parallel calls
+    t = ShareGPTLog(ids)
+    t.human(
+        "Add a --json flag to `python -m app.cli reconcile` that prints a JSON object {mismatches: [...], pending: N} instead of text, so the finance dashboard can consume it."
+    )
+    t.gpt(
+        "Look at the CLI and its tests together.",
+        "Reading the CLI and its tests.",
+        (
+            "read_file",
+            {"path": "src/app/cli.py"},
+            {"content": Repo(PROJECT_FILES).numbered("src/app/cli.py")},
+        ),
+        (
+            "search_files",
+            {"pattern": "def test_", "path": "tests/test_cli.py"},
+            {
+                "total_count": 3,
+                "matches": [
+                    {
+                        "path": "tests/test_cli.py",
+                        "line": 12,
+                        "content": "def test_reconcile_reports_mismatch(tmp_path, capsys):",
+                    },
+                    {
+                        "path": "tests/test_cli.py",
+                        "line": 24,
+                        "content": "def test_reconcile_dry_run_exit_code(tmp_path):",
+                    },
+                    {
+                        "path": "tests/test_cli.py",
+                        "line": 33,
+                        "content": "def test_reconcile_since_filter(tmp_path, capsys):",
+                    },
+                ],
+            },
+        ),
+    )
+    t.gpt(
+        "reconcile prints as it goes. Collect mismatches into a list, then render text or JSON at the end. Amounts as strings to keep Decimal exactness.",
+        "I'll collect results first and render at the end, with amounts as strings in JSON.",
+        (
+            "patch",
+            {
+                "mode": "patch",
+                "patch": "--- a/src/app/cli.py\n+++ b/src/app/cli.py\n@@ -12,16 +12,27 @@\n-def reconcile(path: Path, since: date, dry_run: bool) -> int:\n-    mismatches = 0\n+def reconcile(path: Path, since: date, dry_run: bool, as_json: bool = False) -> int:\n+    mismatches: list[dict[str, str]] = []\n+    pending = 0\n",
+            },
+            {"success": True, "files_modified": ["src/app/cli.py"]},
+        ),
+    )
+    t.gpt(
+        None,
+        "",
+        (
+            "terminal",
+            {"command": "python -m app.cli reconcile --dry-run --json | python -m json.tool"},
+            _term_result(
+                '{\n    "mismatches": [\n        {\n            "invoice": "INV-2025-0107",\n            "currency": "USD",\n            "expected": "412.50",\n            "settled": "412.05"\n        }\n    ],\n    "pending": 1,\n    "dry_run": true\n}'
+            ),
+        ),
+    )
+    t.gpt(
+        "Add tests for JSON output and make sure the text output is unchanged.",
+        "Adding a test for the JSON output.",
+        (
+            "patch",
+            {
+                "mode": "replace",
+                "path": "tests/test_cli.py",
+                "old_string": "def test_reconcile_since_filter(tmp_path, capsys):",
+                "new_string": 'def test_reconcile_json_output(tmp_path, capsys):\n    path = _csv(tmp_path, ROWS)\n    assert reconcile(path, date(2025, 9, 1), dry_run=True, as_json=True) == 0\n    data = json.loads(capsys.readouterr().out)\n    assert data["mismatches"][0]["settled"] == "412.05"\n    assert data["pending"] == 1\n\n\ndef test_reconcile_since_filter(tmp_path, capsys):',
+            },
+            {"success": True, "files_modified": ["tests/test_cli.py"]},
+        ),
+    )
+    t.gpt(
+        None,
+        "",
+        (
+            "terminal",
+            {"command": "python -m pytest -q tests/test_cli.py"},
+            _term_result(
+                "....                                                                     [100%]\n4 passed in 0.19s"
+            ),
+        ),
+        (
+            "terminal",
+            {"command": "ruff check src/app/cli.py tests/test_cli.py"},
+            _term_result("All checks passed!"),
+        ),
+    )
+    t.gpt(
+        None,
+        'Added `--json`: reconcile now collects results and prints either the existing text or a JSON object `{"mismatches": [{invoice, currency, expected, settled}], "pending": N, "dry_run": bool}` with amounts as strings. Exit codes are unchanged. New test covers the JSON shape; tests and lint pass.',
+    )
+    entries.append(t.entry(1, "anthropic/claude-sonnet-4", "2025-09-16T16:20:44.001273"))
+    per.append(t.manifest())
+
+    # 3: compacted: webhook JPY bug, resumed after a legacy summary
+    t = ShareGPTLog(ids)
+    t.human(
+        "Payments for yen invoices never mark the invoice paid. Webhook handler is src/app/payments/webhooks.py. Fix it with a test."
+    )
+    t.gpt(
+        "Reproduce first.",
+        "",
+        (
+            "terminal",
+            {"command": "python -m pytest -q tests/payments/test_webhooks.py"},
+            _term_result(
+                "....F.F........                                                          [100%]\nFAILED tests/payments/test_webhooks.py::test_payment_succeeded_marks_invoice_paid[JPY] - AssertionError: assert <InvoiceStatus.OPEN: 'open'> is <InvoiceStatus.PAID: 'paid'>\n"
+                "FAILED tests/payments/test_webhooks.py::test_partial_payment_keeps_invoice_open[JPY] - AssertionError: assert Decimal('9465') == (Decimal('9515') - Decimal('5000'))\n2 failed, 13 passed in 0.44s",
+                1,
+            ),
+        ),
+    )
+    t.human(
+        f"{LEGACY_SUMMARY_PREFIX} Earlier turns were summarized. The handler converts `amount_received / 100` for every "
+        "currency, so a ¥9,515 payment is recorded as ¥95.15 and the invoice stays open. You read webhooks.py (the "
+        "conversion is in handle_event) and money.py (from_cents(minor, currency) handles the exponent). Remaining: "
+        "patch handle_event to use from_cents with the event currency, drop the float, run tests/payments."
+    )
+    wh = Repo({"src/app/payments/webhooks.py": PROJECT_FILES["src/app/payments/webhooks.py"]})
+    t.gpt(
+        "Apply the fix described in the summary.",
+        "Switching the conversion to `from_cents`.",
+        (
+            "patch",
+            {
+                "mode": "replace",
+                "path": "src/app/payments/webhooks.py",
+                "old_string": '        received = obj["amount_received"] / 100\n',
+                "new_string": '        received = from_cents(obj["amount_received"], obj["currency"].upper())\n',
+            },
+            {
+                "success": True,
+                "diff": wh.patch(
+                    "src/app/payments/webhooks.py",
+                    '        received = obj["amount_received"] / 100\n',
+                    '        received = from_cents(obj["amount_received"], obj["currency"].upper())\n',
+                ),
+            },
+        ),
+    )
+    t.gpt(
+        None,
+        "",
+        (
+            "patch",
+            {
+                "mode": "replace",
+                "path": "src/app/payments/webhooks.py",
+                "old_string": "        invoices.record_payment(invoice_id, Decimal(received))\n",
+                "new_string": "        invoices.record_payment(invoice_id, received)\n",
+            },
+            {
+                "success": True,
+                "diff": wh.patch(
+                    "src/app/payments/webhooks.py",
+                    "        invoices.record_payment(invoice_id, Decimal(received))\n",
+                    "        invoices.record_payment(invoice_id, received)\n",
+                ),
+            },
+        ),
+        (
+            "patch",
+            {
+                "mode": "replace",
+                "path": "src/app/payments/webhooks.py",
+                "old_string": "from app.billing.invoice import InvoiceService, InvoiceStatus\n",
+                "new_string": "from app.billing.invoice import InvoiceService, InvoiceStatus\nfrom app.utils.money import from_cents\n",
+            },
+            {
+                "success": True,
+                "diff": wh.patch(
+                    "src/app/payments/webhooks.py",
+                    "from app.billing.invoice import InvoiceService, InvoiceStatus\n",
+                    "from app.billing.invoice import InvoiceService, InvoiceStatus\nfrom app.utils.money import from_cents\n",
+                ),
+            },
+        ),
+    )
+    t.gpt(
+        None,
+        "",
+        (
+            "terminal",
+            {"command": "python -m pytest -q tests/payments && ruff check src/app/payments"},
+            _term_result(
+                "src/app/payments/webhooks.py:9:21: F401 [*] `decimal.Decimal` imported but unused\nFound 1 error.\n[*] 1 fixable with the `--fix` option.\n"
+                + "." * 41
+                + "                               [100%]\n41 passed in 0.87s",
+                1,
+            ),
+        ),
+    )
+    t.gpt(
+        "Tests pass; ruff flags the now-unused Decimal import.",
+        "",
+        (
+            "patch",
+            {
+                "mode": "replace",
+                "path": "src/app/payments/webhooks.py",
+                "old_string": "from decimal import Decimal\n",
+                "new_string": "",
+            },
+            {
+                "success": True,
+                "diff": wh.patch(
+                    "src/app/payments/webhooks.py", "from decimal import Decimal\n", ""
+                ),
+            },
+        ),
+    )
+    t.gpt(
+        None,
+        "",
+        (
+            "terminal",
+            {"command": "ruff check src/app/payments && python -m pytest -q tests/payments"},
+            _term_result(
+                "All checks passed!\n"
+                + "." * 41
+                + "                               [100%]\n41 passed in 0.85s"
+            ),
+        ),
+    )
+    t.gpt(
+        None,
+        "Fixed: `handle_event` divided `amount_received` by 100 for every currency, so yen payments were recorded at 1/100 of their value. It now uses `from_cents(amount, currency)`, which respects zero-decimal currencies, and passes the Decimal straight to `record_payment`. The JPY webhook tests pass (41/41 in tests/payments) and lint is clean.",
+    )
+    entries.append(t.entry(2, "anthropic/claude-sonnet-4", "2025-09-16T18:03:27.770104"))
+    per.append(t.manifest())
+
+    write_text(out_dir / "sharegpt.jsonl", "\n".join(dumps_compact(e) for e in entries) + "\n")
+    return {
+        "format": "sharegpt",
+        "rule": "One trajectory per line; top-level counts are for the first line (what a reader loads by default), "
+        "`trajectories` has every line. from system/human/gpt/tool map to system/user/assistant/tool. Each <tool_call> "
+        "block in a gpt turn is one tool call; each <tool_response> block in a tool turn is one tool message (a tool "
+        "turn holding two responses gives two tool messages). <think> stays inside its assistant message. A human turn "
+        "starting with [CONTEXT SUMMARY]: is a compaction summary (trigger unknown).",
+        **per[0],
+        "model": "anthropic/claude-sonnet-4",
+        "trajectories": per,
+    }

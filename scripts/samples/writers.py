@@ -1,0 +1,667 @@
+"""Native-shape logs: each builds one agent's transcript and counts what it wrote."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .common import (
+    CWD,
+    LEGACY_SUMMARY_PREFIX,
+    SUMMARY_PREFIX,
+    Clock,
+    Ids,
+    dumps_args,
+    dumps_compact,
+    rng_len,
+    role_counts,
+)
+from .tools import SHAREGPT_TOOLS, Call, sharegpt_system
+
+
+class HermesLog:
+    """Builds a Hermes session log message by message and counts what it built."""
+
+    def __init__(self, ids: Ids, clock: Clock) -> None:
+        self.ids = ids
+        self.clock = clock
+        self.messages: list[dict[str, Any]] = []
+        self.tool_calls = 0
+        self.images = 0
+        self.compactions: list[dict[str, Any]] = []
+
+    def user(self, content: str | list[dict[str, Any]]) -> int:
+        self.clock.tick(20, 140)
+        if isinstance(content, list):
+            self.images += sum(1 for p in content if p.get("type") == "image_url")
+        elif content.startswith((SUMMARY_PREFIX, LEGACY_SUMMARY_PREFIX)):
+            self.compactions.append(
+                {"index": len(self.messages), "trigger": "unknown", "pre_tokens": None}
+            )
+        self.messages.append({"role": "user", "content": content})
+        return len(self.messages) - 1
+
+    def assistant(self, text: str | None, *calls: Call, reasoning: str | None = None) -> list[str]:
+        self.clock.tick(2, 12)
+        msg: dict[str, Any] = {
+            "role": "assistant",
+            "content": text or "",
+            "reasoning": reasoning,
+            "finish_reason": "tool_calls" if calls else "stop",
+        }
+        ids: list[str] = []
+        if calls:
+            msg["tool_calls"] = []
+            for name, args, _ in calls:
+                cid = self.ids.toolu()
+                ids.append(cid)
+                raw = args if isinstance(args, str) else dumps_args(args)
+                msg["tool_calls"].append(
+                    {
+                        "id": cid,
+                        "call_id": cid,
+                        "type": "function",
+                        "function": {"name": name, "arguments": raw},
+                    }
+                )
+        self.messages.append(msg)
+        self.tool_calls += len(calls)
+        for cid, (name, _, result) in zip(ids, calls, strict=True):
+            self.clock.tick(0.3, 9)
+            self.messages.append(
+                {
+                    "role": "tool",
+                    "content": result,
+                    "tool_call_id": cid,
+                    "name": name,
+                    "tool_name": name,
+                }
+            )
+        return ids
+
+
+class ChatLog:
+    """OpenAI Chat Completions messages, with the counts a reader should reproduce."""
+
+    def __init__(self, ids: Ids) -> None:
+        self.ids = ids
+        self.messages: list[dict[str, Any]] = []
+        self.tool_calls = 0
+        self.images = 0
+        self.invalid_arguments: list[int] = []
+
+    def add(self, msg: dict[str, Any]) -> None:
+        self.messages.append(msg)
+
+    def user(self, content: str | list[dict[str, Any]]) -> None:
+        if isinstance(content, list):
+            self.images += sum(1 for p in content if p.get("type") == "image_url")
+        self.add({"role": "user", "content": content})
+
+    def assistant(self, text: str | None, *calls: Call) -> None:
+        msg: dict[str, Any] = {"role": "assistant", "content": text}
+        ids = []
+        if calls:
+            msg["tool_calls"] = []
+            for name, args, _ in calls:
+                cid = self.ids.call()
+                ids.append(cid)
+                raw = args if isinstance(args, str) else dumps_args(args)
+                try:
+                    json.loads(raw)
+                except json.JSONDecodeError:
+                    self.invalid_arguments.append(len(self.messages))
+                msg["tool_calls"].append(
+                    {"id": cid, "type": "function", "function": {"name": name, "arguments": raw}}
+                )
+        self.add(msg)
+        self.tool_calls += len(calls)
+        for cid, (name, _, result) in zip(ids, calls, strict=True):
+            self.add({"role": "tool", "tool_call_id": cid, "name": name, "content": result})
+
+
+# ====================================================================== Anthropic messages
+
+
+class AnthropicLog:
+    """Anthropic Messages with strict user/assistant alternation; counts a reader's view."""
+
+    def __init__(self, ids: Ids) -> None:
+        self.ids = ids
+        self.messages: list[dict[str, Any]] = []
+        self.normalized_roles: list[str] = []
+        self.tool_calls = 0
+        self.images = 0
+        self.pending: list[tuple[str, str, bool]] = []  # (tool_use_id, content, is_error)
+
+    def signature(self) -> str:
+        return base64.b64encode(
+            bytes(self.ids.rng.getrandbits(8) for _ in range(rng_len(self.ids.rng)))
+        ).decode()
+
+    def user(self, *blocks: dict[str, Any] | str) -> None:
+        """Flush pending tool results first (the API requires them to lead), then user blocks."""
+        if self.messages and self.messages[-1]["role"] == "user":
+            raise AssertionError("anthropic: roles must alternate")
+        content: list[dict[str, Any]] = []
+        for tid, text, err in self.pending:
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tid, "content": text}
+            if err:
+                block["is_error"] = True
+            content.append(block)
+            self.normalized_roles.append("tool")
+        self.pending = []
+        extra = [{"type": "text", "text": b} if isinstance(b, str) else b for b in blocks]
+        self.images += sum(1 for b in extra if b.get("type") == "image")
+        content.extend(extra)
+        if extra:
+            self.normalized_roles.append("user")
+        if len(content) == 1 and content[0]["type"] == "text":
+            self.messages.append({"role": "user", "content": content[0]["text"]})
+        else:
+            self.messages.append({"role": "user", "content": content})
+
+    def assistant(
+        self, thinking: str | None, text: str | None, *calls: tuple[str, dict[str, Any], str, bool]
+    ) -> None:
+        if self.messages[-1]["role"] != "user":
+            raise AssertionError("anthropic: roles must alternate")
+        content: list[dict[str, Any]] = []
+        if thinking:
+            content.append(
+                {"type": "thinking", "thinking": thinking, "signature": self.signature()}
+            )
+        if text:
+            content.append({"type": "text", "text": text})
+        for name, args, result, err in calls:
+            tid = self.ids.toolu()
+            content.append({"type": "tool_use", "id": tid, "name": name, "input": args})
+            self.pending.append((tid, result, err))
+        self.tool_calls += len(calls)
+        self.messages.append({"role": "assistant", "content": content})
+        self.normalized_roles.append("assistant")
+
+
+# ============================================================================ Claude Code
+
+CC_VERSION = "2.0.14"
+
+
+CC_MODEL = "claude-sonnet-4-5-20250929"
+
+
+CC_CACHED_SYSTEM = 14_893  # system prompt + tool definitions, cached across sessions
+
+
+@dataclass
+class _CCCall:
+    usage: dict[str, Any]
+    weight: float
+    output: int
+
+
+class ClaudeCodeLog:
+    """Claude Code JSONL lines plus the reader's view (main chain, merged assistant messages)."""
+
+    def __init__(self, ids: Ids, clock: Clock, session_id: str, branch: str) -> None:
+        self.ids = ids
+        self.clock = clock
+        self.session_id = session_id
+        self.branch = branch
+        self.lines: list[dict[str, Any]] = []
+        self.tip: str | None = None
+        self.counting = True
+        self.sidechain = False
+        self.roles: list[str] = []
+        self.tool_calls = 0
+        self.images = 0
+        self.compactions: list[dict[str, Any]] = []
+        self.segment: list[_CCCall] = []
+        self.main_prompts: list[int] = []
+        self.pending_weight = 0.0
+        self.excluded = {"sidechain": 0, "abandoned": 0}
+        self.excluded_lines = {"sidechain": 0, "abandoned": 0}
+        self.injected = 0
+
+    # -- plumbing ------------------------------------------------------------------
+    def _base(self, kind: str) -> dict[str, Any]:
+        return {
+            "parentUuid": self.tip,
+            "isSidechain": self.sidechain,
+            "userType": "external",
+            "cwd": CWD,
+            "sessionId": self.session_id,
+            "version": CC_VERSION,
+            "gitBranch": self.branch,
+            "type": kind,
+        }
+
+    def _emit(self, line: dict[str, Any]) -> str:
+        if self.sidechain:
+            self.excluded_lines["sidechain"] += 1
+        elif not self.counting:
+            self.excluded_lines["abandoned"] += 1
+        uid = self.ids.uuid()
+        line["uuid"] = uid
+        line["timestamp"] = self.clock.z()
+        self.lines.append(line)
+        self.tip = uid
+        return uid
+
+    def _count(self, role: str) -> None:
+        if self.counting and not self.sidechain:
+            self.roles.append(role)
+        elif self.sidechain:
+            self.excluded["sidechain"] += 1
+        else:
+            self.excluded["abandoned"] += 1
+
+    # -- lines -------------------------------------------------------------------------
+    def prompt(self, text: str | list[dict[str, Any]], **extra: Any) -> str:
+        self.clock.tick(15, 90)
+        line = self._base("user")
+        line["message"] = {"role": "user", "content": text}
+        line.update(extra)
+        self._count("user")
+        if self.counting and not self.sidechain:
+            if extra.get("isMeta") or (
+                isinstance(text, str)
+                and text.lstrip().startswith(("<command-name>", "<local-command-stdout>"))
+            ):
+                self.injected += 1
+            if isinstance(text, list):
+                self.images += sum(1 for b in text if b.get("type") == "image")
+        self.pending_weight += len(json.dumps(text)) / 3.2
+        return self._emit(line)
+
+    def snapshot(self, message_id: str, files: dict[str, int]) -> None:
+        self.lines.append(
+            {
+                "type": "file-history-snapshot",
+                "messageId": message_id,
+                "snapshot": {
+                    "messageId": message_id,
+                    "trackedFileBackups": {
+                        path: {
+                            "backupFileName": f"{self.ids.hex(16)}@v{v}",
+                            "version": v,
+                            "backupTime": self.clock.z(),
+                        }
+                        for path, v in files.items()
+                    },
+                    "timestamp": self.clock.z(),
+                },
+                "isSnapshotUpdate": False,
+            }
+        )
+
+    def assistant(self, *blocks: dict[str, Any], output: int | None = None) -> list[str]:
+        """One API response: each content block on its own line, sharing id, requestId and usage."""
+        self.clock.tick(3, 25)
+        msg_id, req = self.ids.msg(), self.ids.req()
+        out_tokens = (
+            output
+            if output is not None
+            else max(
+                60, sum(len(json.dumps(b)) for b in blocks) // 3 + self.ids.rng.randint(20, 200)
+            )
+        )
+        usage: dict[str, Any] = {
+            "input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+            "output_tokens": out_tokens,
+            "service_tier": "standard",
+        }
+        if not self.sidechain and self.counting:
+            self.segment.append(_CCCall(usage, self.pending_weight, out_tokens))
+        self.pending_weight = out_tokens
+        ids: list[str] = []
+        for i, block in enumerate(blocks):
+            if block["type"] == "tool_use":
+                block = {**block, "id": self.ids.toolu()}
+                ids.append(block["id"])
+            line = self._base("assistant")
+            last = i == len(blocks) - 1
+            line["message"] = {
+                "id": msg_id,
+                "type": "message",
+                "role": "assistant",
+                "model": CC_MODEL,
+                "content": [block],
+                "stop_reason": ("tool_use" if block["type"] == "tool_use" else "end_turn")
+                if last
+                else None,
+                "stop_sequence": None,
+                "usage": usage,
+            }
+            line["requestId"] = req
+            self._emit(line)
+            if i:
+                self.clock.tick(0.2, 2)
+        self._count("assistant")
+        if self.counting and not self.sidechain:
+            self.tool_calls += len(ids)
+        return ids
+
+    def result(
+        self,
+        tool_use_id: str,
+        content: str | list[dict[str, Any]],
+        tool_use_result: Any,
+        is_error: bool = False,
+    ) -> None:
+        self.clock.tick(0.3, 20)
+        block: dict[str, Any] = {
+            "tool_use_id": tool_use_id,
+            "type": "tool_result",
+            "content": content,
+        }
+        if is_error:
+            block["is_error"] = True
+        line = self._base("user")
+        line["message"] = {"role": "user", "content": [block]}
+        line["toolUseResult"] = tool_use_result
+        self._count("tool")
+        self.pending_weight += len(json.dumps(content)) / 3.2
+        self._emit(line)
+
+    def compact(self, trigger: str, pre_tokens: int, summary: str) -> None:
+        self._fill_usage(target=pre_tokens - self.ids.rng.randint(600, 1800))
+        self.clock.tick(20, 60)
+        boundary = {
+            "parentUuid": None,
+            "logicalParentUuid": self.tip,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": CWD,
+            "sessionId": self.session_id,
+            "version": CC_VERSION,
+            "gitBranch": self.branch,
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": "Conversation compacted",
+            "isMeta": False,
+            "level": "info",
+            "compactMetadata": {"trigger": trigger, "preTokens": pre_tokens},
+        }
+        self._emit(boundary)
+        self.clock.tick(0.5, 2)
+        self.compactions.append(
+            {"index": len(self.roles), "trigger": trigger, "pre_tokens": pre_tokens}
+        )
+        line = self._base("user")
+        line["message"] = {"role": "user", "content": summary}
+        line["isVisibleInTranscriptOnly"] = True
+        line["isCompactSummary"] = True
+        self.roles.append("user")
+        self.pending_weight = len(summary) / 3.2
+        self._emit(line)
+
+    def _fill_usage(self, target: int) -> None:
+        """Give this segment's calls prompt sizes that grow from the cached system prompt to ``target``."""
+        calls, self.segment = self.segment, []
+        if not calls:
+            return
+        rng = self.ids.rng
+        first = CC_CACHED_SYSTEM + 3_800 + int(calls[0].weight) + rng.randint(200, 900)
+        weights = [c.weight + rng.uniform(600, 5200) for c in calls[1:]]
+        total = sum(weights) or 1.0
+        prompts = [first]
+        acc = 0.0
+        for w in weights:
+            acc += w
+            prompts.append(int(first + (target - first) * acc / total))
+        prev = None
+        for call, prompt in zip(calls, prompts, strict=True):
+            fresh = rng.randint(1, 12)
+            read = CC_CACHED_SYSTEM if prev is None else prev
+            created = max(0, prompt - read - fresh)
+            call.usage["input_tokens"] = fresh
+            call.usage["cache_read_input_tokens"] = read
+            call.usage["cache_creation_input_tokens"] = created
+            call.usage["cache_creation"]["ephemeral_5m_input_tokens"] = created
+            self.main_prompts.append(fresh + read + created)
+            prev = prompt
+
+    def finish(self, target: int) -> None:
+        self._fill_usage(target)
+
+
+class CodexLog:
+    """Codex rollout lines plus the reader's message view and usage events."""
+
+    def __init__(self, ids: Ids, clock: Clock) -> None:
+        self.ids = ids
+        self.clock = clock
+        self.lines: list[dict[str, Any]] = []
+        self.roles: list[str] = []
+        self.tool_calls = 0
+        self.last_kind: str | None = None  # "calls" while inside a run of call items
+        self.compactions: list[dict[str, Any]] = []
+        self.prompt = 0
+        self.total = {
+            "input_tokens": 0,
+            "cached_input_tokens": 0,
+            "output_tokens": 0,
+            "reasoning_output_tokens": 0,
+            "total_tokens": 0,
+        }
+        self.usage_events: list[int] = []
+        self.injected = 0
+
+    def _message(self, role: str) -> None:
+        self.roles.append(role)
+
+    def emit(
+        self, kind: str, payload: dict[str, Any], tick: tuple[float, float] = (0.05, 1.5)
+    ) -> None:
+        self.clock.tick(*tick)
+        self.lines.append({"timestamp": self.clock.z(), "type": kind, "payload": payload})
+
+    def item(self, payload: dict[str, Any]) -> None:
+        kind = payload["type"]
+        if kind == "message":
+            self._message(payload["role"])
+            self.last_kind = None
+        elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
+            if self.last_kind != "calls":
+                self._message("assistant")
+            self.last_kind = "calls"
+            self.tool_calls += 1
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            self._message("tool")
+            self.last_kind = None
+        self.emit("response_item", payload)
+
+    def user(self, text: str, injected: bool = False) -> None:
+        self.item(
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+        )
+        if injected:
+            self.injected += 1
+        else:
+            self.emit("event_msg", {"type": "user_message", "message": text, "images": []})
+
+    def reasoning(self, title: str, body: str) -> None:
+        text = f"**{title}**\n\n{body}"
+        enc = (
+            "gAAAAAB"
+            + base64.urlsafe_b64encode(
+                bytes(self.ids.rng.getrandbits(8) for _ in range(self.ids.rng.randint(380, 900)))
+            ).decode()
+        )
+        self.emit(
+            "response_item",
+            {
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": text}],
+                "content": None,
+                "encrypted_content": enc,
+            },
+            (2, 9),
+        )
+        self.emit("event_msg", {"type": "agent_reasoning", "text": text})
+
+    def say(self, text: str) -> None:
+        self.item(
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text}],
+            }
+        )
+        self.emit("event_msg", {"type": "agent_message", "message": text})
+
+    def shell(self, command: str, timeout_ms: int = 120_000) -> str:
+        cid = self.ids.call()
+        args = {"command": ["bash", "-lc", command], "workdir": CWD, "timeout_ms": timeout_ms}
+        self.item(
+            {
+                "type": "function_call",
+                "name": "shell",
+                "arguments": dumps_compact(args),
+                "call_id": cid,
+            }
+        )
+        return cid
+
+    def output(self, cid: str, text: str, code: int = 0, custom: bool = False) -> None:
+        out = dumps_compact(
+            {
+                "output": text,
+                "metadata": {
+                    "exit_code": code,
+                    "duration_seconds": round(self.ids.rng.uniform(0.05, 4.0), 1),
+                },
+            }
+        )
+        self.item(
+            {
+                "type": "custom_tool_call_output" if custom else "function_call_output",
+                "call_id": cid,
+                "output": out,
+            }
+        )
+
+    def tokens(self, grow: int, output: int, reasoning: int) -> None:
+        """One model response finished: a token_count event with the prompt it used."""
+        cached = self.prompt - self.prompt % 128 if self.prompt else 0
+        self.prompt += grow
+        last = {
+            "input_tokens": self.prompt,
+            "cached_input_tokens": cached,
+            "output_tokens": output,
+            "reasoning_output_tokens": reasoning,
+            "total_tokens": self.prompt + output,
+        }
+        for k in self.total:
+            self.total[k] += last[k]
+        self.usage_events.append(self.prompt)
+        self.emit(
+            "event_msg",
+            {
+                "type": "token_count",
+                "info": {
+                    "total_token_usage": dict(self.total),
+                    "last_token_usage": last,
+                    "model_context_window": 272_000,
+                },
+                "rate_limits": {
+                    "primary": {
+                        "used_percent": round(4 + len(self.usage_events) * 0.7, 1),
+                        "window_minutes": 299,
+                        "resets_in_seconds": 14_020 - 61 * len(self.usage_events),
+                    },
+                    "secondary": {
+                        "used_percent": 11.0,
+                        "window_minutes": 10_079,
+                        "resets_in_seconds": 401_233,
+                    },
+                },
+            },
+        )
+        self.prompt += output
+
+    def compacted(self, summary: str) -> None:
+        self.compactions.append(
+            {"index": len(self.roles), "trigger": "unknown", "pre_tokens": self.usage_events[-1]}
+        )
+        self._message("user")
+        self.last_kind = None
+        self.emit("compacted", {"message": summary}, (8, 20))
+        self.emit("event_msg", {"type": "context_compacted"})
+
+
+class ShareGPTLog:
+    def __init__(self, ids: Ids) -> None:
+        self.ids = ids
+        self.turns: list[dict[str, str]] = [{"from": "system", "value": sharegpt_system()}]
+        self.roles: list[str] = ["system"]
+        self.tool_calls = 0
+        self.compactions: list[dict[str, Any]] = []
+        self.pending: list[tuple[str, str]] = []
+
+    def human(self, text: str) -> None:
+        if text.startswith(LEGACY_SUMMARY_PREFIX):
+            self.compactions.append(
+                {"index": len(self.roles), "trigger": "unknown", "pre_tokens": None}
+            )
+        self.turns.append({"from": "human", "value": text})
+        self.roles.append("user")
+
+    def gpt(self, think: str | None, text: str, *calls: tuple[str, dict[str, Any], Any]) -> None:
+        parts = []
+        if think:
+            parts.append(f"<think>\n{think}\n</think>")
+        if text:
+            parts.append(text)
+        for name, args, result in calls:
+            parts.append(
+                "<tool_call>\n"
+                + json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+                + "\n</tool_call>"
+            )
+            self.pending.append((name, result))
+        self.turns.append({"from": "gpt", "value": "\n".join(parts)})
+        self.roles.append("assistant")
+        self.tool_calls += len(calls)
+        if self.pending:
+            blocks = []
+            for name, result in self.pending:
+                body = {"tool_call_id": self.ids.call(), "name": name, "content": result}
+                blocks.append(
+                    "<tool_response>\n"
+                    + json.dumps(body, ensure_ascii=False)
+                    + "\n</tool_response>"
+                )
+                self.roles.append("tool")
+            self.turns.append({"from": "tool", "value": "\n".join(blocks)})
+            self.pending = []
+
+    def entry(self, prompt_index: int, model: str, stamp: str) -> dict[str, Any]:
+        return {
+            "prompt_index": prompt_index,
+            "conversations": self.turns,
+            "tools": json.dumps(SHAREGPT_TOOLS, ensure_ascii=False),
+            "model": model,
+            "timestamp": stamp,
+            "completed": True,
+            "partial": False,
+            "api_calls": self.roles.count("assistant"),
+            "toolsets_used": ["terminal", "file"],
+        }
+
+    def manifest(self) -> dict[str, Any]:
+        return {
+            "messages": len(self.roles),
+            "raw_turns": len(self.turns),
+            "roles": role_counts(self.roles),
+            "tool_calls": self.tool_calls,
+            "tool_results": self.roles.count("tool"),
+            "compactions": self.compactions,
+            "images": 0,
+        }
