@@ -1,7 +1,7 @@
 """demo.json: the Hermes session the inspector and the pipeline are shown on.
 
-The story is data: ``data/stories/demo.jsonl``, one step a line, replayed here through the
-Hermes log, the virtual repo and the simulated test suite. A step is a user message, an
+The story is data: ``data/stories/demo.jsonl``, one step a line (see ``steps``), replayed
+here through the Hermes log, the virtual repo and the simulated test suite. A step is a user message, an
 assistant message with its tool calls, or a change to the world between messages (a bug
 fixed, a file written, tests added, a mark for the manifest). Tool calls name a tool of
 :class:`DemoTools` and its arguments, so reads, edits, searches and test runs are computed
@@ -42,6 +42,7 @@ from ..tools import (
     term,
 )
 from ..writers import HermesLog
+from .steps import Values, read_steps
 
 START = datetime(2025, 9, 16, 8, 41, 7, 118233, tzinfo=UTC)
 
@@ -113,10 +114,11 @@ class DemoTools:
         return self.sh(f"git diff {path}", head + Repo.diff(path, before, self.repo.text(path)))
 
 
-class DemoStory:
+class DemoStory(Values):
     """Replays the demo's steps; ``marks`` are the message indexes the manifest points at."""
 
     def __init__(self) -> None:
+        super().__init__()
         rng = rng_for("demo")
         self.ids = Ids(rng)
         self.clock = Clock(START, rng)
@@ -130,26 +132,13 @@ class DemoStory:
         self.log = HermesLog(self.ids, self.clock)
         self.marks: dict[str, Any] = {"invoice_reads": []}
 
-    def text(self, value: Any) -> Any:
-        """A step's value with its references resolved: ``{"$": parts}`` is a string made
-        of literal parts, data files, test runs, the verbose log and screenshots."""
-        if isinstance(value, list):
-            return [self.text(v) for v in value]
-        if not isinstance(value, dict):
-            return value
-        if list(value) != ["$"]:
-            return {k: self.text(v) for k, v in value.items()}
-        return "".join(p if isinstance(p, str) else self.part(p) for p in value["$"])
-
-    def part(self, ref: dict[str, Any]) -> str:
-        if "file" in ref:
-            return data_text(ref["file"])
-        if "image" in ref:
-            return IMAGES[ref["image"]]()
-        if "verbose_log" in ref:
-            return self.suite.verbose_log(ref["verbose_log"])[0]
-        out = self.suite.run(tuple(ref["run"]))[0]
-        take = ref["take"]
+    def part(self, part: dict[str, Any]) -> str:
+        if "image" in part:
+            return IMAGES[part["image"]]()
+        if "verbose_log" in part:
+            return self.suite.verbose_log(part["verbose_log"])[0]
+        out = self.suite.run(tuple(part["run"]))[0]
+        take = part["take"]
         if take == "head":
             return out.split("\n=")[0]
         if take == "body":
@@ -158,17 +147,19 @@ class DemoStory:
 
     def call(self, spec: dict[str, Any]) -> Call:
         if "call" in spec:
-            name, args, result = self.text(spec["call"])
+            name, args, result = self.resolve(spec["call"])
             return (name, args, result)
         (tool,) = (k for k in spec if k != "kw")
-        return getattr(self.tools, tool)(*self.text(spec[tool]), **self.text(spec.get("kw", {})))
+        return getattr(self.tools, tool)(
+            *self.resolve(spec[tool]), **self.resolve(spec.get("kw", {}))
+        )
 
     def play(self, step: dict[str, Any]) -> None:
         kind = next(iter(step))
         value = step[kind]
         suite = self.suite
         if kind == "user":
-            self.log.user(self.text(value))
+            self.log.user(self.resolve(value))
         elif kind == "assistant":
             calls = [self.call(c) for c in step.get("calls", ())]
             self.log.assistant(value, *calls, reasoning=step.get("reasoning"))
@@ -181,7 +172,7 @@ class DemoStory:
         elif kind == "fix":
             suite.fix(value)
         elif kind == "write":
-            self.repo.write(*self.text(value))
+            self.repo.write(*self.resolve(value))
         elif kind == "extend":
             suite.inventory.extend(value)
         elif kind == "activate":
@@ -196,8 +187,8 @@ class DemoStory:
 
 def build_demo(out_dir: Path) -> dict[str, Any]:
     story = DemoStory()
-    for line in data_text("stories/demo.jsonl").split("\n")[:-1]:
-        story.play(json.loads(line))
+    for step in read_steps("demo"):
+        story.play(step)
     h, marks = story.log, story.marks
     doc = {
         "session_id": "20250916_084107_a3f9c1",

@@ -1,0 +1,64 @@
+"""Stories as data: the steps in ``data/stories/*.jsonl`` and the values inside them.
+
+A story file holds one JSON object a line, a step; each story module replays its steps
+through its agent's writer. Inside a step, three forms stand for values computed at
+replay time rather than copied: ``{"$file": path}`` is a data file's text (a project
+file, a long summary), ``{"$ref": name}`` a value an earlier step named (a tool-use id,
+a message uuid), and ``{"$": [parts]}`` a string joined from literal parts and parts
+the story computes (:meth:`Values.part`, e.g. a simulated test run).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..common import data_text
+
+
+def read_steps(story: str) -> list[dict[str, Any]]:
+    """The steps of ``data/stories/<story>.jsonl`` (split on newlines only: JSON strings
+    may hold U+2028 and other characters ``str.splitlines`` would split on)."""
+    return [json.loads(line) for line in data_text(f"stories/{story}.jsonl").split("\n")[:-1]]
+
+
+class Values:
+    """Resolves the values inside steps; ``names`` holds what earlier steps named."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, Any] = {}
+
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1:
+            ((key, arg),) = value.items()
+            if key == "$file":
+                return data_text(arg)
+            if key == "$ref":
+                return self.names[arg]
+            if key == "$":
+                return "".join(self.resolve_part(p) for p in arg)
+        return {k: self.resolve(v) for k, v in value.items()}
+
+    def resolve_part(self, part: str | dict[str, Any]) -> str:
+        if isinstance(part, str):
+            return part
+        if "$file" in part or "$ref" in part:
+            text: str = self.resolve(part)
+            return text
+        return self.part(part)
+
+    def part(self, part: dict[str, Any]) -> str:
+        """A story-specific computed part of a string; stories that have some override this."""
+        raise ValueError(f"unknown part {part!r}")
+
+    def name(self, step: dict[str, Any], value: Any) -> None:
+        """Keep ``value`` under the step's ``as`` name (a list of names for a list of values)."""
+        names = step.get("as")
+        if isinstance(names, list):
+            self.names.update(zip(names, value, strict=True))
+        elif names is not None:
+            self.names[names] = value
