@@ -4,14 +4,13 @@ The story is data: ``data/stories/demo.jsonl``, one step a line (see ``steps``),
 here through the Hermes log, the virtual repo and the simulated test suite. A step is a user message, an
 assistant message with its tool calls, or a change to the world between messages (a bug
 fixed, a file written, tests added, a mark for the manifest). Tool calls name a tool of
-:class:`DemoTools` and its arguments, so reads, edits, searches and test runs are computed
+:class:`~.hermes_steps.HermesTools` and its arguments, so reads, edits, searches and test runs are computed
 from the repo and suite as they stand at that step, never copied.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,16 +32,11 @@ from ..common import (
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory, demo_bugs
 from ..tools import (
     HERMES_TOOLS,
-    Call,
-    grep_repo,
     hermes_system_prompt,
-    patch_out,
-    read_out,
-    search_out,
-    term,
 )
 from ..writers import HermesLog
-from .steps import Values, read_steps
+from .hermes_steps import HermesStory, HermesTools
+from .steps import read_steps
 
 START = datetime(2025, 9, 16, 8, 41, 7, 118233, tzinfo=UTC)
 
@@ -53,72 +47,10 @@ IMAGES = {
 }
 
 
-class DemoTools:
-    """The demo's tool calls, each computed from the repo and the suite at the time it runs."""
-
-    def __init__(self, repo: Repo, suite: Suite) -> None:
-        self.repo = repo
-        self.suite = suite
-
-    def sh(self, command: str, output: str, code: int = 0, **extra: Any) -> Call:
-        return ("terminal", {"command": command, **extra}, term(output, code))
-
-    def pytest(self, *targets: str, flags: str = "-q") -> Call:
-        output, code = self.suite.run(targets or ("tests",), stop_first="-x" in flags)
-        cmd = f"python -m pytest {flags} {' '.join(targets)}".rstrip()
-        return self.sh(cmd, output, code)
-
-    def read(self, path: str, offset: int | None = None, limit: int | None = None) -> Call:
-        args: dict[str, Any] = {"path": path}
-        if offset is not None:
-            args["offset"] = offset
-        if limit is not None:
-            args["limit"] = limit
-        return ("read_file", args, read_out(self.repo, path, offset or 1, limit))
-
-    def edit(self, path: str, old: str, new: str) -> Call:
-        args = {"mode": "replace", "path": path, "old_string": old, "new_string": new}
-        return ("patch", args, patch_out(self.repo, path, old, new))
-
-    def edit_many(self, path: str, edits: Sequence[tuple[str, str]]) -> Call:
-        diff = self.repo.patch_many(path, edits)
-        out = {"success": True, "diff": diff, "files_modified": [path]}
-        return (
-            "patch",
-            {"mode": "patch", "patch": diff + "\n"},
-            json.dumps(out, ensure_ascii=False),
-        )
-
-    def search(
-        self, pattern: str, needle: str, paths: Sequence[str], path: str = "src", glob: str = "*.py"
-    ) -> Call:
-        hits = grep_repo(self.repo, needle, paths)
-        return (
-            "search_files",
-            {"pattern": pattern, "path": path, "file_glob": glob},
-            search_out(hits),
-        )
-
-    def todo(self, items: Sequence[tuple[str, str, str]], merge: bool = False) -> Call:
-        todos = [{"id": i, "content": c, "status": st} for i, c, st in items]
-        states = ("pending", "in_progress", "completed")
-        counts = {k: sum(1 for _, _, st in items if st == k) for k in states}
-        args: dict[str, Any] = {"todos": todos}
-        if merge:
-            args["merge"] = True
-        out = {"todos": todos, "summary": {"total": len(todos), **counts}}
-        return ("todo", args, json.dumps(out, ensure_ascii=False))
-
-    def git_diff_file(self, path: str, before: str) -> Call:
-        head = f"diff --git a/{path} b/{path}\nindex 3f1c2a9..8e0b7d4 100644\n"
-        return self.sh(f"git diff {path}", head + Repo.diff(path, before, self.repo.text(path)))
-
-
-class DemoStory(Values):
-    """Replays the demo's steps; ``marks`` are the message indexes the manifest points at."""
+class DemoStory(HermesStory):
+    """The demo's world: the repo, the simulated test suite and the screenshots."""
 
     def __init__(self) -> None:
-        super().__init__()
         rng = rng_for("demo")
         self.ids = Ids(rng)
         self.clock = Clock(START, rng)
@@ -128,9 +60,8 @@ class DemoStory(Values):
         self.suite = Suite(build_inventory(), rng_for("demo-suite"), self.repo)
         for bug in demo_bugs(self.repo):
             self.suite.add(bug, active=bug.key != "flaky_dedupe")
-        self.tools = DemoTools(self.repo, self.suite)
-        self.log = HermesLog(self.ids, self.clock)
-        self.marks: dict[str, Any] = {"invoice_reads": []}
+        super().__init__(HermesLog(self.ids, self.clock), HermesTools(self.repo, self.suite))
+        self.marks["invoice_reads"] = []
 
     def part(self, part: dict[str, Any]) -> str:
         if "image" in part:
@@ -145,31 +76,9 @@ class DemoStory(Values):
             return "\n".join(out.split("\n")[:-1])
         return out.split("\n")[-1] if take == "last" else out
 
-    def call(self, spec: dict[str, Any]) -> Call:
-        if "call" in spec:
-            name, args, result = self.resolve(spec["call"])
-            return (name, args, result)
-        (tool,) = (k for k in spec if k != "kw")
-        return getattr(self.tools, tool)(
-            *self.resolve(spec[tool]), **self.resolve(spec.get("kw", {}))
-        )
-
-    def play(self, step: dict[str, Any]) -> None:
-        kind = next(iter(step))
-        value = step[kind]
+    def play_world(self, kind: str, value: Any) -> None:
         suite = self.suite
-        if kind == "user":
-            self.log.user(self.resolve(value))
-        elif kind == "assistant":
-            calls = [self.call(c) for c in step.get("calls", ())]
-            self.log.assistant(value, *calls, reasoning=step.get("reasoning"))
-        elif kind == "mark":
-            index = len(self.log.messages) - 1
-            if isinstance(self.marks.get(value), list):
-                self.marks[value].append(index)
-            else:
-                self.marks[value] = index
-        elif kind == "fix":
+        if kind == "fix":
             suite.fix(value)
         elif kind == "write":
             self.repo.write(*self.resolve(value))
@@ -182,7 +91,7 @@ class DemoStory(Values):
         elif kind == "skip_hex":  # an id the story drew here (a background process id)
             self.ids.hex(value)
         else:
-            raise ValueError(f"demo: unknown step {kind!r}")
+            super().play_world(kind, value)
 
 
 def build_demo(out_dir: Path) -> dict[str, Any]:

@@ -35,6 +35,23 @@ from ..tools import (
     tool_schema,
 )
 from ..writers import HermesLog
+from .hermes_steps import HermesStory, HermesTools
+from .steps import read_steps
+
+
+class GatewayStory(HermesStory):
+    """The gateway's steps; ``stamp`` timestamps the messages written since the last one."""
+
+    def __init__(self, log: HermesLog, tools: HermesTools, clock: Clock) -> None:
+        super().__init__(log, tools)
+        self.clock = clock
+        self.stamps: list[str] = []
+
+    def play_world(self, kind: str, value: Any) -> None:
+        if kind != "stamp":
+            super().play_world(kind, value)
+        while len(self.stamps) < len(self.log.messages):
+            self.stamps.append(self.clock.local())
 
 
 def build_gateway(out_dir: Path) -> dict[str, Any]:
@@ -64,208 +81,10 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
             "mcp__github__list_prs",
         )
     ] + [search_issues]
-    stamps: list[str] = []
-
-    def mark() -> None:
-        while len(stamps) < len(h.messages):
-            stamps.append(clock.local())
-
-    h.user("morning! did the nightly reconcile run ok?")
-    mark()
-    h.assistant(
-        None,
-        (
-            "terminal",
-            {
-                "command": "journalctl -u ledgerline-reconcile.service --since today --no-pager | tail -n 12"
-            },
-            term(
-                "Sep 17 02:00:01 billing-worker-2 systemd[1]: Starting ledgerline-reconcile.service - Nightly settlement reconciliation...\n"
-                "Sep 17 02:00:03 billing-worker-2 reconcile[771203]: loading var/settlements.csv (1,284 rows) since 2025-09-01\n"
-                "Sep 17 02:00:04 billing-worker-2 reconcile[771203]: INV-2025-0107: expected $412.50, settled $412.05\n"
-                "Sep 17 02:00:04 billing-worker-2 reconcile[771203]: INV-2025-0131: expected €88.00, settled €80.00\n"
-                "Sep 17 02:00:04 billing-worker-2 reconcile[771203]: 2 mismatch(es), 3 pending\n"
-                "Sep 17 02:00:04 billing-worker-2 systemd[1]: ledgerline-reconcile.service: Main process exited, code=exited, status=1/FAILURE\n"
-                "Sep 17 02:00:04 billing-worker-2 systemd[1]: ledgerline-reconcile.service: Failed with result 'exit-code'.\n"
-                "Sep 17 02:00:04 billing-worker-2 systemd[1]: Failed to start ledgerline-reconcile.service - Nightly settlement reconciliation.\n"
-                "Sep 17 02:00:04 billing-worker-2 systemd[1]: ledgerline-reconcile.service: Consumed 1.912s CPU time."
-            ),
-        ),
-    )
-    mark()
-    h.assistant(
-        "It ran at 02:00 and finished in 3 s without crashing (so yesterday's pending-row fix is live). It exited "
-        "with status 1 because it found 2 mismatches: INV-2025-0107 (settled $0.45 short) and INV-2025-0131 "
-        "(settled €8.00 short). 3 rows are still pending settlement."
-    )
-    mark()
-    h.user("0107 is the known one finance is chasing. what about 0131?")
-    mark()
-    h.assistant(
-        "Checking the processor records for INV-2025-0131.",
-        (
-            "terminal",
-            {
-                "command": "cd ~/ledgerline && .venv/bin/python -m app.cli lookup INV-2025-0131 --processor"
-            },
-            term(
-                "invoice   INV-2025-0131  cus_5be21f  EUR  total €88.00  status paid\n"
-                "payments  pi_3Q1k2mLk8e  2025-09-09  €88.00  succeeded\n"
-                'refunds   re_3Q1n7pLk0a  2025-09-10  €8.00   succeeded  reason=requested_by_customer  note="seat removed"\n'
-                "settled   €80.00 (net of refunds) in payout po_1Q1p0rLk 2025-09-12"
-            ),
-        ),
-        reasoning="A net settlement lower than the total could be a refund or a fee; look it up rather than guess.",
-    )
-    mark()
-    h.assistant(
-        'INV-2025-0131 isn\'t a real discrepancy: the customer got an €8.00 refund on 10 Sep ("seat removed"), '
-        "and the payout settles the net €80.00. Reconcile compares the settlement with the invoice total and "
-        "doesn't account for refunds, so it flags every partially refunded invoice."
-    )
-    mark()
-    h.user("ugh. is there an issue for that already?")
-    mark()
-    h.assistant(
-        None,
-        (
-            "mcp__github__search_issues",
-            {"q": "repo:ledgerline/ledgerline is:issue reconcile refund"},
-            json.dumps(
-                {
-                    "total_count": 1,
-                    "items": [
-                        {
-                            "number": 356,
-                            "title": "reconcile: support multi-currency payouts",
-                            "state": "closed",
-                            "closed_at": "2025-08-02T10:11:09Z",
-                        }
-                    ],
-                }
-            ),
-        ),
-    )
-    mark()
-    h.assistant(
-        "Only #356 (multi-currency payouts, closed) comes up; nothing about refunds. Want me to open one?"
-    )
-    mark()
-    h.user("yes please, label it finance")
-    mark()
-    h.assistant(
-        None,
-        (
-            "mcp__github__create_issue",
-            {
-                "owner": "ledgerline",
-                "repo": "ledgerline",
-                "title": "reconcile: account for refunds when comparing settlements with invoice totals",
-                "body": "`python -m app.cli reconcile` compares `settled_amount` with the invoice total. Payouts settle the amount "
-                "net of refunds, so every partially refunded invoice is reported as a mismatch and the nightly job exits 1.\n\n"
-                "Example: INV-2025-0131 (total €88.00, refund re_3Q1n7pLk0a €8.00 on 2025-09-10, settled €80.00 on 2025-09-12).\n\n"
-                "Expected: compare the settlement with total minus succeeded refunds, and list refunded invoices separately.",
-                "labels": ["finance", "reconcile"],
-            },
-            json.dumps(
-                {
-                    "number": 433,
-                    "html_url": "https://github.com/ledgerline/ledgerline/issues/433",
-                    "state": "open",
-                }
-            ),
-        ),
-    )
-    mark()
-    h.assistant("Opened #433 (labels finance, reconcile) with INV-2025-0131 as the example.")
-    mark()
-    h.user("can you tell priya in #finance-eng too?")
-    mark()
-    h.assistant(
-        "I can't post to Slack from this gateway (only Telegram and GitHub tools are connected). Here's a message "
-        "you can paste:\n\n> Nightly reconcile flagged INV-2025-0107 (known, $0.45 short) and INV-2025-0131. 0131 "
-        "is a false positive: €8 refund on 10 Sep, payout settled net €80. Reconcile ignores refunds — tracked in "
-        "https://github.com/ledgerline/ledgerline/issues/433."
-    )
-    mark()
-    h.user("thanks. whats CI doing on fix/decimal-migration?")
-    mark()
-    h.assistant(
-        None,
-        (
-            "terminal",
-            {"command": "cd ~/ledgerline && gh run list --branch fix/decimal-migration --limit 3"},
-            term(
-                "STATUS  TITLE                                              WORKFLOW  BRANCH                 EVENT         ID           ELAPSED  AGE\n"
-                "✓       docs(changelog): note Decimal migration fixes      ci        fix/decimal-migration  pull_request  10894412731  3m12s    about 9 hours ago\n"
-                "✓       docs(changelog): note Decimal migration fixes      ci        fix/decimal-migration  push          10894410007  3m05s    about 9 hours ago\n"
-                "X       Switch money handling to Decimal (#412)            ci        main                   push          10871259902  2m48s    about 1 day ago"
-            ),
-        ),
-    )
-    mark()
-    h.assistant(
-        "Green on both the push and the PR run, 9 hours ago. Checking the PR's checks and reviews.",
-        (
-            "terminal",
-            {"command": "cd ~/ledgerline && gh pr checks 432"},
-            term(
-                "All checks were successful\n0 failing, 0 pending, 3 passing\n\n"
-                "lint           pass  41s  https://github.com/ledgerline/ledgerline/actions/runs/10894412731/job/30231850311\n"
-                "test (3.11)    pass  2m58s  https://github.com/ledgerline/ledgerline/actions/runs/10894412731/job/30231850587\n"
-                "test (3.12)    pass  3m04s  https://github.com/ledgerline/ledgerline/actions/runs/10894412731/job/30231850823"
-            ),
-        ),
-        (
-            "mcp__github__list_prs",
-            {
-                "owner": "ledgerline",
-                "repo": "ledgerline",
-                "state": "open",
-                "base": "main",
-                "per_page": 5,
-            },
-            json.dumps(
-                [
-                    {
-                        "number": 432,
-                        "title": "Fix Decimal migration fallout (#412)",
-                        "user": "mokafor",
-                        "draft": False,
-                        "requested_reviewers": ["dkim", "priya-fin"],
-                        "review_decision": "REVIEW_REQUIRED",
-                    },
-                    {
-                        "number": 427,
-                        "title": "Customer portal: show credit notes on invoice page",
-                        "user": "dkim",
-                        "draft": False,
-                        "requested_reviewers": [],
-                        "review_decision": "APPROVED",
-                    },
-                ]
-            ),
-        ),
-    )
-    mark()
-    h.assistant(
-        "PR #432 is all green (lint, 3.11, 3.12) and waiting for review from dkim and priya-fin. Nothing "
-        "failing anywhere."
-    )
-    mark()
-    h.user("how long did 3.12 take vs 3.11?")
-    mark()
-    h.assistant(
-        "3.12 took 3m04s and 3.11 took 2m58s in that run — within noise of each other; lint took 41s."
-    )
-    mark()
-    h.user("👍 ping me here if the 3.12 job flakes on the next run")
-    mark()
-    h.assistant(
-        "Will do. The webhook dedupe flake (#431) is the one to watch; if a run fails only on "
-        "test_duplicate_events_are_ignored I'll tell you it's that rather than something new."
-    )
-    mark()
+    story = GatewayStory(h, HermesTools(Repo({})), clock)
+    for step in read_steps("gateway"):
+        story.play(step)
+    stamps = story.stamps
 
     session_id = "20250917_071240_tg_5512"
     meta = {

@@ -1,0 +1,117 @@
+"""Hermes stories as data: the tools their steps call and the replayer (see ``steps``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..project import Repo, Suite
+from ..tools import Call, grep_repo, patch_out, read_out, search_out, term
+from ..writers import HermesLog
+from .steps import Values
+
+
+class HermesTools:
+    """Hermes tool calls a step names, each computed from the repo and the suite (if the story
+    has one) at the time it runs."""
+
+    def __init__(self, repo: Repo, suite: Suite | None = None) -> None:
+        self.repo = repo
+        self.suite = suite
+
+    def sh(self, command: str, output: str, code: int = 0, **extra: Any) -> Call:
+        return ("terminal", {"command": command, **extra}, term(output, code))
+
+    def pytest(self, *targets: str, flags: str = "-q") -> Call:
+        assert self.suite is not None, "this story has no test suite"
+        output, code = self.suite.run(targets or ("tests",), stop_first="-x" in flags)
+        cmd = f"python -m pytest {flags} {' '.join(targets)}".rstrip()
+        return self.sh(cmd, output, code)
+
+    def read(self, path: str, offset: int | None = None, limit: int | None = None) -> Call:
+        args: dict[str, Any] = {"path": path}
+        if offset is not None:
+            args["offset"] = offset
+        if limit is not None:
+            args["limit"] = limit
+        return ("read_file", args, read_out(self.repo, path, offset or 1, limit))
+
+    def edit(self, path: str, old: str, new: str) -> Call:
+        args = {"mode": "replace", "path": path, "old_string": old, "new_string": new}
+        return ("patch", args, patch_out(self.repo, path, old, new))
+
+    def edit_many(self, path: str, edits: Sequence[tuple[str, str]]) -> Call:
+        diff = self.repo.patch_many(path, edits)
+        out = {"success": True, "diff": diff, "files_modified": [path]}
+        return (
+            "patch",
+            {"mode": "patch", "patch": diff + "\n"},
+            json.dumps(out, ensure_ascii=False),
+        )
+
+    def search(
+        self, pattern: str, needle: str, paths: Sequence[str], path: str = "src", glob: str = "*.py"
+    ) -> Call:
+        hits = grep_repo(self.repo, needle, paths)
+        return (
+            "search_files",
+            {"pattern": pattern, "path": path, "file_glob": glob},
+            search_out(hits),
+        )
+
+    def todo(self, items: Sequence[tuple[str, str, str]], merge: bool = False) -> Call:
+        todos = [{"id": i, "content": c, "status": st} for i, c, st in items]
+        states = ("pending", "in_progress", "completed")
+        counts = {k: sum(1 for _, _, st in items if st == k) for k in states}
+        args: dict[str, Any] = {"todos": todos}
+        if merge:
+            args["merge"] = True
+        out = {"todos": todos, "summary": {"total": len(todos), **counts}}
+        return ("todo", args, json.dumps(out, ensure_ascii=False))
+
+    def git_diff_file(self, path: str, before: str) -> Call:
+        head = f"diff --git a/{path} b/{path}\nindex 3f1c2a9..8e0b7d4 100644\n"
+        return self.sh(f"git diff {path}", head + Repo.diff(path, before, self.repo.text(path)))
+
+
+class HermesStory(Values):
+    """Replays Hermes steps: ``user``, ``assistant`` (with ``calls``: a :class:`HermesTools`
+    method and its arguments, or a literal ``call``) and ``mark`` (the last message's index,
+    kept in ``marks`` for the manifest). Other steps change the story's world; subclasses
+    handle them in :meth:`play_world`."""
+
+    def __init__(self, log: HermesLog, tools: HermesTools) -> None:
+        super().__init__()
+        self.log = log
+        self.tools = tools
+        self.marks: dict[str, Any] = {}
+
+    def call(self, spec: dict[str, Any]) -> Call:
+        if "call" in spec:
+            name, args, result = self.resolve(spec["call"])
+            return (name, args, result)
+        (tool,) = (k for k in spec if k != "kw")
+        return getattr(self.tools, tool)(
+            *self.resolve(spec[tool]), **self.resolve(spec.get("kw", {}))
+        )
+
+    def play(self, step: dict[str, Any]) -> None:
+        kind = next(iter(step))
+        value = step[kind]
+        if kind == "user":
+            self.log.user(self.resolve(value))
+        elif kind == "assistant":
+            calls = [self.call(c) for c in step.get("calls", ())]
+            self.log.assistant(value, *calls, reasoning=step.get("reasoning"))
+        elif kind == "mark":
+            index = len(self.log.messages) - 1
+            if isinstance(self.marks.get(value), list):
+                self.marks[value].append(index)
+            else:
+                self.marks[value] = index
+        else:
+            self.play_world(kind, value)
+
+    def play_world(self, kind: str, value: Any) -> None:
+        raise ValueError(f"unknown step {kind!r}")
