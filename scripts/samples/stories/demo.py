@@ -35,7 +35,7 @@ from ..tools import (
     hermes_system_prompt,
 )
 from ..writers import HermesLog
-from .hermes_steps import HermesStory, HermesTools
+from .hermes_steps import HermesStory, HermesTools, suite_part
 from .steps import read_steps
 
 START = datetime(2025, 9, 16, 8, 41, 7, 118233, tzinfo=UTC)
@@ -68,13 +68,7 @@ class DemoStory(HermesStory):
             return IMAGES[part["image"]]()
         if "verbose_log" in part:
             return self.suite.verbose_log(part["verbose_log"])[0]
-        out = self.suite.run(tuple(part["run"]))[0]
-        take = part["take"]
-        if take == "head":
-            return out.split("\n=")[0]
-        if take == "body":
-            return "\n".join(out.split("\n")[:-1])
-        return out.split("\n")[-1] if take == "last" else out
+        return suite_part(self.suite, part)
 
     def play_world(self, kind: str, value: Any) -> None:
         suite = self.suite

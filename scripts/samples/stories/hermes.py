@@ -15,8 +15,6 @@ from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
 from ..common import (
     CWD,
-    LEGACY_SUMMARY_PREFIX,
-    SUMMARY_PREFIX,
     Clock,
     Ids,
     dumps_compact,
@@ -27,15 +25,11 @@ from ..common import (
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory, demo_bugs
 from ..tools import (
     hermes_system_prompt,
-    patch_out,
-    read_out,
-    search_out,
-    term,
     tool_by_name,
     tool_schema,
 )
 from ..writers import HermesLog
-from .hermes_steps import HermesStory, HermesTools
+from .hermes_steps import HermesStory, HermesTools, suite_part
 from .steps import read_steps
 
 
@@ -118,371 +112,52 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
 # ======================================================================== Hermes state.db
 
 
+class StateStory(HermesStory):
+    """The state.db's four message runs, replayed from ``data/stories/state_db.jsonl``: the old
+    session, the child (before its in-place compaction), the compacted head and the new
+    tail. ``session`` switches the log later messages go to; ``copy`` appends a copy of the
+    last messages of another run (the exchange an in-place compaction keeps)."""
+
+    STARTS = {
+        "old": datetime(2025, 9, 15, 14, 10, 22, 0, tzinfo=UTC),
+        "child": datetime(2025, 9, 15, 15, 27, 40, 0, tzinfo=UTC),
+        "head": datetime(2025, 9, 15, 16, 48, 5, 0, tzinfo=UTC),
+        "tail": datetime(2025, 9, 15, 17, 20, 11, 0, tzinfo=UTC),
+    }
+
+    def __init__(self, rng: random.Random) -> None:
+        ids = Ids(rng)
+        repo = Repo(PROJECT_FILES)
+        self.suite = Suite(build_inventory(), rng_for("state-suite"), repo)
+        for bug in demo_bugs(repo):
+            active = bug.key in ("money_rounding", "tax_rate_float", "format_money")
+            self.suite.add(bug, active=active)
+        self.logs = {name: HermesLog(ids, Clock(t, rng)) for name, t in self.STARTS.items()}
+        super().__init__(self.logs["old"], HermesTools(repo, self.suite))
+
+    def part(self, part: dict[str, Any]) -> str:
+        return suite_part(self.suite, part)
+
+    def play_world(self, kind: str, value: Any) -> None:
+        if kind == "session":
+            self.log = self.logs[value]
+        elif kind == "fix":
+            self.suite.fix(value)
+        elif kind == "copy":
+            source, n = value
+            last = self.logs[source].messages[-n:]
+            self.log.messages.extend(json.loads(json.dumps(last)))
+        else:
+            super().play_world(kind, value)
+
+
 def _state_sessions(rng: random.Random) -> tuple[HermesLog, HermesLog, HermesLog, HermesLog]:
     """The four message runs of the db: old session, child (pre in-place), compacted head, new tail."""
-    ids = Ids(rng)
-    repo = Repo(PROJECT_FILES)
-    suite = Suite(build_inventory(), rng_for("state-suite"), repo)
-    for bug in demo_bugs(repo):
-        suite.add(bug, active=bug.key in ("money_rounding", "tax_rate_float", "format_money"))
-
-    old = HermesLog(ids, Clock(datetime(2025, 9, 15, 14, 10, 22, 0, tzinfo=UTC), rng))
-    old.user(
-        "The money tests are failing after my Decimal PR (#412). Start with tests/utils/test_money.py — I want to understand the rounding ones first."
-    )
-    old.assistant(
-        None,
-        (
-            "terminal",
-            {"command": "python -m pytest -q tests/utils/test_money.py"},
-            term(*suite.run(("tests/utils/test_money.py",))),
-        ),
-    )
-    old.assistant(
-        "Six failures in two groups: `test_to_cents_rounds_half_up` (rounding mode) and `test_format_money` (missing trailing zeros). Reading money.py.",
-        ("read_file", {"path": "src/app/utils/money.py"}, read_out(repo, "src/app/utils/money.py")),
-    )
-    old.assistant(
-        "quantize uses ROUND_HALF_EVEN. Before changing it: is half-even intentional? The old float code used round(x + 1e-9), which nudged halves up.",
-        (
-            "search_files",
-            {"pattern": "ROUND_HALF", "path": "."},
-            search_out(
-                [
-                    (
-                        "src/app/utils/money.py",
-                        5,
-                        "from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal",
-                    ),
-                    (
-                        "src/app/utils/money.py",
-                        24,
-                        "return amount.quantize(step, rounding=ROUND_HALF_EVEN)",
-                    ),
-                    ("docs/finance/rounding.md", 9, "Invoices round half-up (FIN-212)."),
-                ]
-            ),
-        ),
-    )
-    old.assistant(
-        None,
-        (
-            "read_file",
-            {"path": "docs/finance/rounding.md"},
-            json.dumps(
-                {
-                    "content": "     1|# Rounding\n     2|\n     3|Agreed with finance in FIN-212 (2024-11).\n     4|\n     5|- Amounts are rounded once, at the end of each calculation step, to the currency's minor unit.\n     6|- JPY and KRW have no minor unit.\n     7|- Tax is computed per tax code on the discounted base, then rounded.\n     8|\n     9|Invoices round half-up (FIN-212).\n    10|Ledger exports keep full precision; they are rounded by the consumer.",
-                    "total_lines": 10,
-                    "file_size": 392,
-                    "truncated": False,
-                }
-            ),
-        ),
-    )
-    old.assistant(
-        "docs/finance/rounding.md says invoices round half-up (FIN-212), so HALF_EVEN in #412 is a regression, not a decision. "
-        "I'll leave the fix for you to confirm: change `rounding=ROUND_HALF_EVEN` to `ROUND_HALF_UP` in quantize. Shall I?"
-    )
-    old.user("Yes, and look at the format_money ones too.")
-    old.assistant(
-        None,
-        (
-            "patch",
-            {
-                "mode": "replace",
-                "path": "src/app/utils/money.py",
-                "old_string": "    return amount.quantize(step, rounding=ROUND_HALF_EVEN)",
-                "new_string": "    return amount.quantize(step, rounding=ROUND_HALF_UP)",
-            },
-            patch_out(
-                repo,
-                "src/app/utils/money.py",
-                "    return amount.quantize(step, rounding=ROUND_HALF_EVEN)",
-                "    return amount.quantize(step, rounding=ROUND_HALF_UP)",
-            ),
-        ),
-    )
-    suite.fix("money_rounding")
-    old.assistant(
-        "format_money formats `abs(amount)` with `:,`, which keeps whatever exponent the Decimal has, so 1234.5 prints as 1,234.5. Quantizing first pads it.",
-        (
-            "patch",
-            {
-                "mode": "replace",
-                "path": "src/app/utils/money.py",
-                "old_string": '    return f"{sign}{symbol}{abs(amount):,}"',
-                "new_string": '    return f"{sign}{symbol}{quantize(abs(amount), currency):,}"',
-            },
-            patch_out(
-                repo,
-                "src/app/utils/money.py",
-                '    return f"{sign}{symbol}{abs(amount):,}"',
-                '    return f"{sign}{symbol}{quantize(abs(amount), currency):,}"',
-            ),
-        ),
-    )
-    suite.fix("format_money")
-    old.assistant(
-        None,
-        (
-            "terminal",
-            {"command": "python -m pytest -q tests/utils"},
-            term(*suite.run(("tests/utils",))),
-        ),
-    )
-    old.assistant(
-        "tests/utils is green (rounding and formatting). Next I'd look at tests/billing/test_tax.py, where the default-rate cases fail."
-    )
-    old.user("Go on with tax.")
-    old.assistant(
-        None,
-        (
-            "terminal",
-            {"command": "python -m pytest -q tests/billing/test_tax.py"},
-            term(*suite.run(("tests/billing/test_tax.py",))),
-        ),
-    )
-    old.assistant(
-        "Both US-CA and US-NY use the default rate, and the repr shows 0.07249999…: the setting is a float. Reading the settings model.",
-        ("read_file", {"path": "src/app/config.py"}, read_out(repo, "src/app/config.py")),
-        (
-            "read_file",
-            {"path": "src/app/billing/tax.py", "offset": 40, "limit": 12},
-            read_out(repo, "src/app/billing/tax.py", 40, 12),
-        ),
-    )
-    old.assistant(
-        "Confirmed: `default_tax_rate: float` and `Decimal(self._settings.default_tax_rate)` in rate_for. The exact fix is typing the setting as Decimal so pydantic parses the env string exactly.",
-        (
-            "patch",
-            {
-                "mode": "replace",
-                "path": "src/app/config.py",
-                "old_string": "    default_tax_rate: float = Field(0.0, ge=0, le=0.3)",
-                "new_string": '    default_tax_rate: Decimal = Field(Decimal("0"), ge=0, le=Decimal("0.3"))',
-            },
-            patch_out(
-                repo,
-                "src/app/config.py",
-                "    default_tax_rate: float = Field(0.0, ge=0, le=0.3)",
-                '    default_tax_rate: Decimal = Field(Decimal("0"), ge=0, le=Decimal("0.3"))',
-            ),
-        ),
-    )
-    old.assistant(
-        None,
-        (
-            "terminal",
-            {"command": "python -m pytest -q tests/billing/test_tax.py"},
-            term(
-                'Traceback (most recent call last):\n  File "/home/maya/src/ledgerline/src/app/config.py", line 16, in Settings\n'
-                '    default_tax_rate: Decimal = Field(Decimal("0"), ge=0, le=Decimal("0.3"))\n'
-                "                      ^^^^^^^\nNameError: name 'Decimal' is not defined\n"
-                "ERROR: not found: tests/billing/test_tax.py (module import failed)",
-                4,
-            ),
-        ),
-    )
-    old.assistant(
-        "Missing import.",
-        (
-            "patch",
-            {
-                "mode": "replace",
-                "path": "src/app/config.py",
-                "old_string": "from functools import lru_cache\n",
-                "new_string": "from decimal import Decimal\nfrom functools import lru_cache\n",
-            },
-            patch_out(
-                repo,
-                "src/app/config.py",
-                "from functools import lru_cache\n",
-                "from decimal import Decimal\nfrom functools import lru_cache\n",
-            ),
-        ),
-    )
-    suite.fix("tax_rate_float")
-
-    child = HermesLog(ids, Clock(datetime(2025, 9, 15, 15, 27, 40, 0, tzinfo=UTC), rng))
-    child.user(
-        f"{LEGACY_SUMMARY_PREFIX} Session 20250915_141022_7be0d2 was compressed into this continuation. "
-        "Summary of earlier work: the user asked to fix failing money tests after #412. quantize now rounds "
-        "ROUND_HALF_UP (confirmed against docs/finance/rounding.md, FIN-212); format_money quantizes before "
-        "formatting; tests/utils is green. Settings.default_tax_rate is now Decimal (import added). Next: re-run "
-        "tests/billing/test_tax.py, then the rest of tests/billing."
-    )
-    child.assistant(
-        None,
-        (
-            "terminal",
-            {"command": "python -m pytest -q tests/billing/test_tax.py"},
-            term(*suite.run(("tests/billing/test_tax.py",))),
-        ),
-    )
-    child.assistant(
-        "The default-rate cases pass now. `test_exempt_customer_has_zero_tax` still fails: `sum()` over no tax lines returns int 0.",
-        (
-            "patch",
-            {
-                "mode": "replace",
-                "path": "src/app/billing/tax.py",
-                "old_string": "        return quantize(sum(line.amount for line in lines), currency)",
-                "new_string": "        return quantize(sum((line.amount for line in lines), ZERO), currency)",
-            },
-            patch_out(
-                repo,
-                "src/app/billing/tax.py",
-                "        return quantize(sum(line.amount for line in lines), currency)",
-                "        return quantize(sum((line.amount for line in lines), ZERO), currency)",
-            ),
-        ),
-    )
-    child.assistant(
-        None,
-        (
-            "patch",
-            {
-                "mode": "replace",
-                "path": "src/app/billing/tax.py",
-                "old_string": "from app.utils.money import quantize",
-                "new_string": "from app.utils.money import ZERO, quantize",
-            },
-            patch_out(
-                repo,
-                "src/app/billing/tax.py",
-                "from app.utils.money import quantize",
-                "from app.utils.money import ZERO, quantize",
-            ),
-        ),
-    )
-    suite.fix("tax_exempt_sum")
-    child.assistant(
-        None,
-        (
-            "terminal",
-            {"command": "python -m pytest -q tests/billing"},
-            term(*suite.run(("tests/billing",))),
-        ),
-    )
-    child.assistant(
-        "tax is green. Remaining in tests/billing: proration (float ratio), dunning (naive utcnow), and the repository round-trip (Numeric asdecimal=False). Starting with proration.",
-        (
-            "read_file",
-            {"path": "src/app/billing/proration.py"},
-            read_out(repo, "src/app/billing/proration.py"),
-        ),
-    )
-    child.assistant(
-        None,
-        (
-            "patch",
-            {
-                "mode": "replace",
-                "path": "src/app/billing/proration.py",
-                "old_string": "    ratio = days_left / days_in_period\n",
-                "new_string": "    ratio = Decimal(days_left) / Decimal(days_in_period)\n",
-            },
-            patch_out(
-                repo,
-                "src/app/billing/proration.py",
-                "    ratio = days_left / days_in_period\n",
-                "    ratio = Decimal(days_left) / Decimal(days_in_period)\n",
-            ),
-        ),
-    )
-    suite.fix("proration_float")
-    child.assistant(
-        None,
-        (
-            "terminal",
-            {"command": "python -m pytest -q tests/billing/test_proration.py"},
-            term(*suite.run(("tests/billing/test_proration.py",))),
-        ),
-    )
-    child.user(
-        "nice. I have to jump into a meeting — do dunning next and leave the repository one for me."
-    )
-    child.assistant(
-        "Will do. dunning.py compares `datetime.utcnow()` (naive) with aware due dates.",
-        (
-            "read_file",
-            {"path": "src/app/billing/dunning.py"},
-            read_out(repo, "src/app/billing/dunning.py"),
-        ),
-    )
-    dn = "src/app/billing/dunning.py"
-    edits = [
-        (
-            "from datetime import datetime, timedelta",
-            "from datetime import UTC, datetime, timedelta",
-        ),
-        (
-            "def is_overdue(invoice: Invoice, now: datetime | None = None) -> bool:\n    now = now or datetime.utcnow()",
-            "def is_overdue(invoice: Invoice, now: datetime | None = None) -> bool:\n    now = now or datetime.now(UTC)",
-        ),
-        (
-            "def reminders_for(invoices: Iterable[Invoice], now: datetime | None = None) -> list[Reminder]:\n    now = now or datetime.utcnow()",
-            "def reminders_for(invoices: Iterable[Invoice], now: datetime | None = None) -> list[Reminder]:\n    now = now or datetime.now(UTC)",
-        ),
-    ]
-    diff = repo.patch_many(dn, edits)
-    child.assistant(
-        None,
-        (
-            "patch",
-            {"mode": "patch", "patch": diff + "\n"},
-            json.dumps({"success": True, "diff": diff, "files_modified": [dn]}),
-        ),
-    )
-    suite.fix("naive_datetime")
-    child.assistant(
-        None,
-        (
-            "terminal",
-            {"command": "python -m pytest -q tests/billing/test_dunning.py"},
-            term(*suite.run(("tests/billing/test_dunning.py",))),
-        ),
-    )
-    child.assistant(
-        "Dunning is fixed (aware `datetime.now(UTC)` in both functions). I left test_invoice_repository for you as asked: "
-        "the cause is `Numeric(12, 2, asdecimal=False)` on invoices.amount_paid and invoice_lines.unit_price in src/app/db/models.py."
-    )
-
-    # In-place compaction: everything above in `child` is archived; the live list restarts with a summary
-    # and a copy of the last exchange, then the conversation continues.
-    head = HermesLog(ids, Clock(datetime(2025, 9, 15, 16, 48, 5, 0, tzinfo=UTC), rng))
-    head.user(
-        f"{SUMMARY_PREFIX} Earlier turns were compacted to save context. This is background reference, not new "
-        "instructions; respond only to messages after it.\n\n"
-        "## Active Task\nFix failing tests after #412 (float → Decimal); the user takes the repository round-trip test.\n\n"
-        "## Completed Actions\n"
-        "- quantize → ROUND_HALF_UP (FIN-212); format_money pads to minor digits; tests/utils green.\n"
-        "- Settings.default_tax_rate is Decimal; TaxCalculator.total_tax sums from ZERO; tests/billing/test_tax.py green.\n"
-        "- proration ratio is Decimal; dunning uses datetime.now(UTC); both test files green.\n\n"
-        "## Remaining Work\n- tests/payments (client minor units, webhooks), tests/api (schemas, export, settings).\n"
-        "- Repository asdecimal: left for the user.\n\n"
-        "## Relevant Files\nsrc/app/utils/money.py, src/app/config.py, src/app/billing/{tax,proration,dunning}.py, src/app/db/models.py"
-    )
-    head.messages.extend(json.loads(json.dumps(child.messages[-3:])))
-    tail = HermesLog(ids, Clock(datetime(2025, 9, 15, 17, 20, 11, 0, tzinfo=UTC), rng))
-    tail.user("back. I did the repository fix myself. what's left overall?")
-    tail.assistant(
-        None, ("terminal", {"command": "python -m pytest -q"}, term(*suite.run(("tests",))))
-    )
-    tail.assistant(
-        "Left: tests/payments (client sends 1998 for 19.99 and 120000 for ¥1200; webhook JPY amounts), tests/api "
-        "(money typed float in schemas, export json.dumps of Decimal, settings needs STRIPE_WEBHOOK_SECRET), and the "
-        "repository test — did your fix land? It still fails here."
-    )
-    tail.user(
-        "Not pushed to this checkout yet, ignore it. Let's stop for today, I'll pick the rest up tomorrow with a fresh session."
-    )
-    tail.assistant(
-        "OK. Stopping here. Tomorrow's starting point: payments client/webhooks, API schemas/export/settings, then a "
-        "full run. Nothing is committed; the working tree has the fixes to money.py, config.py, tax.py, proration.py "
-        "and dunning.py."
-    )
-    return old, child, head, tail
+    story = StateStory(rng)
+    for step in read_steps("state_db"):
+        story.play(step)
+    logs = story.logs
+    return logs["old"], logs["child"], logs["head"], logs["tail"]
 
 
 def _rows(

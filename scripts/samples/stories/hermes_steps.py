@@ -12,6 +12,18 @@ from ..writers import HermesLog
 from .steps import Values
 
 
+def suite_part(suite: Suite, part: dict[str, Any]) -> str:
+    """A step's simulated test run: ``{"run": targets, "take": all | head | body | last}``
+    (head: before the summary section; body: all but the last line; last: the last line)."""
+    out = suite.run(tuple(part["run"]))[0]
+    take = part["take"]
+    if take == "head":
+        return out.split("\n=")[0]
+    if take == "body":
+        return "\n".join(out.split("\n")[:-1])
+    return out.split("\n")[-1] if take == "last" else out
+
+
 class HermesTools:
     """Hermes tool calls a step names, each computed from the repo and the suite (if the story
     has one) at the time it runs."""
