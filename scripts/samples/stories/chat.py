@@ -20,9 +20,10 @@ from ..common import (
     role_counts,
     write_text,
 )
-from ..project import PROJECT_FILES, SEP_FRAME, Repo
+from ..project import PROJECT_FILES, Repo
 from ..tools import Call, tool_schema
 from ..writers import AnthropicLog, ChatLog, ShareGPTLog
+from .steps import LogStory
 
 # =========================================================================== OpenAI chat
 
@@ -62,302 +63,36 @@ def _shell(out: str, code: int = 0, err: str = "") -> str:
     return json.dumps({"stdout": out, "stderr": err, "exit_code": code})
 
 
-def build_openai(out_dir: Path) -> dict[str, Any]:
-    rng = rng_for("openai")
-    ids = Ids(rng)
-    repo = Repo({"src/app/payments/webhooks.py": PROJECT_FILES["src/app/payments/webhooks.py"]})
-    c = ChatLog(ids)
-    wh = "src/app/payments/webhooks.py"
+class OpenAITools:
+    """The OpenAI story's tools (see ``steps``): reads and patches on the webhook module."""
 
-    def rd(path: str, start: int | None = None, end: int | None = None) -> Call:
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+
+    def read(self, path: str, start: int | None = None, end: int | None = None) -> Call:
         args: dict[str, Any] = {"path": path}
-        lines = repo.lines(path)
+        lines = self.repo.lines(path)
         a, b = start or 1, end or len(lines)
         if start is not None:
             args["start"], args["end"] = a, b
-        return ("read_file", args, repo.numbered(path, a, b - a + 1))
+        return ("read_file", args, self.repo.numbered(path, a, b - a + 1))
 
-    c.add(
-        {
-            "role": "system",
-            "content": "You are a senior software engineer pairing with the user in their repository "
-            f"({CWD}). Use the tools to inspect and change code; never invent file contents. Keep changes minimal, "
-            "run the relevant tests after each change, and explain root causes briefly. Money in this codebase is "
-            "Decimal; webhook code must verify signatures before parsing payloads.",
-        }
-    )
-    c.user(
-        [
-            {
-                "type": "text",
-                "text": "Since we rotated the webhook signing secret this morning, the processor dashboard shows every "
-                "delivery failing with 400 (screenshot). Rotation keeps both secrets valid for 24h, so this shouldn't "
-                "happen. Can you find out why?",
-            },
-            {
-                "type": "image_url",
-                "image_url": {
-                    "url": data_url(png_ci_dashboard(rng_for("openai-png"), 40, 28)),
-                    "detail": "high",
-                },
-            },
-        ]
-    )
-    c.assistant(
-        None,
-        rd(wh),
-        (
-            "shell",
-            {"command": "python -m pytest -q tests/payments/test_webhooks.py"},
-            _shell(
-                "..........F....                                                          [100%]\n"
-                "=================================== FAILURES ===================================\n"
-                "_________________ test_signature_valid_during_secret_rotation __________________\n\n"
-                "signing = <tests.payments.conftest.Signer object at 0x7f1c3a2b5e50>\n\n"
-                + "\n".join(
-                    "    " + line if line else ""
-                    for line in WEBHOOK_TEST_ROTATION.splitlines()[:-1]
-                )
-                + "\n>       verify_signature(payload, header, NEW_SECRET, now=ts + 10)\n\n"
-                "tests/payments/test_webhooks.py:71: \n" + SEP_FRAME + "\n\n"
-                "    def verify_signature(payload: bytes, header: str, secret: str, now: float | None = None) -> None:\n"
-                "        ...\n"
-                "        if not hmac.compare_digest(digest, expected):\n"
-                '>           raise SignatureError("signature mismatch")\n'
-                "E           app.payments.webhooks.SignatureError: signature mismatch\n\n"
-                "src/app/payments/webhooks.py:36: SignatureError\n"
-                "=========================== short test summary info ============================\n"
-                "FAILED tests/payments/test_webhooks.py::test_signature_valid_during_secret_rotation - app.payments.webhooks.SignatureError: signature mismatch\n"
-                "1 failed, 14 passed in 0.41s",
-                1,
-            ),
-        ),
-    )
-    c.assistant(
-        "The screenshot shows consecutive 400s starting 09:02, right after the rotation, and the rotation test "
-        "reproduces it locally. I want to see how the test builds the header.",
-        (
-            "shell",
-            '{"command": "grep -n \\"v1=\\" -r tests/payments src/app/payments"',
-            json.dumps(
-                {
-                    "error": "Invalid tool arguments: Expecting ',' delimiter: line 1 column 64 (char 63). Arguments must be a JSON object."
-                }
-            ),
-        ),
-    )
-    c.assistant(
-        None,
-        (
-            "shell",
-            {"command": 'grep -n "v1=" -r tests/payments src/app/payments'},
-            _shell(
-                'tests/payments/test_webhooks.py:69:    header = f"t={ts},v1={signing.sign(payload, ts, OLD_SECRET)},v1={signing.sign(payload, ts, NEW_SECRET)}"\n'
-                'tests/payments/conftest.py:22:        return f"t={ts},v1={self.sign(payload, ts, secret)}"\n'
-                'src/app/payments/webhooks.py:28:        expected = parts["v1"]'
-            ),
-        ),
-    )
-    c.assistant(
-        "Found it. During rotation the processor sends one `v1=` signature per active secret, e.g. "
-        "`t=…,v1=<old>,v1=<new>`. `verify_signature` parses the header with `dict(...)`, so duplicate keys "
-        "collapse and only the *last* `v1` survives. The processor lists the signature for the newest secret "
-        "first, so we keep the old-secret signature and compare it against the new secret: mismatch on every "
-        "delivery. The fix is to collect every `v1` value and accept the payload if any of them matches.",
-        rd(wh, 21, 37),
-    )
-    old = (
-        '    parts = dict(item.split("=", 1) for item in header.split(",") if "=" in item)\n'
-        "    try:\n"
-        '        timestamp = int(parts["t"])\n'
-        '        expected = parts["v1"]\n'
-        "    except (KeyError, ValueError):\n"
-        '        raise SignatureError("malformed signature header") from None\n'
-    )
-    new = (
-        '    pairs = [item.split("=", 1) for item in header.split(",") if "=" in item]\n'
-        '    candidates = [value for key, value in pairs if key == "v1"]\n'
-        "    try:\n"
-        '        timestamp = int(next(value for key, value in pairs if key == "t"))\n'
-        "    except (StopIteration, ValueError):\n"
-        '        raise SignatureError("malformed signature header") from None\n'
-        "    if not candidates:\n"
-        '        raise SignatureError("malformed signature header")\n'
-    )
-    d1 = repo.patch(wh, old, new)
-    c.assistant(
-        None, ("apply_patch", {"diff": d1 + "\n"}, json.dumps({"applied": True, "files": [wh]}))
-    )
-    old2 = "    if not hmac.compare_digest(digest, expected):\n"
-    new2 = "    if not any(hmac.compare_digest(digest, candidate) for candidate in candidates):\n"
-    d2 = repo.patch(wh, old2, new2)
-    c.assistant(
-        None, ("apply_patch", {"diff": d2 + "\n"}, json.dumps({"applied": True, "files": [wh]}))
-    )
-    c.assistant(
-        None,
-        (
-            "shell",
-            {"command": "python -m pytest -q tests/payments/test_webhooks.py"},
-            _shell(
-                "...............                                                          [100%]\n15 passed in 0.38s"
-            ),
-        ),
-    )
-    c.assistant(
-        "All 15 pass. I'd like one more test for the other ordering (old secret listed last) and for a header "
-        "with no `v1` at all, since the parser changed.",
-        (
-            "read_file",
-            {"path": "tests/payments/test_webhooks.py", "start": 60, "end": 72},
-            "\n".join(
-                f"{n:>6}|{line}"
-                for n, line in enumerate(
-                    [
-                        "",
-                        "",
-                        '@pytest.mark.parametrize("header", ["", "t=1", "v1=abc", "garbage"], ids=["empty", "no-t", "no-v1", "garbage"])',
-                        "def test_malformed_header(header):",
-                        "    with pytest.raises(SignatureError):",
-                        '        verify_signature(b"{}", header, NEW_SECRET, now=1)',
-                        "",
-                        "",
-                        *WEBHOOK_TEST_ROTATION.splitlines()[:4],
-                    ],
-                    start=60,
-                )
-            ),
-        ),
-    )
-    test_diff = (
-        "--- a/tests/payments/test_webhooks.py\n+++ b/tests/payments/test_webhooks.py\n@@ -73,0 +74,16 @@\n"
-        '+\n+\n+@pytest.mark.parametrize("order", ["old-first", "new-first"])\n'
-        "+def test_rotation_accepts_either_order(signing, order):\n"
-        '+    payload = b\'{"id": "evt_rot2"}\'\n+    ts = 1757930400\n'
-        "+    sigs = [signing.sign(payload, ts, OLD_SECRET), signing.sign(payload, ts, NEW_SECRET)]\n"
-        '+    if order == "new-first":\n+        sigs.reverse()\n'
-        '+    header = f"t={ts}," + ",".join(f"v1={s}" for s in sigs)\n'
-        "+    verify_signature(payload, header, NEW_SECRET, now=ts)\n+\n+\n"
-        "+def test_header_with_only_v0_is_rejected(signing):\n"
-        '+    with pytest.raises(SignatureError, match="malformed"):\n'
-        '+        verify_signature(b"{}", "t=1757930400,v0=deadbeef", NEW_SECRET, now=1757930400)\n'
-    )
-    c.assistant(
-        None,
-        (
-            "apply_patch",
-            {"diff": test_diff},
-            json.dumps({"applied": True, "files": ["tests/payments/test_webhooks.py"]}),
-        ),
-    )
-    c.assistant(
-        None,
-        (
-            "shell",
-            {"command": "python -m pytest -q tests/payments/test_webhooks.py"},
-            _shell(
-                "..................                                                       [100%]\n18 passed in 0.41s"
-            ),
-        ),
-        (
-            "shell",
-            {
-                "command": "ruff check src/app/payments tests/payments && ruff format --check src/app/payments tests/payments"
-            },
-            _shell("All checks passed!\n9 files already formatted"),
-        ),
-    )
-    c.assistant(
-        "Fixed. Root cause: `verify_signature` turned the header into a dict, so with two `v1=` entries only the "
-        "last one was checked; during rotation that's the old-secret signature. Now every `v1` is collected and "
-        "the payload is accepted if any matches (constant-time compare per candidate). Added tests for both "
-        "orderings and for a header without `v1`. 18/18 webhook tests pass; lint is clean."
-    )
-    c.user("Great. Is there any way to replay the failed deliveries from this morning?")
-    c.assistant(
-        "Let me check whether the repo has tooling for that.",
-        (
-            "list_files",
-            {"path": "scripts", "glob": "*webhook*"},
-            json.dumps(["scripts/replay_webhook.py", "scripts/resend_failed_webhooks.py"]),
-        ),
-    )
-    c.assistant(
-        None,
-        (
-            "read_file",
-            {"path": "scripts/resend_failed_webhooks.py", "start": 1, "end": 24},
-            "\n".join(
-                f"{n:>6}|{line}"
-                for n, line in enumerate(
-                    [
-                        '"""Ask the processor to resend failed webhook deliveries for an endpoint."""',
-                        "",
-                        "from __future__ import annotations",
-                        "",
-                        "import argparse",
-                        "import sys",
-                        "from datetime import datetime, timezone",
-                        "",
-                        "from app.config import get_settings",
-                        "from app.payments.client import PaymentsClient",
-                        "",
-                        "",
-                        "def main(argv: list[str] | None = None) -> int:",
-                        "    p = argparse.ArgumentParser()",
-                        '    p.add_argument("--endpoint", required=True, help="webhook endpoint id (we_...)")',
-                        '    p.add_argument("--since", required=True, type=datetime.fromisoformat)',
-                        '    p.add_argument("--dry-run", action="store_true")',
-                        "    args = p.parse_args(argv)",
-                        "    client = PaymentsClient(get_settings())",
-                        "    failed = client.list_failed_deliveries(args.endpoint, since=args.since.replace(tzinfo=timezone.utc))",
-                        '    print(f"{len(failed)} failed deliveries since {args.since:%Y-%m-%d %H:%M} UTC")',
-                        "    for ev in failed:",
-                        "        if not args.dry_run:",
-                        "            client.resend_event(ev.id, endpoint=args.endpoint)",
-                    ],
-                    start=1,
-                )
-            ),
-        ),
-    )
-    c.assistant(
-        "Yes: `scripts/resend_failed_webhooks.py` asks the processor to resend failed deliveries for an "
-        "endpoint. Once the fix is deployed, run a dry run first to see the count:\n\n"
-        "```\npython scripts/resend_failed_webhooks.py --endpoint we_<your endpoint> --since 2025-09-16T09:00 --dry-run\n```\n\n"
-        "then again without `--dry-run`. Handlers de-duplicate by event id, so resending an event that did get "
-        "through is harmless. I haven't run it — it talks to the live processor account."
-    )
-    c.user("Run the dry run against test mode so I can see the output format.")
-    c.assistant(
-        None,
-        (
-            "shell",
-            {
-                "command": "APP_ENV=test python scripts/resend_failed_webhooks.py --endpoint we_test_1Q0aZ3 --since 2025-09-16T09:00 --dry-run"
-            },
-            _shell(
-                "37 failed deliveries since 2025-09-16 09:00 UTC\n"
-                "  evt_3Q2a91 payment_intent.succeeded   09:02:14  400 signature mismatch\n"
-                "  evt_3Q2a9Q payment_intent.succeeded   09:05:51  400 signature mismatch\n"
-                "  evt_3Q2b0C invoice.finalized          09:06:03  400 signature mismatch\n"
-                "  ... 34 more\n"
-                "dry run: nothing resent"
-            ),
-        ),
-    )
-    c.assistant(
-        "Test mode shows 37 failed deliveries since 09:00, all `400 signature mismatch`, which matches the "
-        "screenshot. After deploying, the same command without `--dry-run` will resend them."
-    )
-    c.user("Perfect, thanks. Last thing: write me a two-line summary for the incident channel.")
-    c.assistant(
-        "**Webhook 400s after secret rotation (fixed, pending deploy):** during rotation the processor signs with "
-        "both secrets; our header parser kept only the last `v1` signature (the old secret's), so every delivery "
-        "failed verification. Fix accepts any valid `v1`; after deploy we'll resend the 37 failed test-mode "
-        "deliveries (and live ones) with scripts/resend_failed_webhooks.py."
-    )
+    def apply(self, path: str, old: str, new: str) -> Call:
+        diff = self.repo.patch(path, old, new)
+        out = json.dumps({"applied": True, "files": [path]})
+        return ("apply_patch", {"diff": diff + "\n"}, out)
 
+    shell = staticmethod(_shell)
+
+    @staticmethod
+    def image() -> str:
+        return data_url(png_ci_dashboard(rng_for("openai-png"), 40, 28))
+
+
+def build_openai(out_dir: Path) -> dict[str, Any]:
+    wh = "src/app/payments/webhooks.py"
+    c = ChatLog(Ids(rng_for("openai")))
+    LogStory({"chat": c}, OpenAITools(Repo({wh: PROJECT_FILES[wh]}))).replay("openai")
     doc = {"model": "gpt-4.1-2025-04-14", "messages": c.messages, "tools": _oa_tools()}
     write_text(out_dir / "openai-chat.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     return {

@@ -4,8 +4,11 @@ A story file holds one JSON object a line, a step; each story module replays its
 through its agent's writer. Inside a step, three forms stand for values computed at
 replay time rather than copied: ``{"$file": path}`` is a data file's text (a project
 file, a long summary), ``{"$ref": name}`` a value an earlier step named (a tool-use id,
-a message uuid), and ``{"$": [parts]}`` a string joined from literal parts and parts
-the story computes (:meth:`Values.part`, e.g. a simulated test run).
+a message uuid), ``{"$tool": [name, *args]}`` what the story's tool ``name`` returns for
+those arguments (a file read, an edit's diff, a screenshot), and ``{"$": [parts]}`` a
+string joined from literal parts and parts the story computes (:meth:`Values.part`, e.g.
+a simulated test run). Values resolve left to right, depth first: the order the story's
+random draws and edits happened in.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ def read_steps(story: str) -> list[dict[str, Any]]:
 class Values:
     """Resolves the values inside steps; ``names`` holds what earlier steps named."""
 
-    def __init__(self) -> None:
+    def __init__(self, tools: Any = None) -> None:
         self.names: dict[str, Any] = {}
+        self.tools = tools
 
     def resolve(self, value: Any) -> Any:
         if isinstance(value, list):
@@ -39,6 +43,9 @@ class Values:
                 return data_text(arg)
             if key == "$ref":
                 return self.names[arg]
+            if key == "$tool":
+                name, *args = arg
+                return getattr(self.tools, name)(*self.resolve(args))
             if key == "$":
                 return "".join(self.resolve_part(p) for p in arg)
         return {k: self.resolve(v) for k, v in value.items()}
@@ -62,3 +69,27 @@ class Values:
             self.names.update(zip(names, value, strict=True))
         elif names is not None:
             self.names[names] = value
+
+
+class LogStory(Values):
+    """Replays steps that call a writer's methods: ``{"<method>": [args], "kw": {...}}``, with
+    ``as`` naming what the method returned; ``{"session": name}`` switches between writers
+    when a story writes several."""
+
+    def __init__(self, logs: dict[str, Any], tools: Any = None) -> None:
+        super().__init__(tools)
+        self.logs = logs
+        self.log = next(iter(logs.values()))
+
+    def play(self, step: dict[str, Any]) -> None:
+        method = next(iter(step))
+        if method == "session":
+            self.log = self.logs[step[method]]
+            return
+        args = self.resolve(step[method])
+        out = getattr(self.log, method)(*args, **self.resolve(step.get("kw", {})))
+        self.name(step, out)
+
+    def replay(self, story: str) -> None:
+        for step in read_steps(story):
+            self.play(step)
