@@ -27,8 +27,6 @@ from .steps import LogStory
 
 # =========================================================================== OpenAI chat
 
-WEBHOOK_TEST_ROTATION = data_text("text/webhook_test_rotation.py.txt")
-
 
 def _oa_tools() -> list[dict[str, Any]]:
     return [
@@ -113,242 +111,43 @@ def build_openai(out_dir: Path) -> dict[str, Any]:
     }
 
 
-def build_anthropic(out_dir: Path) -> dict[str, Any]:
-    rng = rng_for("anthropic")
-    ids = Ids(rng)
-    a = AnthropicLog(ids)
-    repo = Repo({"src/app/web/filters.py": data_text("ledgerline/src/app/web/filters.py")})
-    fp = "src/app/web/filters.py"
-    img = base64.b64encode(png_invoice(rng_for("anthropic-png"), 36, 36)).decode()
+AnthropicCall = tuple[str, dict[str, Any], str, bool]
 
-    def bash(cmd: str, out: str, err: bool = False) -> tuple[str, dict[str, Any], str, bool]:
-        return ("bash", {"command": cmd}, out, err)
 
-    def view(
-        path: str, start: int | None = None, end: int | None = None
-    ) -> tuple[str, dict[str, Any], str, bool]:
+class AnthropicTools:
+    """The Anthropic story's tools (see ``steps``): views and edits of the web filters."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+
+    def view(self, path: str, start: int | None = None, end: int | None = None) -> AnthropicCall:
         args: dict[str, Any] = {"path": path}
         if start:
             args["view_range"] = [start, end]
-        lines = repo.lines(path)
+        lines = self.repo.lines(path)
         s, e = start or 1, end or len(lines)
-        return ("view_file", args, repo.numbered(path, s, e - s + 1, arrow=True), False)
+        return ("view_file", args, self.repo.numbered(path, s, e - s + 1, arrow=True), False)
 
-    a.user(
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": img}},
-        "A customer in Osaka sent this — the hosted invoice page shows their total as ¥9,515.00. Yen has no "
-        "decimals, so it should be ¥9,515. The API is right (we fixed format_money last week); it's only the web "
-        "page. Can you fix it?",
-    )
-    a.assistant(
-        "The screenshot shows the hosted page's totals box with two decimals on a JPY amount. The API uses "
-        "app.utils.money.format_money, which knows currency exponents. The web page probably has its own "
-        "formatting in a Jinja filter. Let me search for where money is formatted in templates.",
-        "I'll find how the hosted page formats amounts.",
-        (
-            "grep",
-            {"pattern": '\\|\\s*money|filters\\["money"\\]', "path": "src/app/web"},
-            'src/app/web/filters.py:25:    env.filters["money"] = money\n'
-            'src/app/web/templates/invoice.html:41:        <td class="num">{{ totals.subtotal | money(invoice.currency) }}</td>\n'
-            'src/app/web/templates/invoice.html:45:        <td class="num">{{ totals.tax_total | money(invoice.currency) }}</td>\n'
-            'src/app/web/templates/invoice.html:49:        <td class="num total">{{ totals.total | money(invoice.currency) }}</td>\n'
-            "src/app/web/templates/email_receipt.txt:7:Amount paid: {{ payment.amount | money(invoice.currency) }}",
-            False,
-        ),
-    )
-    a.user()
-    a.assistant(None, "The hosted page uses its own `money` filter. Reading it.", view(fp))
-    a.user()
-    a.assistant(
-        "filters.money formats with `:,.2f` for every currency, ignoring the currency exponent. That's why JPY "
-        "shows two decimals. It also doesn't round half-up explicitly: format spec rounding for Decimal uses the "
-        "context rounding (ROUND_HALF_EVEN), which contradicts the finance rule. The right fix is to delegate to "
-        "app.utils.money.format_money, which quantizes per currency with ROUND_HALF_UP. Let me look at "
-        "format_money's signature and the existing filter tests in parallel.",
-        "`money` hard-codes two decimals (`:,.2f`). The API's `format_money` already knows currency exponents, "
-        "so the filter should delegate to it. Checking its signature and the filter tests.",
-        bash(
-            "sed -n '/^def format_money/,/^$/p' src/app/utils/money.py",
-            'def format_money(amount: Decimal, currency: str = "USD") -> str:\n'
-            '    """``$1,234.50`` / ``¥1,200``: symbol, thousands separators, minor unit digits."""\n'
-            '    symbol = _SYMBOLS.get(currency, currency + " ")\n'
-            '    sign = "-" if amount < 0 else ""\n'
-            '    return f"{sign}{symbol}{quantize(abs(amount), currency):,}"',
-        ),
-        bash(
-            "python -m pytest -q tests/web/test_filters.py",
-            "......                                                                   [100%]\n6 passed in 0.09s",
-        ),
-    )
-    a.user()
-    a.assistant(
-        None,
-        "format_money has the same symbol table plus exponent handling, and the current filter tests only cover "
-        "USD, which is why they pass. Replacing the body of the filter.",
-        (
-            "edit_file",
-            {
-                "path": fp,
-                "old_str": '    symbol = CURRENCY_SYMBOLS.get(currency, currency + " ")\n    return f"{symbol}{amount:.2f}"\n',
-                "new_str": "    return format_money(amount, currency)\n",
-            },
-            "Error: old_str not found in src/app/web/filters.py. Make sure it matches exactly, including whitespace.",
-            True,
-        ),
-    )
-    old = '    symbol = CURRENCY_SYMBOLS.get(currency, currency + " ")\n    return f"{symbol}{amount:.2f}"\n'
-    if old in repo.text(fp):
-        raise AssertionError("anthropic: the failing edit must not match the file")
-    a.user()
-    a.assistant(
-        "The edit failed. Comparing my old_str with the view output: the file has `{amount:,.2f}` with a "
-        "thousands separator, and I typed `{amount:.2f}`. I'll anchor on the exact return line from the view "
-        "output instead of retyping two lines.",
-        "I mistyped the format spec (dropped the `,`). Anchoring on the exact `return` line instead.",
-        (
-            "edit_file",
-            {
-                "path": fp,
-                "old_str": '    return f"{symbol}{amount:,.2f}"',
-                "new_str": "    return format_money(amount, currency)",
-            },
-            json.dumps(
-                {
-                    "path": fp,
-                    "replaced": 1,
-                    "diff": repo.patch(
-                        fp,
-                        '    return f"{symbol}{amount:,.2f}"',
-                        "    return format_money(amount, currency)",
-                    ),
-                }
-            ),
-            False,
-        ),
-    )
-    a.user()
-    diff2 = repo.patch_many(
-        fp,
-        [
-            ('    symbol = CURRENCY_SYMBOLS.get(currency, currency + " ")\n', ""),
-            (
-                'CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "KRW": "₩", "CAD": "CA$"}\n\n\n',
-                "",
-            ),
-            (
-                "from markupsafe import Markup\n",
-                "from markupsafe import Markup\n\nfrom app.utils.money import format_money\n",
-            ),
-        ],
-    )
-    a.assistant(
-        None,
-        "Now removing the duplicated symbol table and importing `format_money`.",
-        (
-            "edit_file",
-            {"path": fp, "diff": diff2},
-            json.dumps({"path": fp, "applied": True}),
-            False,
-        ),
-    )
-    a.user()
-    a.assistant(
-        None,
-        None,
-        bash(
-            "python -m pytest -q tests/web && ruff check src/app/web",
-            "...........                                                              [100%]\n11 passed in 0.21s\nAll checks passed!",
-        ),
-    )
-    a.user(
-        "While you're at it, check the e-mail receipt too — finance forwards those to customers."
-    )
-    a.assistant(
-        "The user interjected alongside the tool result. The receipt template uses the same `money` filter "
-        "(from the grep: email_receipt.txt line 7), so it's fixed by the same change. I should verify by "
-        "rendering both templates for a JPY invoice.",
-        "The receipt uses the same `money` filter (email_receipt.txt:7), so it's covered. Rendering both "
-        "templates for a yen invoice to confirm.",
-        bash(
-            "python scripts/render_templates.py --invoice inv_demo0000000041 --templates invoice.html email_receipt.txt | grep -E '¥|Amount'",
-            'invoice.html:41:        <td class="num">¥8,650</td>\n'
-            'invoice.html:45:        <td class="num">¥865</td>\n'
-            'invoice.html:49:        <td class="num total">¥9,515</td>\n'
-            "email_receipt.txt:7:Amount paid: ¥9,515",
-        ),
-    )
-    a.user()
-    test_src = (
-        "@pytest.mark.parametrize(\n"
-        '    ("amount", "currency", "expected"),\n'
-        '    [("9515", "JPY", "¥9,515"), ("12000", "KRW", "₩12,000"), ("0.125", "USD", "$0.13"), ("-5", "EUR", "-€5.00")],\n'
-        ")\n"
-        "def test_money_filter_uses_currency_exponent(amount, currency, expected):\n"
-        "    assert money(Decimal(amount), currency) == expected\n"
-    )
-    a.assistant(
-        None,
-        "Both show whole yen. Adding a regression test that covers zero-decimal currencies, half-up rounding and "
-        "negatives.",
-        (
-            "edit_file",
-            {
-                "path": "tests/web/test_filters.py",
-                "insert_after_line": 38,
-                "text": "\n\n" + test_src,
-            },
-            json.dumps({"path": "tests/web/test_filters.py", "inserted_lines": 9}),
-            False,
-        ),
-    )
-    a.user()
-    a.assistant(
-        None,
-        None,
-        bash(
-            "python -m pytest -q tests/web/test_filters.py",
-            "..........                                                               [100%]\n10 passed in 0.11s",
-        ),
-    )
-    a.user()
-    a.assistant(
-        None,
-        "Fixed. The hosted page and e-mail receipts formatted money with their own `money` Jinja filter, which "
-        "hard-coded two decimals (`:,.2f`). It now delegates to `app.utils.money.format_money`, so yen and won "
-        "show whole units (¥9,515), amounts round half-up like the API, and the duplicate symbol table is gone. "
-        "New parametrized test covers JPY, KRW, half-up and negatives; tests/web passes (10/10 in the filter "
-        "tests).",
-    )
-    a.user("Thanks! Does the PDF renderer have the same problem?")
-    a.assistant(
-        "PDF rendering is in scripts/render_invoice.py or src/app/pdf? Let me grep for how the PDF gets amounts.",
-        None,
-        bash(
-            "rg -n 'format_money|:,.2f|money\\(' src/app/pdf scripts/render_invoice.py",
-            "src/app/pdf/invoice_pdf.py:12:from app.utils.money import format_money\n"
-            'src/app/pdf/invoice_pdf.py:58:        row("Subtotal", format_money(t.subtotal, inv.currency))\n'
-            'src/app/pdf/invoice_pdf.py:61:        row("Total", format_money(t.total, inv.currency), bold=True)',
-        ),
-    )
-    a.user()
-    a.assistant(
-        None,
-        "No — the PDF code already calls `format_money` directly, so it was correct for yen all along (and got last week's half-up fix).",
-    )
-    a.user("Great, commit it please.")
-    a.assistant(
-        None,
-        None,
-        bash(
-            "git add src/app/web/filters.py tests/web/test_filters.py && git commit -m 'fix(web): format money with currency exponent on hosted pages and receipts' && git log -1 --stat --oneline",
-            "[fix/web-money-filter 3c9e1aa] fix(web): format money with currency exponent on hosted pages and receipts\n"
-            " 2 files changed, 13 insertions(+), 5 deletions(-)\n"
-            "3c9e1aa fix(web): format money with currency exponent on hosted pages and receipts\n"
-            " src/app/web/filters.py    |  8 +++-----\n tests/web/test_filters.py | 10 ++++++++++\n 2 files changed, 13 insertions(+), 5 deletions(-)",
-        ),
-    )
-    a.user()
-    a.assistant(None, "Committed as 3c9e1aa on fix/web-money-filter. Not pushed.")
+    def edit(self, path: str, old: str, new: str) -> AnthropicCall:
+        diff = self.repo.patch(path, old, new)
+        out = json.dumps({"path": path, "replaced": 1, "diff": diff})
+        return ("edit_file", {"path": path, "old_str": old, "new_str": new}, out, False)
+
+    def edit_many(self, path: str, edits: list[tuple[str, str]]) -> AnthropicCall:
+        diff = self.repo.patch_many(path, edits)
+        out = json.dumps({"path": path, "applied": True})
+        return ("edit_file", {"path": path, "diff": diff}, out, False)
+
+    @staticmethod
+    def image() -> str:
+        return base64.b64encode(png_invoice(rng_for("anthropic-png"), 36, 36)).decode()
+
+
+def build_anthropic(out_dir: Path) -> dict[str, Any]:
+    a = AnthropicLog(Ids(rng_for("anthropic")))
+    fp = "src/app/web/filters.py"
+    repo = Repo({fp: data_text(f"ledgerline/{fp}")})
+    LogStory({"messages": a}, AnthropicTools(repo)).replay("anthropic")
 
     system = [
         {
