@@ -73,18 +73,27 @@ class Values:
 
 class LogStory(Values):
     """Replays steps that call a writer's methods: ``{"<method>": [args], "kw": {...}}``, with
-    ``as`` naming what the method returned; ``{"session": name}`` switches between writers
-    when a story writes several."""
+    ``as`` naming what the method returned. Three steps are not method calls: ``session``
+    switches between writers when a story writes several, ``set`` sets a writer's attribute
+    (``[name, value]``) and ``ids`` draws an id (``Ids.<kind>()``) for later steps."""
 
-    def __init__(self, logs: dict[str, Any], tools: Any = None) -> None:
+    def __init__(self, logs: dict[str, Any], tools: Any = None, ids: Any = None) -> None:
         super().__init__(tools)
         self.logs = logs
         self.log = next(iter(logs.values()))
+        self.ids = ids
 
     def play(self, step: dict[str, Any]) -> None:
         method = next(iter(step))
         if method == "session":
             self.log = self.logs[step[method]]
+            return
+        if method == "set":
+            name, value = step[method]
+            setattr(self.log, name, self.resolve(value))
+            return
+        if method == "ids":
+            self.name(step, getattr(self.ids, step[method])())
             return
         args = self.resolve(step[method])
         out = getattr(self.log, method)(*args, **self.resolve(step.get("kw", {})))
