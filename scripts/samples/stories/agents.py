@@ -29,17 +29,7 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     history: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     calls = 0
-    system = (
-        "SETTING: You are an autonomous programmer, and you're working directly in the command line with a special "
-        "interface.\n\nThe special interface consists of a file editor that shows you 100 lines of a file at a time. "
-        "In addition to typical bash commands, you can also use the following commands to help you navigate and edit "
-        "files.\n\nCOMMANDS:\nopen <path> [<line_number>] - opens the file at the given path in the editor\n"
-        "goto <line_number> - moves the window to show <line_number>\nsearch_dir <search_term> [<dir>] - searches for "
-        "search_term in all files in dir\nedit <start_line>:<end_line>\n<replacement_text>\nend_of_edit - replaces "
-        "lines start through end (inclusive) with the given text\nsubmit - submits your current code\n\nPlease note "
-        "that THE EDIT COMMAND REQUIRES PROPER INDENTATION. Your shell prompt is formatted as follows:\n"
-        "(Open file: <path>) <cwd> $\n\nYou need to format your output using two fields: discussion and command."
-    )
+    system = data_text("text/swe_agent_system.txt")
     history.append(
         {"role": "system", "content": system, "agent": "main", "message_type": "system_prompt"}
     )
@@ -47,66 +37,11 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     def add(msg: dict[str, Any]) -> None:
         history.append({**msg, "agent": "main"})
 
-    # demonstration (thought/action style, observations as user messages)
-    add(
-        {
-            "role": "user",
-            "content": "Here is a demonstration of how to correctly accomplish this task. It is included to show you how to correctly use the interface. You do not need to follow exactly what is done in the demonstration.\n--- DEMONSTRATION ---\nWe're currently solving the following issue within our repository: TimeDelta serialization precision loses a millisecond.",
-            "message_type": "demonstration",
-            "is_demo": True,
-        }
-    )
-    add(
-        {
-            "role": "assistant",
-            "content": "Let's first reproduce the issue with a small script.\n```\ncreate reproduce.py\n```",
-            "thought": "Let's first reproduce the issue with a small script.",
-            "action": "create reproduce.py",
-            "message_type": "action",
-            "is_demo": True,
-        }
-    )
-    add(
-        {
-            "role": "user",
-            "content": "[File: /marshmallow-code__marshmallow/reproduce.py (1 lines total)]\n1:\n(Open file: /marshmallow-code__marshmallow/reproduce.py)\n(Current directory: /marshmallow-code__marshmallow)\nbash-$",
-            "message_type": "observation",
-            "is_demo": True,
-        }
-    )
-    add(
-        {
-            "role": "assistant",
-            "content": 'Now search for the serialization code.\n```\nsearch_dir "def _serialize" src/marshmallow\n```',
-            "thought": "Now search for the serialization code.",
-            "action": 'search_dir "def _serialize" src/marshmallow',
-            "message_type": "action",
-            "is_demo": True,
-        }
-    )
-    add(
-        {
-            "role": "user",
-            "content": 'Found 12 matches for "def _serialize" in /marshmallow-code__marshmallow/src/marshmallow:\n/marshmallow-code__marshmallow/src/marshmallow/fields.py (12 matches)\nEnd of matches for "def _serialize" in /marshmallow-code__marshmallow/src/marshmallow\n(Open file: /marshmallow-code__marshmallow/reproduce.py)\n(Current directory: /marshmallow-code__marshmallow)\nbash-$',
-            "message_type": "observation",
-            "is_demo": True,
-        }
-    )
-    add(
-        {
-            "role": "user",
-            "content": "--- END OF DEMONSTRATION ---",
-            "message_type": "demonstration",
-            "is_demo": True,
-        }
-    )
+    # the demonstration (thought/action style, observations as user messages)
+    for msg in data_json("stories/swe_agent_demonstration.json"):
+        add(msg)
 
-    issue = (
-        "<uploaded_files>\n/testbed\n</uploaded_files>\nI've uploaded a python code repository in the directory /testbed. Consider the following issue:\n\n"
-        "<issue_description>\nCSV export shows yen totals with two decimals\n\nGET /v1/invoices/export.csv?month=2025-09 returns `9515.00` for JPY invoices; "
-        "yen has no minor unit, finance's import rejects the file. USD rows are fine. Expected `9515`.\n</issue_description>\n\n"
-        "Can you help me implement the necessary changes to the repository so that the requirements specified in the issue are met?"
-    )
+    issue = data_text("text/swe_agent_issue.txt")
     add(
         {
             "role": "user",
@@ -115,44 +50,7 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
         }
     )
 
-    obs: list[tuple[str, str, str, str]] = [
-        (
-            "Let me find where the export writes amounts.",
-            'grep -n "writerow" -n /testbed/src/app/api/routes_invoices.py',
-            '42:    writer.writerow(["number", "customer", "currency", "subtotal", "tax", "total", "status"])\n47:        writer.writerow([inv.number, inv.customer_id, inv.currency, totals.subtotal, totals.tax_total, totals.total, inv.status])',
-            "routes_invoices.py",
-        ),
-        (
-            "The totals are Decimals written with str(). For JPY, `compute_totals` quantizes per currency, so they should already have no decimals — unless the repository returns Numeric(12, 2) values with two places. Let me check how the export loads invoices.",
-            'grep -n "def for_month" -A 12 /testbed/src/app/billing/invoice.py',
-            "211:    def for_month(self, month: str) -> Iterator[tuple[Invoice, Totals]]:\n212:        for inv in self._repo.in_month(month):\n213:            yield inv, self._cached_totals.get(inv.id) or compute_totals(inv, self._tax)\n",
-            "invoice.py",
-        ),
-        (
-            "Cached totals come from the database as Numeric(12, 2), which keeps two decimals even for JPY. The cleanest fix is formatting at the CSV boundary with the currency's exponent. Let me reproduce first.",
-            "cd /testbed && python -c \"from decimal import Decimal; from app.utils.money import quantize; print(str(Decimal('9515.00')), str(quantize(Decimal('9515.00'), 'JPY')))\"",
-            "9515.00 9515",
-            "routes_invoices.py",
-        ),
-        (
-            "Confirmed: quantize(…, 'JPY') yields 9515. Now edit the writerow call to quantize each amount with the row's currency.",
-            "cd /testbed && sed -i 's/totals.subtotal, totals.tax_total, totals.total, inv.status/*(quantize(x, inv.currency) for x in (totals.subtotal, totals.tax_total, totals.total)), inv.status/' src/app/api/routes_invoices.py && sed -i 's/^from app.billing.invoice import InvoiceError, InvoiceService$/from app.billing.invoice import InvoiceError, InvoiceService\\nfrom app.utils.money import quantize/' src/app/api/routes_invoices.py && git diff",
-            "diff --git a/src/app/api/routes_invoices.py b/src/app/api/routes_invoices.py\nindex 5c1a2e0..9be04d7 100644\n--- a/src/app/api/routes_invoices.py\n+++ b/src/app/api/routes_invoices.py\n@@ -11,6 +11,7 @@ from app.api.deps import audit_log, invoice_service\n from app.api.schemas import InvoiceOut\n from app.billing.invoice import InvoiceError, InvoiceService\n+from app.utils.money import quantize\n@@ -44,7 +45,7 @@ def export_csv(month: str, svc: InvoiceService = Depends(invoice_service)) -> StreamingResponse:\n-        writer.writerow([inv.number, inv.customer_id, inv.currency, totals.subtotal, totals.tax_total, totals.total, inv.status])\n+        writer.writerow([inv.number, inv.customer_id, inv.currency, *(quantize(x, inv.currency) for x in (totals.subtotal, totals.tax_total, totals.total)), inv.status])",
-            "routes_invoices.py",
-        ),
-        (
-            "Now add a regression test for a JPY row and run the export tests.",
-            'cd /testbed && cat >> tests/api/test_routes_invoices.py <<\'EOF\'\n\n\ndef test_export_csv_uses_currency_exponent(client, seeded_invoice):\n    seeded_invoice("JPY", cached_totals=True)\n    rows = client.get("/v1/invoices/export.csv", params={"month": "2025-09"}).text.splitlines()\n    assert any(r.endswith(",8650,865,9515,open") for r in rows)\nEOF\npython -m pytest -q tests/api/test_routes_invoices.py',
-            "........................                                                 [100%]\n24 passed in 1.02s",
-            "test_routes_invoices.py",
-        ),
-        (
-            "The new test passes along with the existing export tests. The change is minimal; submitting.",
-            "submit",
-            "diff --git a/src/app/api/routes_invoices.py b/src/app/api/routes_invoices.py\n...\ndiff --git a/tests/api/test_routes_invoices.py b/tests/api/test_routes_invoices.py\n...",
-            "",
-        ),
-    ]
+    obs: list[list[str]] = data_json("stories/swe_agent_steps.json")
     tokens_sent = 0
     tokens_received = 0
     for thought, action, observation, open_file in obs:
