@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..common import (
-    CWD,
     Ids,
+    data_json,
     data_text,
     data_url,
     dumps_compact,
@@ -148,86 +148,14 @@ def build_anthropic(out_dir: Path) -> dict[str, Any]:
     repo = Repo({fp: data_text(f"ledgerline/{fp}")})
     LogStory({"messages": a}, AnthropicTools(repo)).replay("anthropic")
 
-    system = [
-        {
-            "type": "text",
-            "text": "You are an AI pair programmer working inside the user's repository. You can run shell commands, "
-            "read files and edit them with the provided tools. Investigate before editing, keep diffs minimal, run the "
-            "relevant tests after every change, and report root causes in one or two sentences. Never print or copy "
-            "secrets from configuration files.",
-        },
-        {
-            "type": "text",
-            "text": f"Repository: {CWD} (ledgerline, Python 3.11, FastAPI). Money is Decimal everywhere; "
-            "app.utils.money.quantize is the only rounding function (ROUND_HALF_UP, per-currency exponent; JPY and "
-            "KRW have none). Templates live in src/app/web/templates and use filters from src/app/web/filters.py. "
-            "Tests: `python -m pytest -q`. Lint: `ruff check`. Do not commit unless asked.",
-            "cache_control": {"type": "ephemeral"},
-        },
-    ]
-    tools = [
-        {
-            "name": "bash",
-            "description": "Run a bash command in the repository root; returns combined stdout/stderr and the exit status.",
-            "input_schema": {
-                "type": "object",
-                "properties": {"command": {"type": "string"}, "timeout": {"type": "integer"}},
-                "required": ["command"],
-            },
-        },
-        {
-            "name": "view_file",
-            "description": "Show a file with line numbers; view_range limits the lines shown.",
-            "input_schema": {
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string"},
-                    "view_range": {
-                        "type": "array",
-                        "items": {"type": "integer"},
-                        "minItems": 2,
-                        "maxItems": 2,
-                    },
-                },
-                "required": ["path"],
-            },
-        },
-        {
-            "name": "edit_file",
-            "description": "Edit a file: replace old_str with new_str (must match exactly once), insert text after a line, or apply a unified diff.",
-            "input_schema": {
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string"},
-                    "old_str": {"type": "string"},
-                    "new_str": {"type": "string"},
-                    "insert_after_line": {"type": "integer"},
-                    "text": {"type": "string"},
-                    "diff": {"type": "string"},
-                },
-                "required": ["path"],
-            },
-        },
-        {
-            "name": "grep",
-            "description": "Search file contents with a regular expression (ripgrep).",
-            "input_schema": {
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string"},
-                    "path": {"type": "string"},
-                    "glob": {"type": "string"},
-                },
-                "required": ["pattern"],
-            },
-        },
-    ]
+    #: the request around the messages: system blocks and tool schemas
+    request = data_json("anthropic_request.json")
     doc = {
         "model": "claude-sonnet-4-5-20250929",
         "max_tokens": 16000,
         "thinking": {"type": "enabled", "budget_tokens": 8000},
-        "system": system,
-        "tools": tools,
+        "system": request["system"],
+        "tools": request["tools"],
         "messages": a.messages,
     }
     if a.pending:

@@ -197,14 +197,88 @@ def _rows(
     return rows
 
 
-def build_state_db(out_dir: Path) -> dict[str, Any]:
-    rng = rng_for("state")
-    old, child, head, tail = _state_sessions(rng)
-    old_id, child_id = "20250915_141022_7be0d2", "20250915_152740_c41a9e"
+def _session_row(
+    session_id: str,
+    parent: str | None,
+    span: tuple[datetime, datetime | None],
+    end_reason: str | None,
+    counts: tuple[int, int, int],
+    usage: tuple[int, int],
+    title: str,
+) -> tuple[Any, ...]:
+    """One ``sessions`` row: ``counts`` are (messages, tool calls, assistant messages) and
+    ``usage`` (messages, tool calls) the basis of the token figures."""
+    msgs, calls = usage
+    tin, tout = calls * 9100 + msgs * 1300, msgs * 160 + calls * 95
+    cread, cwrite = calls * 8200, msgs * 700
+    cost = round(tin * 3e-6 + tout * 15e-6 + cread * 0.3e-6 + cwrite * 3.75e-6, 4)
+    started, ended = span
+    config = json.dumps({"max_tokens": 32000, "reasoning": {"effort": "medium"}})
     prompt = hermes_system_prompt().replace(
         "Tuesday, September 16, 2025", "Monday, September 15, 2025"
     )
+    return (
+        session_id,
+        "cli",
+        None,
+        "anthropic/claude-sonnet-4",
+        config,
+        prompt,
+        parent,
+        started.timestamp(),
+        ended.timestamp() if ended else None,
+        end_reason,
+        counts[0],
+        counts[1],
+        tin,
+        tout,
+        cread,
+        cwrite,
+        0,
+        CWD,
+        "fix/decimal-migration",
+        "openrouter",
+        "https://openrouter.ai/api/v1",
+        cost,
+        title,
+        counts[2],
+        None,
+        None,
+        0,
+        0,
+        0,
+    )
 
+
+def _write_db(
+    path: Path, sessions: list[tuple[Any, ...]], rows: list[tuple[Any, ...]], lock: tuple[Any, ...]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "state.db"
+        con = sqlite3.connect(db)
+        try:
+            con.execute("PRAGMA journal_mode=DELETE")
+            con.execute("PRAGMA page_size=4096")
+            con.executescript(STATE_SCHEMA)
+            con.executemany(
+                f"INSERT INTO sessions VALUES ({','.join('?' * len(sessions[0]))})", sessions
+            )
+            con.executemany(f"INSERT INTO messages VALUES ({','.join('?' * len(rows[0]))})", rows)
+            con.execute("INSERT INTO compression_locks VALUES (?,?,?,?)", lock)
+            con.commit()
+            con.execute("VACUUM")
+        finally:
+            con.close()
+        path.write_bytes(db.read_bytes())
+
+
+def _assistants(msgs: Sequence[dict[str, Any]]) -> int:
+    return sum(1 for m in msgs if m["role"] == "assistant")
+
+
+def build_state_db(out_dir: Path) -> dict[str, Any]:
+    old, child, head, tail = _state_sessions(rng_for("state"))
+    old_id, child_id = "20250915_141022_7be0d2", "20250915_152740_c41a9e"
     old_rows = _rows(old, old_id, 1, 1, 0)
     child_rows = _rows(child, child_id, len(old_rows) + 1, 0, 1)
     compact_at = datetime(2025, 9, 15, 16, 48, 5, tzinfo=UTC).timestamp()
@@ -212,77 +286,33 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
     head_rows = _rows(head, child_id, len(old_rows) + len(child_rows) + 1, 1, 0, head_stamps)
     tail_rows = _rows(tail, child_id, len(old_rows) + len(child_rows) + len(head_rows) + 1, 1, 0)
     active_child = head.messages + tail.messages
-
-    def usage(msgs: int, calls: int) -> tuple[int, int, int, int]:
-        return (calls * 9100 + msgs * 1300, msgs * 160 + calls * 95, calls * 8200, msgs * 700)
-
-    o_in, o_out, o_cr, o_cw = usage(len(old.messages), old.tool_calls)
-    c_in, c_out, c_cr, c_cw = usage(
-        len(child.messages) + len(active_child),
-        child.tool_calls + tail.tool_calls + head.tool_calls,
-    )
+    old_start = datetime(2025, 9, 15, 14, 10, 22, tzinfo=UTC)
+    child_start = datetime(2025, 9, 15, 15, 27, 40, tzinfo=UTC)
     sessions = [
-        (
+        _session_row(
             old_id,
-            "cli",
             None,
-            "anthropic/claude-sonnet-4",
-            json.dumps({"max_tokens": 32000, "reasoning": {"effort": "medium"}}),
-            prompt,
-            None,
-            datetime(2025, 9, 15, 14, 10, 22, tzinfo=UTC).timestamp(),
-            datetime(2025, 9, 15, 15, 27, 40, tzinfo=UTC).timestamp(),
+            (old_start, child_start),
             "compression",
-            len(old.messages),
-            old.tool_calls,
-            o_in,
-            o_out,
-            o_cr,
-            o_cw,
-            0,
-            CWD,
-            "fix/decimal-migration",
-            "openrouter",
-            "https://openrouter.ai/api/v1",
-            round(o_in * 3e-6 + o_out * 15e-6 + o_cr * 0.3e-6 + o_cw * 3.75e-6, 4),
+            (len(old.messages), old.tool_calls, _assistants(old.messages)),
+            (len(old.messages), old.tool_calls),
             "Fix money tests after Decimal PR",
-            len([m for m in old.messages if m["role"] == "assistant"]),
-            None,
-            None,
-            0,
-            0,
-            0,
         ),
-        (
+        _session_row(
             child_id,
-            "cli",
-            None,
-            "anthropic/claude-sonnet-4",
-            json.dumps({"max_tokens": 32000, "reasoning": {"effort": "medium"}}),
-            prompt,
             old_id,
-            datetime(2025, 9, 15, 15, 27, 40, tzinfo=UTC).timestamp(),
+            (child_start, None),
             None,
-            None,
-            len(active_child),
-            head.tool_calls + tail.tool_calls,
-            c_in,
-            c_out,
-            c_cr,
-            c_cw,
-            0,
-            CWD,
-            "fix/decimal-migration",
-            "openrouter",
-            "https://openrouter.ai/api/v1",
-            round(c_in * 3e-6 + c_out * 15e-6 + c_cr * 0.3e-6 + c_cw * 3.75e-6, 4),
+            (
+                len(active_child),
+                head.tool_calls + tail.tool_calls,
+                _assistants(child.messages + tail.messages),
+            ),
+            (
+                len(child.messages) + len(active_child),
+                child.tool_calls + tail.tool_calls + head.tool_calls,
+            ),
             "Fix money tests after Decimal PR #2",
-            len([m for m in child.messages + tail.messages if m["role"] == "assistant"]),
-            None,
-            None,
-            0,
-            0,
-            0,
         ),
     ]
     lock = (
@@ -291,35 +321,37 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
         round(compact_at - 4.2, 3),
         round(compact_at - 4.2 + 300, 3),
     )
+    rows = old_rows + child_rows + head_rows + tail_rows
+    _write_db(out_dir / "hermes-state.db", sessions, rows, lock)
+    return _state_manifest(
+        old,
+        child,
+        active_child,
+        (old_id, child_id),
+        (old_rows, child_rows, head_rows + tail_rows),
+        lock,
+    )
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "state.db"
-        con = sqlite3.connect(path)
-        try:
-            con.execute("PRAGMA journal_mode=DELETE")
-            con.execute("PRAGMA page_size=4096")
-            con.executescript(STATE_SCHEMA)
-            con.executemany(
-                f"INSERT INTO sessions VALUES ({','.join('?' * len(sessions[0]))})", sessions
-            )
-            con.executemany(
-                f"INSERT INTO messages VALUES ({','.join('?' * len(old_rows[0]))})",
-                old_rows + child_rows + head_rows + tail_rows,
-            )
-            con.execute("INSERT INTO compression_locks VALUES (?,?,?,?)", lock)
-            con.commit()
-            con.execute("VACUUM")
-        finally:
-            con.close()
-        (out_dir / "hermes-state.db").write_bytes(path.read_bytes())
 
-    def entry(msgs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        return {
-            "messages": len(msgs),
-            "roles": role_counts(m["role"] for m in msgs),
-            "tool_calls": sum(len(m.get("tool_calls") or ()) for m in msgs),
-        }
+def _entry(msgs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "messages": len(msgs),
+        "roles": role_counts(m["role"] for m in msgs),
+        "tool_calls": sum(len(m.get("tool_calls") or ()) for m in msgs),
+    }
 
+
+def _state_manifest(
+    old: HermesLog,
+    child: HermesLog,
+    active_child: list[dict[str, Any]],
+    ids: tuple[str, str],
+    rows: tuple[list[Any], list[Any], list[Any]],
+    lock: tuple[Any, ...],
+) -> dict[str, Any]:
+    """What a reader should find in the state.db; ``rows`` are (old, archived, live) rows."""
+    old_id, child_id = ids
+    old_rows, child_rows, live_rows = rows
     inactive_and_active = child.messages + active_child
     return {
         "format": "hermes",
@@ -328,14 +360,14 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
         "In-place compaction left the archived rows (active=0, compacted=1) in place; the live list starts with "
         "the summary row. With include_inactive the archived rows come first (they have lower ids).",
         "session": child_id,
-        **entry(active_child),
+        **_entry(active_child),
         "tool_results": sum(1 for m in active_child if m["role"] == "tool"),
         "compactions": [{"index": 0, "trigger": "unknown", "pre_tokens": None}],
         "images": 0,
         "model": "anthropic/claude-sonnet-4",
         "inactive_messages": len(child.messages),
         "with_inactive": {
-            **entry(inactive_and_active),
+            **_entry(inactive_and_active),
             "compactions": [
                 {
                     "index": 0,
@@ -353,14 +385,14 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
                 "end_reason": "compression",
                 "rows": len(old_rows),
                 "active_rows": len(old_rows),
-                **entry(old.messages),
+                **_entry(old.messages),
             },
             {
                 "id": child_id,
                 "parent_session_id": old_id,
                 "end_reason": None,
-                "rows": len(child_rows) + len(head_rows) + len(tail_rows),
-                "active_rows": len(head_rows) + len(tail_rows),
+                "rows": len(child_rows) + len(live_rows),
+                "active_rows": len(live_rows),
                 "inactive_rows": len(child_rows),
             },
         ],
