@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,103 @@ from ..common import (
 )
 
 # ============================================================================= SWE-agent
+
+
+def _swe_doc(
+    steps: list[dict[str, Any]],
+    history: list[dict[str, Any]],
+    submission: str,
+    usage: tuple[int, int, int],
+) -> dict[str, Any]:
+    """The .traj document around the trajectory and history; ``usage`` is (tokens sent,
+    tokens received, API calls)."""
+    tokens_sent, tokens_received, api_calls = usage
+    doc = {
+        "environment": "main",
+        "trajectory": steps,
+        "history": history,
+        "info": {
+            "swe_agent_hash": "4d1c39e0a8d2f6b1e57c0f9a3b21d7c6e5f48a90",
+            "swe_agent_version": "1.1.0",
+            "swe_rex_version": "1.2.0",
+            "swe_rex_hash": "unavailable",
+            "submission": submission,
+            "exit_status": "submitted",
+            "edited_files30": "[File: src/app/api/routes_invoices.py]\n[11 lines above omitted]\n    12: from app.billing.invoice import InvoiceError, InvoiceService\n    13: from app.utils.money import quantize\n[33 lines below omitted]",
+            "model_stats": {
+                "instance_cost": round(tokens_sent * 3e-6 + tokens_received * 15e-6, 4),
+                "tokens_sent": tokens_sent,
+                "tokens_received": tokens_received,
+                "api_calls": api_calls,
+            },
+        },
+        "replay_config": json.dumps(
+            {
+                "agent": {
+                    "model": {
+                        "name": "anthropic/claude-sonnet-4-20250514",
+                        "per_instance_cost_limit": 3.0,
+                    },
+                    "type": "default",
+                },
+                "problem_statement": {"id": "ledgerline__ledgerline-418", "type": "text"},
+                "env": {"repo": {"path": "/testbed", "type": "local"}},
+            }
+        ),
+    }
+    return doc
+
+
+def _swe_turn(
+    ids: Ids, history: list[dict[str, Any]], steps: list[dict[str, Any]], step: Sequence[str]
+) -> tuple[int, int]:
+    """One action and its observation, into ``history`` and ``steps``; returns the tokens
+    sent and received for it."""
+    thought, action, observation, open_file = step
+    cid = ids.call()
+    history.append(
+        {
+            "role": "assistant",
+            "content": thought,
+            "thought": thought,
+            "action": action,
+            "tool_calls": [
+                {
+                    "function": {"arguments": json.dumps({"command": action}), "name": "bash"},
+                    "id": cid,
+                    "type": "function",
+                }
+            ],
+            "message_type": "action",
+            "agent": "main",
+        }
+    )
+    history.append(
+        {
+            "role": "tool",
+            "content": f"OBSERVATION:\n{observation}",
+            "tool_call_ids": [cid],
+            "message_type": "observation",
+            "agent": "main",
+        }
+    )
+    sent = 6_200 + sum(len(json.dumps(m)) for m in history) // 4
+    received = len(thought) // 4 + len(action) // 4 + 40
+    steps.append(
+        {
+            "action": action,
+            "observation": observation,
+            "response": thought,
+            "thought": thought,
+            "execution_time": round(ids.rng.uniform(0.05, 3.5), 3),
+            "state": {
+                "open_file": f"/testbed/src/app/api/{open_file}" if open_file else "n/a",
+                "working_dir": "/testbed",
+            },
+            "extra_info": {},
+        }
+    )
+    return sent, received
 
 
 def build_swe_agent(out_dir: Path) -> dict[str, Any]:
@@ -54,48 +152,10 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     tokens_sent = 0
     tokens_received = 0
     for thought, action, observation, open_file in obs:
-        cid = ids.call()
-        add(
-            {
-                "role": "assistant",
-                "content": thought,
-                "thought": thought,
-                "action": action,
-                "tool_calls": [
-                    {
-                        "function": {"arguments": json.dumps({"command": action}), "name": "bash"},
-                        "id": cid,
-                        "type": "function",
-                    }
-                ],
-                "message_type": "action",
-            }
-        )
+        sent, received = _swe_turn(ids, history, steps, (thought, action, observation, open_file))
         calls += 1
-        add(
-            {
-                "role": "tool",
-                "content": f"OBSERVATION:\n{observation}",
-                "tool_call_ids": [cid],
-                "message_type": "observation",
-            }
-        )
-        tokens_sent += 6_200 + sum(len(json.dumps(m)) for m in history) // 4
-        tokens_received += len(thought) // 4 + len(action) // 4 + 40
-        steps.append(
-            {
-                "action": action,
-                "observation": observation,
-                "response": thought,
-                "thought": thought,
-                "execution_time": round(rng.uniform(0.05, 3.5), 3),
-                "state": {
-                    "open_file": f"/testbed/src/app/api/{open_file}" if open_file else "n/a",
-                    "working_dir": "/testbed",
-                },
-                "extra_info": {},
-            }
-        )
+        tokens_sent += sent
+        tokens_received += received
     submission = (
         obs[3][2].split("\n", 1)[1]
         + "\ndiff --git a/tests/api/test_routes_invoices.py b/tests/api/test_routes_invoices.py\n"
@@ -105,39 +165,7 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
         '+    rows = client.get("/v1/invoices/export.csv", params={"month": "2025-09"}).text.splitlines()\n'
         '+    assert any(r.endswith(",8650,865,9515,open") for r in rows)\n'
     )
-    doc = {
-        "environment": "main",
-        "trajectory": steps,
-        "history": history,
-        "info": {
-            "swe_agent_hash": "4d1c39e0a8d2f6b1e57c0f9a3b21d7c6e5f48a90",
-            "swe_agent_version": "1.1.0",
-            "swe_rex_version": "1.2.0",
-            "swe_rex_hash": "unavailable",
-            "submission": submission,
-            "exit_status": "submitted",
-            "edited_files30": "[File: src/app/api/routes_invoices.py]\n[11 lines above omitted]\n    12: from app.billing.invoice import InvoiceError, InvoiceService\n    13: from app.utils.money import quantize\n[33 lines below omitted]",
-            "model_stats": {
-                "instance_cost": round(tokens_sent * 3e-6 + tokens_received * 15e-6, 4),
-                "tokens_sent": tokens_sent,
-                "tokens_received": tokens_received,
-                "api_calls": len(obs),
-            },
-        },
-        "replay_config": json.dumps(
-            {
-                "agent": {
-                    "model": {
-                        "name": "anthropic/claude-sonnet-4-20250514",
-                        "per_instance_cost_limit": 3.0,
-                    },
-                    "type": "default",
-                },
-                "problem_statement": {"id": "ledgerline__ledgerline-418", "type": "text"},
-                "env": {"repo": {"path": "/testbed", "type": "local"}},
-            }
-        ),
-    }
+    doc = _swe_doc(steps, history, submission, (tokens_sent, tokens_received, len(obs)))
     write_text(out_dir / "swe-agent.traj", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     return {
         "format": "swe-agent",
