@@ -1,12 +1,15 @@
 """The sample-session generator behind ``scripts/make_sessions.py``.
 
 - ``build``: the list of samples, the manifest and README, ``--check``, the command line.
-- ``stories/``: one module per story (or family of small ones), each a ``build_*(out_dir)``.
+- ``stories/``: one module per story (or family of small ones), each a ``build_*(out_dir)``;
+  ``stories/steps`` replays a story's steps (``data/stories/*.jsonl``) through a writer,
+  ``stories/hermes_steps`` the Hermes ones with their tools.
 - ``writers``: the native-shape logs the stories write through (Hermes, OpenAI Chat,
   Anthropic, Claude Code, Codex, ShareGPT).
 - ``tools``: Hermes tool schemas and system prompt, and the tool outputs stories quote.
-- ``project``: the made-up project ledgerline (its files, test suite and bugs).
+- ``project``: the made-up project ledgerline (its files, simulated test suite and bugs).
 - ``common``: paths, seeds, ids, clocks, JSON, PNGs, fake secrets.
-- ``data/``: what the stories quote: ledgerline's files as real files (``data/ledgerline/``),
-  long prompts and templates (``data/text/``) and tables (``data/*.json``).
+- ``data/``: what the stories say: ledgerline's files as real files (``data/ledgerline/``),
+  the stories' steps (``data/stories/``), long prompts and templates (``data/text/``) and
+  tables (``data/*.json``).
 """

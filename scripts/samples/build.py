@@ -5,6 +5,9 @@ through tinyjuice's writers) so the samples exercise our readers. The story is t
 throughout: a developer asks an agent to get the failing test suite of ``ledgerline``,
 a small Python invoicing web service, green again after a float-to-Decimal migration.
 
+The stories are data (``data/stories/*.jsonl``, see ``stories/steps.py``) replayed
+through the writers of ``writers.py``; the package's ``__init__`` maps the modules.
+
     python scripts/make_sessions.py            # (re)write sessions/
     python scripts/make_sessions.py --check    # regenerate into a temp dir, exit 1 on drift
 

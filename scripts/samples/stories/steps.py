@@ -53,7 +53,7 @@ class Values:
     def resolve_part(self, part: str | dict[str, Any]) -> str:
         if isinstance(part, str):
             return part
-        if "$file" in part or "$ref" in part:
+        if len(part) == 1 and next(iter(part)).startswith("$"):
             text: str = self.resolve(part)
             return text
         return self.part(part)

@@ -1,0 +1,129 @@
+"""The sample generator's stories are data: ``scripts/samples/data`` holds what they quote,
+``data/stories/*.jsonl`` the steps, and ``samples.stories.steps`` resolves the values inside
+steps. (That the replayed stories write exactly the committed samples is
+``test_sessions_generated``'s ``--check``.)"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "scripts"
+DATA = SCRIPTS / "samples" / "data"
+
+
+@pytest.fixture(scope="module")
+def steps() -> Any:
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.stories import steps as module
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    return module
+
+
+class _Tools:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+
+    def read(self, path: str, line: int = 1) -> str:
+        self.calls.append(("read", (path, line)))
+        return f"<{path}:{line}>"
+
+
+def test_values_resolve_files_refs_tools_and_parts(steps: Any) -> None:
+    class Story(steps.Values):
+        def part(self, part: dict[str, Any]) -> str:
+            return f"[{part['run']}]"
+
+    tools = _Tools()
+    story = Story(tools)
+    story.names["t1"] = "toolu_01"
+    step = {
+        "file": {"$file": "text/codex_agents.txt"},
+        "ref": {"$ref": "t1"},
+        "tool": {"$tool": ["read", "a.py", 3]},
+        "joined": {"$": ["head ", {"run": "tests"}, " ", {"$tool": ["read", "b.py"]}]},
+        "plain": {"$x": 1, "y": [{"$ref": "t1"}]},
+    }
+    got = story.resolve(step)
+    assert got["file"] == (DATA / "text" / "codex_agents.txt").read_bytes().decode("utf-8")
+    assert got["ref"] == "toolu_01"
+    assert got["tool"] == "<a.py:3>"
+    assert got["joined"] == "head [tests] <b.py:1>"
+    assert got["plain"] == {"$x": 1, "y": ["toolu_01"]}
+    # left to right, depth first: the order the story's draws and edits happened in
+    assert tools.calls == [("read", ("a.py", 3)), ("read", ("b.py", 1))]
+
+
+def test_log_story_calls_writer_methods_and_names_results(steps: Any) -> None:
+    class Log:
+        def __init__(self) -> None:
+            self.seen: list[Any] = []
+            self.prompt = 0
+
+        def say(self, text: str, **kw: Any) -> list[str]:
+            self.seen.append((text, kw))
+            return [f"id{len(self.seen)}"]
+
+    class Ids:
+        def call(self) -> str:
+            return "call_9"
+
+    log = Log()
+    story = steps.LogStory({"main": log}, None, Ids())
+    for step in (
+        {"say": ["hello"], "kw": {"loud": True}, "as": ["s1"]},
+        {"set": ["prompt", 12]},
+        {"ids": "call", "as": "c1"},
+        {"say": [{"$ref": "s1"}]},
+        {"say": [{"$ref": "c1"}]},
+    ):
+        story.play(step)
+    assert log.seen == [("hello", {"loud": True}), ("id1", {}), ("call_9", {})]
+    assert log.prompt == 12
+
+
+def test_every_story_file_is_json_lines_of_single_kind_steps() -> None:
+    stories = sorted((DATA / "stories").glob("*.jsonl"))
+    assert {p.stem for p in stories} >= {"demo", "claude_code", "codex", "openai", "anthropic"}
+    for path in stories:
+        text = path.read_bytes().decode("utf-8")
+        assert text.endswith("\n"), path.name
+        for line in text.split("\n")[:-1]:
+            step = json.loads(line)
+            assert isinstance(step, dict) and step, (path.name, line[:80])
+
+
+def test_every_data_file_is_used_by_the_generator() -> None:
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (SCRIPTS / "samples").rglob("*.py"))
+    stories = "\n".join(p.read_text(encoding="utf-8") for p in (DATA / "stories").glob("*.jsonl"))
+    quoted = set(re.findall(r'"\$file": "([^"]+)"', stories))
+    for path in DATA.rglob("*"):
+        if not path.is_file():
+            continue
+        name = path.relative_to(DATA).as_posix()
+        if name.startswith("ledgerline/") and name.removeprefix("ledgerline/") in code:
+            continue  # a project file, read by its path (PROJECT_FILES, TEST_SOURCES, ...)
+        stem = name.removeprefix("stories/").removesuffix(".jsonl")
+        used = name in code or name in quoted or f'"{stem}"' in code
+        assert used, f"{name} is not read by the generator"
+
+
+def test_make_sessions_runs_as_a_script_from_anywhere(tmp_path: Path) -> None:
+    # scripts/make_sessions.py finds its package (scripts/samples) whatever the cwd.
+    out = subprocess.run(
+        [sys.executable, str(SCRIPTS / "make_sessions.py"), "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "--check" in out.stdout
