@@ -18,6 +18,23 @@ from .common import (
     rng_len,
     role_counts,
 )
+from .shapes import (
+    cc_assistant_message,
+    cc_snapshot,
+    codex_call,
+    codex_line,
+    codex_message,
+    codex_output,
+    codex_reasoning,
+    hermes_tool_message,
+    openai_call,
+    openai_tool_message,
+    tagged,
+    text_block,
+    thinking_block,
+    tool_result_block,
+    tool_use_block,
+)
 from .tools import SHAREGPT_TOOLS, Call, sharegpt_system
 
 
@@ -70,15 +87,7 @@ class HermesLog:
         self.tool_calls += len(calls)
         for cid, (name, _, result) in zip(ids, calls, strict=True):
             self.clock.tick(0.3, 9)
-            self.messages.append(
-                {
-                    "role": "tool",
-                    "content": result,
-                    "tool_call_id": cid,
-                    "name": name,
-                    "tool_name": name,
-                }
-            )
+            self.messages.append(hermes_tool_message(result, cid, name))
         return ids
 
 
@@ -113,13 +122,11 @@ class ChatLog:
                     json.loads(raw)
                 except json.JSONDecodeError:
                     self.invalid_arguments.append(len(self.messages))
-                msg["tool_calls"].append(
-                    {"id": cid, "type": "function", "function": {"name": name, "arguments": raw}}
-                )
+                msg["tool_calls"].append(openai_call(cid, name, raw))
         self.add(msg)
         self.tool_calls += len(calls)
         for cid, (name, _, result) in zip(ids, calls, strict=True):
-            self.add({"role": "tool", "tool_call_id": cid, "name": name, "content": result})
+            self.add(openai_tool_message(cid, name, result))
 
 
 # ====================================================================== Anthropic messages
@@ -147,13 +154,10 @@ class AnthropicLog:
             raise AssertionError("anthropic: roles must alternate")
         content: list[dict[str, Any]] = []
         for tid, text, err in self.pending:
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tid, "content": text}
-            if err:
-                block["is_error"] = True
-            content.append(block)
+            content.append(tool_result_block(tid, text, True if err else None))
             self.normalized_roles.append("tool")
         self.pending = []
-        extra = [{"type": "text", "text": b} if isinstance(b, str) else b for b in blocks]
+        extra = [text_block(b) if isinstance(b, str) else b for b in blocks]
         self.images += sum(1 for b in extra if b.get("type") == "image")
         content.extend(extra)
         if extra:
@@ -170,14 +174,12 @@ class AnthropicLog:
             raise AssertionError("anthropic: roles must alternate")
         content: list[dict[str, Any]] = []
         if thinking:
-            content.append(
-                {"type": "thinking", "thinking": thinking, "signature": self.signature()}
-            )
+            content.append(thinking_block(thinking, self.signature()))
         if text:
-            content.append({"type": "text", "text": text})
+            content.append(text_block(text))
         for name, args, result, err in calls:
             tid = self.ids.toolu()
-            content.append({"type": "tool_use", "id": tid, "name": name, "input": args})
+            content.append(tool_use_block(tid, name, args))
             self.pending.append((tid, result, err))
         self.tool_calls += len(calls)
         self.messages.append({"role": "assistant", "content": content})
@@ -277,25 +279,15 @@ class ClaudeCodeLog:
         return self._emit(line)
 
     def snapshot(self, message_id: str, files: dict[str, int]) -> None:
-        self.lines.append(
-            {
-                "type": "file-history-snapshot",
-                "messageId": message_id,
-                "snapshot": {
-                    "messageId": message_id,
-                    "trackedFileBackups": {
-                        path: {
-                            "backupFileName": f"{self.ids.hex(16)}@v{v}",
-                            "version": v,
-                            "backupTime": self.clock.z(),
-                        }
-                        for path, v in files.items()
-                    },
-                    "timestamp": self.clock.z(),
-                },
-                "isSnapshotUpdate": False,
+        backups = {
+            path: {
+                "backupFileName": f"{self.ids.hex(16)}@v{v}",
+                "version": v,
+                "backupTime": self.clock.z(),
             }
-        )
+            for path, v in files.items()
+        }
+        self.lines.append(cc_snapshot(message_id, backups, self.clock.z()))
 
     def assistant(self, *blocks: dict[str, Any], output: int | None = None) -> list[str]:
         """One API response: each content block on its own line, sharing id, requestId and usage."""
@@ -326,18 +318,8 @@ class ClaudeCodeLog:
                 ids.append(block["id"])
             line = self._base("assistant")
             last = i == len(blocks) - 1
-            line["message"] = {
-                "id": msg_id,
-                "type": "message",
-                "role": "assistant",
-                "model": CC_MODEL,
-                "content": [block],
-                "stop_reason": ("tool_use" if block["type"] == "tool_use" else "end_turn")
-                if last
-                else None,
-                "stop_sequence": None,
-                "usage": usage,
-            }
+            stop = ("tool_use" if block["type"] == "tool_use" else "end_turn") if last else None
+            line["message"] = cc_assistant_message(msg_id, CC_MODEL, block, stop, usage)
             line["requestId"] = req
             self._emit(line)
             if i:
@@ -355,13 +337,9 @@ class ClaudeCodeLog:
         is_error: bool = False,
     ) -> None:
         self.clock.tick(0.3, 20)
-        block: dict[str, Any] = {
-            "tool_use_id": tool_use_id,
-            "type": "tool_result",
-            "content": content,
-        }
-        if is_error:
-            block["is_error"] = True
+        block = tool_result_block(
+            tool_use_id, content, True if is_error else None, claude_code=True
+        )
         line = self._base("user")
         line["message"] = {"role": "user", "content": [block]}
         line["toolUseResult"] = tool_use_result
@@ -460,7 +438,7 @@ class CodexLog:
         self, kind: str, payload: dict[str, Any], tick: tuple[float, float] = (0.05, 1.5)
     ) -> None:
         self.clock.tick(*tick)
-        self.lines.append({"timestamp": self.clock.z(), "type": kind, "payload": payload})
+        self.lines.append(codex_line(self.clock.z(), kind, payload))
 
     def item(self, payload: dict[str, Any]) -> None:
         kind = payload["type"]
@@ -478,9 +456,7 @@ class CodexLog:
         self.emit("response_item", payload)
 
     def user(self, text: str, injected: bool = False) -> None:
-        self.item(
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
-        )
+        self.item(codex_message("user", text))
         if injected:
             self.injected += 1
         else:
@@ -494,39 +470,17 @@ class CodexLog:
                 bytes(self.ids.rng.getrandbits(8) for _ in range(self.ids.rng.randint(380, 900)))
             ).decode()
         )
-        self.emit(
-            "response_item",
-            {
-                "type": "reasoning",
-                "summary": [{"type": "summary_text", "text": text}],
-                "content": None,
-                "encrypted_content": enc,
-            },
-            (2, 9),
-        )
+        self.emit("response_item", codex_reasoning(text, enc), (2, 9))
         self.emit("event_msg", {"type": "agent_reasoning", "text": text})
 
     def say(self, text: str) -> None:
-        self.item(
-            {
-                "type": "message",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": text}],
-            }
-        )
+        self.item(codex_message("assistant", text))
         self.emit("event_msg", {"type": "agent_message", "message": text})
 
     def shell(self, command: str, timeout_ms: int = 120_000) -> str:
         cid = self.ids.call()
         args = {"command": ["bash", "-lc", command], "workdir": CWD, "timeout_ms": timeout_ms}
-        self.item(
-            {
-                "type": "function_call",
-                "name": "shell",
-                "arguments": dumps_compact(args),
-                "call_id": cid,
-            }
-        )
+        self.item(codex_call("shell", dumps_compact(args), cid))
         return cid
 
     def output(self, cid: str, text: str, code: int = 0, custom: bool = False) -> None:
@@ -539,13 +493,7 @@ class CodexLog:
                 },
             }
         )
-        self.item(
-            {
-                "type": "custom_tool_call_output" if custom else "function_call_output",
-                "call_id": cid,
-                "output": out,
-            }
-        )
+        self.item(codex_output(cid, out, custom))
 
     def tokens(self, grow: int, output: int, reasoning: int) -> None:
         """One model response finished: a token_count event with the prompt it used."""
@@ -616,15 +564,12 @@ class ShareGPTLog:
     def gpt(self, think: str | None, text: str, *calls: tuple[str, dict[str, Any], Any]) -> None:
         parts = []
         if think:
-            parts.append(f"<think>\n{think}\n</think>")
+            parts.append(tagged("think", think))
         if text:
             parts.append(text)
         for name, args, result in calls:
-            parts.append(
-                "<tool_call>\n"
-                + json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
-                + "\n</tool_call>"
-            )
+            call = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+            parts.append(tagged("tool_call", call))
             self.pending.append((name, result))
         self.turns.append({"from": "gpt", "value": "\n".join(parts)})
         self.roles.append("assistant")
@@ -633,11 +578,7 @@ class ShareGPTLog:
             blocks = []
             for name, result in self.pending:
                 body = {"tool_call_id": self.ids.call(), "name": name, "content": result}
-                blocks.append(
-                    "<tool_response>\n"
-                    + json.dumps(body, ensure_ascii=False)
-                    + "\n</tool_response>"
-                )
+                blocks.append(tagged("tool_response", json.dumps(body, ensure_ascii=False)))
                 self.roles.append("tool")
             self.turns.append({"from": "tool", "value": "\n".join(blocks)})
             self.pending = []

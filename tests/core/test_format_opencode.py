@@ -97,19 +97,15 @@ def conversation() -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
     ]
 
 
+#: opencode's tables, as the sample generator writes them (one copy of the schema).
+OPENCODE_SCHEMA = (
+    Path(__file__).resolve().parents[2] / "scripts/samples/data/text/opencode_schema.sql"
+).read_text(encoding="utf-8")
+
+
 def make_db(path: Path) -> Path:
     conn = sqlite3.connect(path)
-    conn.executescript(
-        """
-        CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT,
-          directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT,
-          time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);
-        CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
-          time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
-        CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
-          time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
-        """
-    )
+    conn.executescript(OPENCODE_SCHEMA)
     conn.execute(
         "INSERT INTO session VALUES (?,?,?,?,?,?,?,?)",
         (OLD, "global", None, "/p", "older chat", "1.0", 1, 2),

@@ -127,3 +127,22 @@ def test_make_sessions_runs_as_a_script_from_anywhere(tmp_path: Path) -> None:
         check=True,
     )
     assert "--check" in out.stdout
+
+
+def test_shapes_are_shared_by_both_generators() -> None:
+    # One spelling of each native shape: benchmarks/gen.py and the sample writers use it.
+    from benchmarks import gen
+    from scripts.samples import shapes
+
+    assert gen.tool_result_block is shapes.tool_result_block
+    writers = (SCRIPTS / "samples" / "writers.py").read_text(encoding="utf-8")
+    assert "from .shapes import" in writers
+    plain = shapes.tool_result_block("t1", "out")
+    assert list(plain) == ["type", "tool_use_id", "content"]
+    cc = shapes.tool_result_block("t1", "out", False, claude_code=True)
+    assert list(cc) == ["tool_use_id", "type", "content", "is_error"]
+    assert shapes.tagged("think", "x") == "<think>\nx\n</think>"
+    assert shapes.codex_message("user", "hi", "data:x")["content"][1] == {
+        "type": "input_image",
+        "image_url": "data:x",
+    }
