@@ -7,7 +7,8 @@
 - ``writers``: the native-shape logs the stories write through (Hermes, OpenAI Chat,
   Anthropic, Claude Code, Codex, ShareGPT).
 - ``tools``: Hermes tool schemas and system prompt, and the tool outputs stories quote.
-- ``project``: the made-up project ledgerline (its files, simulated test suite and bugs).
+- ``project``: the made-up project ledgerline (its files and simulated test suite);
+  ``bugs``: the causes of its red suite and the reports pytest prints for them.
 - ``common``: paths, seeds, ids, clocks, JSON, PNGs, fake secrets.
 - ``data/``: what the stories say: ledgerline's files as real files (``data/ledgerline/``),
   the stories' steps (``data/stories/``), long prompts and templates (``data/text/``) and

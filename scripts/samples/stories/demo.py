@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..bugs import demo_bugs
 from ..common import (
     LATEST_ASK,
     Clock,
@@ -29,7 +30,7 @@ from ..common import (
     role_counts,
     write_text,
 )
-from ..project import PROJECT_FILES, Repo, Suite, build_inventory, demo_bugs
+from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import (
     HERMES_TOOLS,
     hermes_system_prompt,
@@ -58,7 +59,7 @@ class DemoStory(HermesStory):
         self.repo.write("CHANGELOG.md", data_text("ledgerline/CHANGELOG.md"))
         self.repo.write(".env", env_file(make_secrets(rng_for("demo-secrets"))))
         self.suite = Suite(build_inventory(), rng_for("demo-suite"), self.repo)
-        for bug in demo_bugs(self.repo):
+        for bug in demo_bugs():
             self.suite.add(bug, active=bug.key != "flaky_dedupe")
         super().__init__(HermesLog(self.ids, self.clock), HermesTools(self.repo, self.suite))
         self.marks["invoice_reads"] = []

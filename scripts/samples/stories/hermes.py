@@ -13,6 +13,7 @@ from typing import Any
 
 from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
+from ..bugs import demo_bugs
 from ..common import (
     CWD,
     Clock,
@@ -22,7 +23,7 @@ from ..common import (
     role_counts,
     write_text,
 )
-from ..project import PROJECT_FILES, Repo, Suite, build_inventory, demo_bugs
+from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import (
     hermes_system_prompt,
     tool_by_name,
@@ -129,7 +130,7 @@ class StateStory(HermesStory):
         ids = Ids(rng)
         repo = Repo(PROJECT_FILES)
         self.suite = Suite(build_inventory(), rng_for("state-suite"), repo)
-        for bug in demo_bugs(repo):
+        for bug in demo_bugs():
             active = bug.key in ("money_rounding", "tax_rate_float", "format_money")
             self.suite.add(bug, active=active)
         self.logs = {name: HermesLog(ids, Clock(t, rng)) for name, t in self.STARTS.items()}
