@@ -37,24 +37,7 @@ from typing import Any, Literal
 
 import orjson
 
-from scripts.samples.shapes import (
-    cc_assistant_message,
-    cc_snapshot,
-    codex_call,
-    codex_line,
-    codex_message,
-    codex_output,
-    codex_reasoning,
-    hermes_tool_message,
-    image_block,
-    openai_call,
-    openai_tool_message,
-    tagged,
-    text_block,
-    thinking_block,
-    tool_result_block,
-    tool_use_block,
-)
+from scripts.samples import shapes
 
 __all__ = [
     "FORMATS",
@@ -736,7 +719,7 @@ def _oai_user_content(m: LMessage) -> str | list[dict[str, Any]]:
 
 
 def _oai_call(call: Call, names: dict[ToolKind, str], *, hermes: bool = False) -> dict[str, Any]:
-    out = openai_call(call.id, names[call.kind], orjson.dumps(_args(call, names)).decode())
+    out = shapes.openai_call(call.id, names[call.kind], orjson.dumps(_args(call, names)).decode())
     if hermes:
         out["call_id"] = call.id
     return out
@@ -756,7 +739,7 @@ def _render_openai(conv: Conversation) -> bytes:
             msgs.append(d)
         else:
             assert m.call is not None
-            msgs.append(openai_tool_message(m.call.id, _GENERIC_NAMES[m.call.kind], m.text))
+            msgs.append(shapes.openai_tool_message(m.call.id, _GENERIC_NAMES[m.call.kind], m.text))
     doc = {"model": _MODEL_OPENAI, "tools": _openai_tools(_GENERIC_NAMES), "messages": msgs}
     return orjson.dumps(doc)
 
@@ -776,7 +759,7 @@ def _render_hermes(conv: Conversation) -> bytes:
             msgs.append(d)
         else:
             assert m.call is not None
-            msgs.append(hermes_tool_message(m.text, m.call.id, _HERMES_NAMES[m.call.kind]))
+            msgs.append(shapes.hermes_tool_message(m.text, m.call.id, _HERMES_NAMES[m.call.kind]))
     last = conv.messages[-1].t if conv.messages else 0.0
     doc = {
         "session_id": "20250704_090000_" + conv.session[:6],
@@ -809,18 +792,18 @@ def _render_anthropic(conv: Conversation) -> bytes:
 
     for m in conv.messages:
         if m.role == "user":
-            blocks: list[dict[str, Any]] = [text_block(m.text)]
+            blocks: list[dict[str, Any]] = [shapes.text_block(m.text)]
             if m.image:
-                blocks.append(image_block(m.image))
+                blocks.append(shapes.image_block(m.image))
             add("user", blocks)
         elif m.role == "assistant":
             blocks = []
             if m.reasoning:
-                blocks.append(thinking_block(m.reasoning, _signature(rng)))
+                blocks.append(shapes.thinking_block(m.reasoning, _signature(rng)))
             if m.text:
-                blocks.append(text_block(m.text))
+                blocks.append(shapes.text_block(m.text))
             blocks += [
-                tool_use_block(
+                shapes.tool_use_block(
                     "toolu_" + c.id[5:], _GENERIC_NAMES[c.kind], _args(c, _GENERIC_NAMES)
                 )
                 for c in m.calls
@@ -828,7 +811,7 @@ def _render_anthropic(conv: Conversation) -> bytes:
             add("assistant", blocks)
         else:
             assert m.call is not None
-            add("user", [tool_result_block("toolu_" + m.call.id[5:], m.text, m.is_error)])
+            add("user", [shapes.tool_result_block("toolu_" + m.call.id[5:], m.text, m.is_error)])
     tools = [
         {
             "name": _GENERIC_NAMES[k],
@@ -916,19 +899,19 @@ def _render_claude_code(conv: Conversation) -> bytes:
 
     for m in conv.messages:
         if m.role == "user":
-            lines.append(cc_snapshot(new_uuid(), {}, _ts(m.t)))
+            lines.append(shapes.cc_snapshot(new_uuid(), {}, _ts(m.t)))
             content: str | list[dict[str, Any]] = m.text
             if m.image:
-                content = [text_block(m.text), image_block(m.image)]
+                content = [shapes.text_block(m.text), shapes.image_block(m.image)]
             emit("user", m.t, {"message": {"role": "user", "content": content}})
         elif m.role == "assistant":
             blocks: list[dict[str, Any]] = []
             if m.reasoning:
-                blocks.append(thinking_block(m.reasoning, _signature(rng)))
+                blocks.append(shapes.thinking_block(m.reasoning, _signature(rng)))
             if m.text:
-                blocks.append(text_block(m.text))
+                blocks.append(shapes.text_block(m.text))
             for c in m.calls:
-                blocks.append(tool_use_block("toolu_" + c.id[5:], *_cc_input(c)))
+                blocks.append(shapes.tool_use_block("toolu_" + c.id[5:], *_cc_input(c)))
             usage_in += rng.randint(200, 4000)
             usage = {
                 "input_tokens": rng.randint(3, 40),
@@ -941,11 +924,11 @@ def _render_claude_code(conv: Conversation) -> bytes:
             req_id = f"req_011{rng.getrandbits(96):024x}"
             stop = "tool_use" if m.calls else "end_turn"
             for b in blocks:  # one line per content block, repeating id, requestId and usage
-                message = cc_assistant_message(msg_id, _MODEL_ANTHROPIC, b, stop, usage)
+                message = shapes.cc_assistant_message(msg_id, _MODEL_ANTHROPIC, b, stop, usage)
                 emit("assistant", m.t, {"message": message, "requestId": req_id})
         else:
             assert m.call is not None
-            block = tool_result_block(
+            block = shapes.tool_result_block(
                 "toolu_" + m.call.id[5:], m.text, m.is_error, claude_code=True
             )
             emit(
@@ -973,10 +956,10 @@ def _render_codex(conv: Conversation) -> bytes:
     lines: list[dict[str, Any]] = []
 
     def emit(t: float, kind: str, payload: dict[str, Any]) -> None:
-        lines.append(codex_line(_ts(t), kind, payload))
+        lines.append(shapes.codex_line(_ts(t), kind, payload))
 
     def user_item(text: str, image: str | None = None) -> dict[str, Any]:
-        return codex_message("user", text, _data_url(image) if image else None)
+        return shapes.codex_message("user", text, _data_url(image) if image else None)
 
     emit(
         0,
@@ -1038,14 +1021,18 @@ def _render_codex(conv: Conversation) -> bytes:
         elif m.role == "assistant":
             if m.reasoning:
                 enc = base64.b64encode(rng.randbytes(rng.randint(300, 1100))).decode("ascii")
-                emit(m.t, "response_item", codex_reasoning(m.reasoning, "gAAAAA" + enc))
+                emit(m.t, "response_item", shapes.codex_reasoning(m.reasoning, "gAAAAA" + enc))
             if m.text:
-                emit(m.t, "response_item", codex_message("assistant", m.text))
+                emit(m.t, "response_item", shapes.codex_message("assistant", m.text))
                 if not m.calls:
                     emit(m.t, "event_msg", {"type": "agent_message", "message": m.text})
             for c in m.calls:
                 args = {"command": ["bash", "-lc", _codex_cmd(c)], "workdir": _CWD}
-                emit(m.t, "response_item", codex_call("shell", orjson.dumps(args).decode(), c.id))
+                emit(
+                    m.t,
+                    "response_item",
+                    shapes.codex_call("shell", orjson.dumps(args).decode(), c.id),
+                )
             last = {
                 "input_tokens": rng.randint(2000, 90000),
                 "cached_input_tokens": rng.randint(0, 80000),
@@ -1076,7 +1063,9 @@ def _render_codex(conv: Conversation) -> bytes:
                     "duration_seconds": round(rng.uniform(0.01, 9), 1),
                 },
             }
-            emit(m.t, "response_item", codex_output(m.call.id, orjson.dumps(output).decode()))
+            emit(
+                m.t, "response_item", shapes.codex_output(m.call.id, orjson.dumps(output).decode())
+            )
     return _jsonl(lines)
 
 
@@ -1097,7 +1086,7 @@ def _render_sharegpt(conv: Conversation) -> bytes:
                 "name": _HERMES_NAMES[m.call.kind],
                 "content": m.text,
             }
-            pending.append(tagged("tool_response", orjson.dumps(body).decode()))
+            pending.append(shapes.tagged("tool_response", orjson.dumps(body).decode()))
             continue
         flush()
         if m.role == "user":
@@ -1105,12 +1094,12 @@ def _render_sharegpt(conv: Conversation) -> bytes:
         else:
             parts = []
             if m.reasoning:
-                parts.append(tagged("think", m.reasoning))
+                parts.append(shapes.tagged("think", m.reasoning))
             if m.text:
                 parts.append(m.text)
             for c in m.calls:
                 call = {"name": _HERMES_NAMES[c.kind], "arguments": _args(c, _HERMES_NAMES)}
-                parts.append(tagged("tool_call", orjson.dumps(call).decode()))
+                parts.append(shapes.tagged("tool_call", orjson.dumps(call).decode()))
             turns.append({"from": "gpt", "value": "\n".join(parts)})
     flush()
     tools = orjson.dumps(_openai_tools(_HERMES_NAMES)).decode()

@@ -128,6 +128,21 @@ def write_text(path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8"))
 
 
+def write_jsonl(path: Path, lines: Iterable[Any]) -> None:
+    """One compact JSON object a line, newline-terminated."""
+    write_text(path, "\n".join(dumps_compact(line) for line in lines) + "\n")
+
+
+def chat_counts(messages: list[dict[str, Any]], tool_calls: int) -> dict[str, Any]:
+    """A manifest entry's counts for a list of role-tagged messages."""
+    return {
+        "messages": len(messages),
+        "roles": role_counts(m["role"] for m in messages),
+        "tool_calls": tool_calls,
+        "tool_results": sum(1 for m in messages if m["role"] == "tool"),
+    }
+
+
 def role_counts(roles: Iterable[str]) -> dict[str, int]:
     counts = {r: 0 for r in ROLE_ORDER}
     for r in roles:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,14 @@ from .shapes import (
 from .tools import SHAREGPT_TOOLS, Call, sharegpt_system
 
 
+def _raw_calls(calls: Sequence[Call], new_id: Callable[[], str]) -> list[tuple[str, str, str]]:
+    """(id, name, JSON arguments) for each call, drawing one new id a call, in order."""
+    return [
+        (new_id(), name, args if isinstance(args, str) else dumps_args(args))
+        for name, args, _ in calls
+    ]
+
+
 class HermesLog:
     """Builds a Hermes session log message by message and counts what it built."""
 
@@ -68,21 +77,11 @@ class HermesLog:
             "reasoning": reasoning,
             "finish_reason": "tool_calls" if calls else "stop",
         }
-        ids: list[str] = []
-        if calls:
-            msg["tool_calls"] = []
-            for name, args, _ in calls:
-                cid = self.ids.toolu()
-                ids.append(cid)
-                raw = args if isinstance(args, str) else dumps_args(args)
-                msg["tool_calls"].append(
-                    {
-                        "id": cid,
-                        "call_id": cid,
-                        "type": "function",
-                        "function": {"name": name, "arguments": raw},
-                    }
-                )
+        raw = _raw_calls(calls, self.ids.toolu)
+        if raw:
+            # Hermes' own order: call_id right after id (gen.py's openai_call + call_id differs)
+            msg["tool_calls"] = [{"id": c, "call_id": c, **openai_call(c, n, a)} for c, n, a in raw]
+        ids = [cid for cid, _, _ in raw]
         self.messages.append(msg)
         self.tool_calls += len(calls)
         for cid, (name, _, result) in zip(ids, calls, strict=True):
@@ -111,18 +110,15 @@ class ChatLog:
 
     def assistant(self, text: str | None, *calls: Call) -> None:
         msg: dict[str, Any] = {"role": "assistant", "content": text}
-        ids = []
-        if calls:
-            msg["tool_calls"] = []
-            for name, args, _ in calls:
-                cid = self.ids.call()
-                ids.append(cid)
-                raw = args if isinstance(args, str) else dumps_args(args)
-                try:
-                    json.loads(raw)
-                except json.JSONDecodeError:
-                    self.invalid_arguments.append(len(self.messages))
-                msg["tool_calls"].append(openai_call(cid, name, raw))
+        raw = _raw_calls(calls, self.ids.call)
+        if raw:
+            msg["tool_calls"] = [openai_call(cid, name, args) for cid, name, args in raw]
+        for _, _, args in raw:
+            try:
+                json.loads(args)
+            except json.JSONDecodeError:
+                self.invalid_arguments.append(len(self.messages))
+        ids = [cid for cid, _, _ in raw]
         self.add(msg)
         self.tool_calls += len(calls)
         for cid, (name, _, result) in zip(ids, calls, strict=True):

@@ -134,7 +134,7 @@ def test_shapes_are_shared_by_both_generators() -> None:
     from benchmarks import gen
     from scripts.samples import shapes
 
-    assert gen.tool_result_block is shapes.tool_result_block
+    assert gen.shapes is shapes
     writers = (SCRIPTS / "samples" / "writers.py").read_text(encoding="utf-8")
     assert "from .shapes import" in writers
     plain = shapes.tool_result_block("t1", "out")

@@ -13,6 +13,7 @@ from ..common import (
     CWD,
     Clock,
     Ids,
+    chat_counts,
     data_json,
     data_text,
     dumps_compact,
@@ -174,10 +175,7 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
         "are the entries of assistant `tool_calls`; outside demonstrations, an assistant `action` without tool_calls "
         "followed by a user observation would be read as a bash call and its result (none here). Usage is aggregate "
         "only (info.model_stats).",
-        "messages": len(history),
-        "roles": role_counts(m["role"] for m in history),
-        "tool_calls": calls,
-        "tool_results": sum(1 for m in history if m["role"] == "tool"),
+        **chat_counts(history, calls),
         "compactions": [],
         "images": 0,
         "model": "anthropic/claude-sonnet-4-20250514",

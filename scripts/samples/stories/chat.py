@@ -9,14 +9,15 @@ from typing import Any
 
 from ..common import (
     Ids,
+    chat_counts,
     data_json,
     data_text,
     data_url,
-    dumps_compact,
     png_ci_dashboard,
     png_invoice,
     rng_for,
     role_counts,
+    write_jsonl,
     write_text,
 )
 from ..project import PROJECT_FILES, Repo
@@ -96,10 +97,7 @@ def build_openai(out_dir: Path) -> dict[str, Any]:
         "format": "openai",
         "rule": "Each entry of `messages` is one message (the in-band system message included). Tool calls are "
         "the entries of assistant `tool_calls`; arguments that are not valid JSON are kept verbatim and counted.",
-        "messages": len(c.messages),
-        "roles": role_counts(m["role"] for m in c.messages),
-        "tool_calls": c.tool_calls,
-        "tool_results": sum(1 for m in c.messages if m["role"] == "tool"),
+        **chat_counts(c.messages, c.tool_calls),
         "compactions": [],
         "images": c.images,
         "model": doc["model"],
@@ -232,7 +230,7 @@ def build_sharegpt(out_dir: Path) -> dict[str, Any]:
     entries = [t.entry(*e) for t, e in zip(logs.values(), _SHAREGPT_ENTRIES, strict=True)]
     per = [t.manifest() for t in logs.values()]
 
-    write_text(out_dir / "sharegpt.jsonl", "\n".join(dumps_compact(e) for e in entries) + "\n")
+    write_jsonl(out_dir / "sharegpt.jsonl", entries)
     return {
         "format": "sharegpt",
         "rule": "One trajectory per line; top-level counts are for the first line (what a reader loads by default), "

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common import CWD, Clock, Ids, dumps_compact, rng_for, role_counts, write_text
+from ..common import CWD, Clock, Ids, rng_for, role_counts, write_jsonl
 from ..project import PROJECT_FILES, Repo
 from ..writers import CC_MODEL, ClaudeCodeLog
 from .steps import Values, read_steps
@@ -180,9 +180,7 @@ def build_claude_code(out_dir: Path) -> dict[str, Any]:
         },
     )
 
-    write_text(
-        out_dir / "claude-code.jsonl", "\n".join(dumps_compact(line) for line in cc.lines) + "\n"
-    )
+    write_jsonl(out_dir / "claude-code.jsonl", cc.lines)
     return {
         "format": "claude-code",
         "rule": "Follow parentUuid back from the newest leaf; at a compact_boundary (parentUuid null) continue through "

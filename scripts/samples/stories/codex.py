@@ -6,7 +6,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common import Clock, Ids, data_text, dumps_compact, rng_for, role_counts, write_text
+from ..common import (
+    Clock,
+    Ids,
+    data_text,
+    rng_for,
+    role_counts,
+    write_jsonl,
+)
 from ..project import PROJECT_FILES, Repo
 from ..writers import CodexLog
 from .steps import LogStory
@@ -50,9 +57,7 @@ def build_codex(out_dir: Path) -> dict[str, Any]:
     story = LogStory({"rollout": cx}, CodexTools(repo, ids), ids)
     story.names["session"] = session
     story.replay("codex")
-    write_text(
-        out_dir / "codex-rollout.jsonl", "\n".join(dumps_compact(line) for line in cx.lines) + "\n"
-    )
+    write_jsonl(out_dir / "codex-rollout.jsonl", cx.lines)
     return {
         "format": "codex",
         "rule": "Only response_item lines (and the compacted line) become messages. Each `message` item is one message with "

@@ -20,6 +20,7 @@ from ..common import (
     LATEST_ASK,
     Clock,
     Ids,
+    chat_counts,
     data_text,
     data_url,
     env_file,
@@ -27,7 +28,6 @@ from ..common import (
     png_ci_dashboard,
     png_invoice,
     rng_for,
-    role_counts,
     write_text,
 )
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
@@ -120,10 +120,7 @@ def build_demo(out_dir: Path) -> dict[str, Any]:
         "whose content starts with the compaction prefix is a summary (user role here). Hermes logs do not "
         "record what triggered a compaction or the token count before it, so trigger is unknown and "
         "pre_tokens null.",
-        "messages": len(h.messages),
-        "roles": role_counts(m["role"] for m in h.messages),
-        "tool_calls": h.tool_calls,
-        "tool_results": sum(1 for m in h.messages if m["role"] == "tool"),
+        **chat_counts(h.messages, h.tool_calls),
         "compactions": h.compactions,
         "images": h.images,
         "model": doc["model"],

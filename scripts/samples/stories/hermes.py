@@ -14,15 +14,7 @@ from typing import Any
 from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
 from ..bugs import demo_bugs
-from ..common import (
-    CWD,
-    Clock,
-    Ids,
-    dumps_compact,
-    rng_for,
-    role_counts,
-    write_text,
-)
+from ..common import CWD, Clock, Ids, chat_counts, dumps_compact, rng_for, role_counts, write_text
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import (
     hermes_system_prompt,
@@ -98,10 +90,7 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
         "format": "hermes",
         "rule": "Hermes gateway JSONL: line 1 is session_meta (tools, model, platform) and is not a message; "
         "every later line is one message. `timestamp` is per message metadata.",
-        "messages": len(h.messages),
-        "roles": role_counts(m["role"] for m in h.messages),
-        "tool_calls": h.tool_calls,
-        "tool_results": sum(1 for m in h.messages if m["role"] == "tool"),
+        **chat_counts(h.messages, h.tool_calls),
         "compactions": [],
         "images": 0,
         "model": meta["model"],
