@@ -3,7 +3,8 @@
 One seeded *logical* conversation (a system prompt, user asks, assistant text, tool
 calls to ``read_file`` / ``terminal`` / ``search`` with outputs of varied sizes, some of
 them exact repeats of earlier ones, some reasoning, occasional screenshots and failing
-commands) is rendered into each format's native shape (see FORMATS.md):
+commands) is rendered into each format's native shape (see FORMATS.md), built from the
+shapes the bundled samples use too (``scripts/samples/shapes.py``):
 
 - ``openai``: one JSON object ``{model, tools, messages}``;
 - ``anthropic``: ``{model, system, tools, messages}`` with content blocks and alternating roles;

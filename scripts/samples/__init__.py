@@ -6,6 +6,8 @@
   ``stories/hermes_steps`` the Hermes ones with their tools.
 - ``writers``: the native-shape logs the stories write through (Hermes, OpenAI Chat,
   Anthropic, Claude Code, Codex, ShareGPT).
+- ``shapes``: each agent's native message shapes, spelled once; ``benchmarks/gen.py``
+  builds its large synthetic transcripts from them too.
 - ``tools``: Hermes tool schemas and system prompt, and the tool outputs stories quote.
 - ``project``: the made-up project ledgerline (its files and simulated test suite);
   ``bugs``: the causes of its red suite and the reports pytest prints for them.
