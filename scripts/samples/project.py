@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import difflib
 import random
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,22 +126,34 @@ def build_inventory() -> list[str]:
 
 @dataclass
 class Bug:
-    """One cause of red tests: the failing ids, pytest's report, and the fix."""
+    """One cause of red tests: per failing id, pytest's report (``block``, ``where``:
+    "tests/...py:31: AssertionError" and any captured log, ``short``: the summary reason)."""
 
     key: str
-    tests: tuple[str, ...]
-    #: The body pytest prints under a test's header: text, per-test text, or a function
-    #: of (repo, test id) so source excerpts always match the current file.
-    block: str | Callable[[Repo, str], str]
-    where: str | Callable[[Repo, str], str]  # "tests/...py:31: AssertionError" (+ captured log)
-    short: str | Callable[[str], str]  # short test summary reason
+    reports: dict[str, dict[str, str]]
     error: bool = False  # an error at setup rather than a failure
 
+    @property
+    def tests(self) -> tuple[str, ...]:
+        return tuple(self.reports)
+
     def render(self, repo: Repo, test: str) -> tuple[str, str, str]:
-        block = self.block(repo, test) if callable(self.block) else self.block
-        where = self.where(repo, test) if callable(self.where) else self.where
-        short = self.short(test) if callable(self.short) else self.short
-        return block, where, short
+        """``test``'s report, its source quotes read from ``repo`` as it is now:
+        ``«line PATH|NEEDLE»`` is the number of PATH's first line holding NEEDLE,
+        ``«frame PATH|NEEDLE»`` pytest's excerpt of the function up to that line."""
+
+        def quote(m: re.Match[str]) -> str:
+            kind, path, needle = m.groups()
+            if kind == "line":
+                return str(repo.find_line(path, needle))
+            return frame(repo, path, needle, [])
+
+        report = self.reports[test]
+        block, where = (_QUOTE.sub(quote, report[k]) for k in ("block", "where"))
+        return block, where, report["short"]
+
+
+_QUOTE = re.compile(r"«(line|frame) ([^|»]+)\|([^»]+)»")
 
 
 @dataclass
@@ -374,19 +387,3 @@ def frame(repo: Repo, path: str, needle: str, errors: Sequence[str], header: str
     out = ([header, ""] if header else []) + body
     out += [f"E       {e}" for e in errors]
     return "\n".join(out)
-
-
-def loc(repo: Repo, path: str, needle: str, kind: str) -> str:
-    return f"{path}:{repo.find_line(path, needle)}: {kind}"
-
-
-SEP_FRAME = "_ " * 40
-
-
-TEST_SOURCES: dict[str, str] = {
-    path: data_text(f"ledgerline/{path}")
-    for path in (
-        "tests/utils/test_money.py",
-        "tests/payments/test_webhooks.py",
-    )
-}

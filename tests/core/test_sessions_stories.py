@@ -111,7 +111,7 @@ def test_every_data_file_is_used_by_the_generator() -> None:
             continue
         name = path.relative_to(DATA).as_posix()
         if name.startswith("ledgerline/") and name.removeprefix("ledgerline/") in code:
-            continue  # a project file, read by its path (PROJECT_FILES, TEST_SOURCES, ...)
+            continue  # a project file, read by its path (PROJECT_FILES, ...)
         stem = name.removeprefix("stories/").removesuffix(".jsonl")
         used = name in code or name in quoted or f'"{stem}"' in code
         assert used, f"{name} is not read by the generator"
@@ -146,3 +146,35 @@ def test_shapes_are_shared_by_both_generators() -> None:
         "type": "input_image",
         "image_url": "data:x",
     }
+
+
+def test_bug_reports_are_data_that_quote_the_current_source() -> None:
+    # data/bugs.txt: the reports are text; «line»/«frame» read the file as it is now.
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.bugs import _parse
+        from samples.project import Repo
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    text = (
+        "@@ bug b1 error\n@@ test t.py::a\n@@ short Boom\n@@ where\nm.py:«line m.py|x = 1»: E\n"
+        "@@ block\nhead\n\n«frame m.py|x = 1»\nE       Boom\n@@ bug b2\n@@ test t.py::b\n"
+        "@@ short ok\n@@ where\n\n@@ block\n"
+    )
+    b1, b2 = _parse(text)
+    assert (b1.key, b1.error, b1.tests, b2.error, b2.tests) == (
+        "b1",
+        True,
+        ("t.py::a",),
+        False,
+        ("t.py::b",),
+    )
+    repo = Repo({"m.py": "def f():\n    x = 1\n"})
+    assert b1.render(repo, "t.py::a") == (
+        "head\n\n    def f():\n>       x = 1\nE       Boom",
+        "m.py:2: E",
+        "Boom",
+    )
+    repo.patch("m.py", "def f():\n", "def f():\n    y = 0\n")
+    assert b1.render(repo, "t.py::a")[1] == "m.py:3: E"
+    assert b2.render(repo, "t.py::b") == ("", "", "ok")
