@@ -124,10 +124,18 @@ def _live(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+#: Per sample, how a faithful reader turns the file into messages (the manifest's ``rule``).
+_RULES: dict[str, str] = data_json("rules.json")
+
+
+def _with_rule(name: str, entry: dict[str, Any]) -> dict[str, Any]:
+    return {"format": entry.pop("format"), "rule": _RULES[name], **entry}
+
+
 def generate(out_dir: Path) -> dict[str, Any]:
     """Write every sample, the manifest and the README into ``out_dir``; return the manifest."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = {name: builder(out_dir) for name, builder in BUILDERS}
+    files = {name: _with_rule(name, builder(out_dir)) for name, builder in BUILDERS}
     for entry in files.values():
         entry.update(_live(entry))
     manifest = {

@@ -178,3 +178,11 @@ def test_bug_reports_are_data_that_quote_the_current_source() -> None:
     repo.patch("m.py", "def f():\n", "def f():\n    y = 0\n")
     assert b1.render(repo, "t.py::a")[1] == "m.py:3: E"
     assert b2.render(repo, "t.py::b") == ("", "", "ok")
+
+
+def test_manifest_rules_are_data_one_per_sample() -> None:
+    rules = json.loads((DATA / "rules.json").read_text(encoding="utf-8"))
+    manifest = json.loads((ROOT / "sessions" / "manifest.json").read_text(encoding="utf-8"))
+    assert list(rules) == list(manifest["files"])
+    for name, entry in manifest["files"].items():
+        assert list(entry)[:2] == ["format", "rule"] and entry["rule"] == rules[name]

@@ -170,11 +170,6 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     write_text(out_dir / "swe-agent.traj", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     return {
         "format": "swe-agent",
-        "rule": "Each entry of `history` is one message, demonstration entries (is_demo) included: demonstration "
-        "observations stay user messages. Role tool entries are tool messages (answering tool_call_ids). Tool calls "
-        "are the entries of assistant `tool_calls`; outside demonstrations, an assistant `action` without tool_calls "
-        "followed by a user observation would be read as a bash call and its result (none here). Usage is aggregate "
-        "only (info.model_stats).",
         **chat_counts(history, calls),
         "compactions": [],
         "images": 0,
@@ -222,10 +217,10 @@ def _thought(kind: str, target: str) -> str:
             "edit": f"Quantizing the totals in {target}."}[kind]  # fmt: skip
 
 
-def _agent_manifest(fmt: str, rule: str, roles: list[str], calls: int, compactions: list[dict[str, Any]],
+def _agent_manifest(fmt: str, roles: list[str], calls: int, compactions: list[dict[str, Any]],
                     model: str, **more: Any) -> dict[str, Any]:  # fmt: skip
     return {
-        "format": fmt, "rule": rule, "messages": len(roles), "roles": role_counts(roles),
+        "format": fmt, "messages": len(roles), "roles": role_counts(roles),
         "tool_calls": calls, "tool_results": roles.count("tool"), "compactions": compactions,
         "images": 0, "model": model, **more,
     }  # fmt: skip
@@ -280,11 +275,6 @@ def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
     )
     return _agent_manifest(
         "gemini-cli",
-        "The JSONL log replayed: message records upsert by id (a call written twice is one message), "
-        "$set.messages replaces the history, $rewindTo drops that message and later ones. user → user "
-        "(/compress is injected), gemini → assistant, each toolCalls result → a tool message after it; "
-        "info notes are not messages. The turns a compression replaced stay before its <state_snapshot> "
-        "summary, a compaction (manual after /compress, pre_tokens from the info note).",
         roles,
         len(AGENT_STEPS),
         [compaction],
@@ -341,10 +331,6 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
     write_text(task / "task_metadata.json", json.dumps(meta, ensure_ascii=False, indent=2) + "\n")
     return _agent_manifest(
         "cline",
-        "api_conversation_history.json read as Anthropic messages (a user message of only tool_result blocks "
-        "is tool messages). Roo's isSummary message is a compaction (trigger unknown, pre_tokens from the "
-        "matching condense_context ui message); the turns it replaced keep condenseParent. Usage from each "
-        "api_req_started ui message; the model from task_metadata.json.",
         roles,
         len(AGENT_STEPS),
         [compaction],
@@ -415,11 +401,6 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
     con.close()
     return _agent_manifest(
         "opencode",
-        "opencode.db: the most recently updated session. Each message's parts in id order: a user message's text "
-        "parts are one user message (one holding only a compaction part is no message); an assistant message is "
-        "one assistant message (text, reasoning, tool calls) then one tool message per completed or failed tool "
-        "part. An assistant message with summary: true is a compaction (manual: the compaction part says auto: "
-        "false); usage from each assistant message's tokens.",
         roles,
         len(AGENT_STEPS),
         [compaction],
@@ -479,9 +460,6 @@ def build_aider(out_dir: Path) -> dict[str, Any]:
     write_text(out_dir / "aider-chat-history.md", "".join(out))
     return _agent_manifest(
         "aider",
-        "The last '# aider chat started' run. '#### ' lines are one user message (a /command is injected); reply "
-        "prose is one assistant message; a block of '> ' lines after a reply is the tool result of a synthetic "
-        "aider call, elsewhere injected context. /clear is a compaction (manual, no summary) at the next message.",
         roles,
         1,
         [compaction],
@@ -509,9 +487,6 @@ def build_glaive(out_dir: Path) -> dict[str, Any]:
     write_text(out_dir / "sharegpt-glaive.jsonl", "".join(dumps_compact(r) + "\n" for r in lines))
     return _agent_manifest(
         "sharegpt",
-        "LLaMA-Factory / glaive ShareGPT, one conversation per line (counts for the first): function_call turns "
-        "are assistant messages holding that call, observation turns its tool result; the top-level system "
-        "string is the system prompt and tools (a JSON string) the schemas.",
         ["user", "assistant", "tool", "assistant"],
         1,
         [],
@@ -557,9 +532,6 @@ def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
     )
     return _agent_manifest(
         "swe-agent",
-        "mini-SWE-agent: messages in order; an assistant reply's ```bash block is one tool call and the user "
-        "message after it (<returncode>/<output>) its tool result. A user message after a reply with no action "
-        "(the format-error notice) stays a user message, injected, not an ask.",
         roles,
         calls,
         [],

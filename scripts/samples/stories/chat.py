@@ -95,8 +95,6 @@ def build_openai(out_dir: Path) -> dict[str, Any]:
     write_text(out_dir / "openai-chat.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     return {
         "format": "openai",
-        "rule": "Each entry of `messages` is one message (the in-band system message included). Tool calls are "
-        "the entries of assistant `tool_calls`; arguments that are not valid JSON are kept verbatim and counted.",
         **chat_counts(c.messages, c.tool_calls),
         "compactions": [],
         "images": c.images,
@@ -170,10 +168,6 @@ def build_anthropic(out_dir: Path) -> dict[str, Any]:
     )
     return {
         "format": "anthropic",
-        "rule": "Top-level `system` is the system prompt, not a message. Each assistant message is one message "
-        "(thinking blocks stay inside it). In a user message, each tool_result block becomes its own tool message, "
-        "in order; the remaining blocks of that user message (text, image), if any, form one user message placed "
-        "after those tool messages. Tool calls are tool_use blocks.",
         "messages": len(a.normalized_roles),
         "raw_messages": len(a.messages),
         "roles": role_counts(a.normalized_roles),
@@ -233,11 +227,6 @@ def build_sharegpt(out_dir: Path) -> dict[str, Any]:
     write_jsonl(out_dir / "sharegpt.jsonl", entries)
     return {
         "format": "sharegpt",
-        "rule": "One trajectory per line; top-level counts are for the first line (what a reader loads by default), "
-        "`trajectories` has every line. from system/human/gpt/tool map to system/user/assistant/tool. Each <tool_call> "
-        "block in a gpt turn is one tool call; each <tool_response> block in a tool turn is one tool message (a tool "
-        "turn holding two responses gives two tool messages). <think> stays inside its assistant message. A human turn "
-        "starting with [CONTEXT SUMMARY]: is a compaction summary (trigger unknown).",
         **per[0],
         "model": "anthropic/claude-sonnet-4",
         "trajectories": per,

@@ -183,14 +183,6 @@ def build_claude_code(out_dir: Path) -> dict[str, Any]:
     write_jsonl(out_dir / "claude-code.jsonl", cc.lines)
     return {
         "format": "claude-code",
-        "rule": "Follow parentUuid back from the newest leaf; at a compact_boundary (parentUuid null) continue through "
-        "logicalParentUuid, so the whole main-chain history is kept. Assistant lines sharing (message.id, requestId) "
-        "merge into one assistant message. Each tool_result block becomes one tool message. Every other main-chain user "
-        "line is one user message: prompts, the isCompactSummary summaries, isMeta caveats and <command-name>/"
-        "<local-command-stdout> lines (injected). Not messages: compact_boundary lines, the summary title line, "
-        "file-history-snapshot lines, isSidechain lines and the abandoned rewind branch. A compaction's index is the "
-        "position of its isCompactSummary message. Usage: one entry per merged main-chain assistant message; prompt = "
-        "input + cache_creation + cache_read.",
         "messages": len(cc.roles),
         "roles": role_counts(cc.roles),
         "tool_calls": cc.tool_calls,

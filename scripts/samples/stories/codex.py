@@ -60,14 +60,6 @@ def build_codex(out_dir: Path) -> dict[str, Any]:
     write_jsonl(out_dir / "codex-rollout.jsonl", cx.lines)
     return {
         "format": "codex",
-        "rule": "Only response_item lines (and the compacted line) become messages. Each `message` item is one message with "
-        "its role (the AGENTS.md <user_instructions> and <environment_context> user messages count, flagged injected). A run "
-        "of consecutive call items (function_call, custom_tool_call, local_shell_call) with only reasoning items between "
-        "them is ONE assistant message with one tool call per item; each function_call_output / custom_tool_call_output is "
-        "one tool message. Reasoning items are not messages (their summary attaches to the next assistant message). The "
-        "`compacted` line is one user summary message at its position; trigger is unknown (not recorded) and pre_tokens is "
-        "last_token_usage.input_tokens of the last token_count before it. event_msg duplicates (user_message, "
-        "agent_message, agent_reasoning) are not messages. session_meta.instructions is the system prompt.",
         "messages": len(cx.roles),
         "roles": role_counts(cx.roles),
         "tool_calls": cx.tool_calls,

@@ -115,11 +115,6 @@ def build_demo(out_dir: Path) -> dict[str, Any]:
         raise AssertionError("demo: the long output must be exactly 3,000 lines")
     return {
         "format": "hermes",
-        "rule": "Hermes session log: every entry of `messages` is one message, in order; the top-level "
-        "system_prompt is not a message. Tool calls are the entries of assistant `tool_calls`. A message "
-        "whose content starts with the compaction prefix is a summary (user role here). Hermes logs do not "
-        "record what triggered a compaction or the token count before it, so trigger is unknown and "
-        "pre_tokens null.",
         **chat_counts(h.messages, h.tool_calls),
         "compactions": h.compactions,
         "images": h.images,

@@ -88,8 +88,6 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
     write_text(out_dir / "hermes-gateway.jsonl", "\n".join(lines) + "\n")
     return {
         "format": "hermes",
-        "rule": "Hermes gateway JSONL: line 1 is session_meta (tools, model, platform) and is not a message; "
-        "every later line is one message. `timestamp` is per message metadata.",
         **chat_counts(h.messages, h.tool_calls),
         "compactions": [],
         "images": 0,
@@ -345,10 +343,6 @@ def _state_manifest(
     inactive_and_active = child.messages + active_child
     return {
         "format": "hermes",
-        "rule": "Hermes state.db: a reader opens the newest session (by started_at) unless told otherwise, and "
-        "reads its rows with active=1 ordered by id; the system prompt is sessions.system_prompt, not a message. "
-        "In-place compaction left the archived rows (active=0, compacted=1) in place; the live list starts with "
-        "the summary row. With include_inactive the archived rows come first (they have lower ids).",
         "session": child_id,
         **_entry(active_child),
         "tool_results": sum(1 for m in active_child if m["role"] == "tool"),
