@@ -12,19 +12,6 @@ from .project import Repo
 # ================================================================= Hermes: tools & prompt
 
 
-def tool_schema(
-    name: str, description: str, properties: dict[str, Any], required: Sequence[str]
-) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": list(required)},
-        },
-    }
-
-
 HERMES_TOOLS: list[dict[str, Any]] = data_json("hermes_tools.json")
 
 
@@ -104,12 +91,5 @@ SHAREGPT_TOOLS = [
 
 
 def sharegpt_system() -> str:
-    return (
-        "You are a function-calling AI agent working in a software repository. Function signatures are given inside "
-        "<tools></tools> XML tags. Call a function by writing a JSON object with `name` and `arguments` inside "
-        "<tool_call></tool_call> tags; you may make several calls in one turn. Results come back inside "
-        "<tool_response></tool_response> tags. Think step by step inside <think></think> before acting, and do not "
-        "guess file contents.\n<tools>\n"
-        + json.dumps(SHAREGPT_TOOLS, ensure_ascii=False)
-        + "\n</tools>"
-    )
+    tools = json.dumps(SHAREGPT_TOOLS, ensure_ascii=False)
+    return data_text("text/sharegpt_system.txt").format(tools=tools)

@@ -21,40 +21,11 @@ from ..common import (
     write_text,
 )
 from ..project import PROJECT_FILES, Repo
-from ..tools import Call, tool_schema
+from ..tools import Call
 from ..writers import AnthropicLog, ChatLog, ShareGPTLog
 from .steps import LogStory
 
 # =========================================================================== OpenAI chat
-
-
-def _oa_tools() -> list[dict[str, Any]]:
-    return [
-        tool_schema(
-            "shell",
-            "Run a bash command in the repository and return stdout, stderr and the exit code.",
-            {"command": {"type": "string"}, "timeout_s": {"type": "integer", "default": 120}},
-            ["command"],
-        ),
-        tool_schema(
-            "read_file",
-            "Read a file (optionally a line range) with line numbers.",
-            {"path": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}},
-            ["path"],
-        ),
-        tool_schema(
-            "apply_patch",
-            "Apply a unified diff to the working tree. Fails if any hunk does not apply cleanly.",
-            {"diff": {"type": "string", "description": "A unified diff with a/ and b/ prefixes."}},
-            ["diff"],
-        ),
-        tool_schema(
-            "list_files",
-            "List files under a directory, respecting .gitignore.",
-            {"path": {"type": "string"}, "glob": {"type": "string"}},
-            ["path"],
-        ),
-    ]
 
 
 def _shell(out: str, code: int = 0, err: str = "") -> str:
@@ -91,7 +62,11 @@ def build_openai(out_dir: Path) -> dict[str, Any]:
     wh = "src/app/payments/webhooks.py"
     c = ChatLog(Ids(rng_for("openai")))
     LogStory({"chat": c}, OpenAITools(Repo({wh: PROJECT_FILES[wh]}))).replay("openai")
-    doc = {"model": "gpt-4.1-2025-04-14", "messages": c.messages, "tools": _oa_tools()}
+    doc = {
+        "model": "gpt-4.1-2025-04-14",
+        "messages": c.messages,
+        "tools": data_json("tool_schemas.json")["openai-chat.json"],
+    }
     write_text(out_dir / "openai-chat.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     return {
         "format": "openai",

@@ -14,12 +14,21 @@ from typing import Any
 from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
 from ..bugs import demo_bugs
-from ..common import CWD, Clock, Ids, chat_counts, dumps_compact, rng_for, role_counts, write_text
+from ..common import (
+    CWD,
+    Clock,
+    Ids,
+    chat_counts,
+    data_json,
+    dumps_compact,
+    rng_for,
+    role_counts,
+    write_text,
+)
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import (
     hermes_system_prompt,
     tool_by_name,
-    tool_schema,
 )
 from ..writers import HermesLog
 from .hermes_steps import HermesStory, HermesTools, suite_part
@@ -46,17 +55,6 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
     ids = Ids(rng)
     clock = Clock(datetime(2025, 9, 17, 7, 12, 40, 512000, tzinfo=UTC), rng)
     h = HermesLog(ids, clock)
-    search_issues = tool_schema(
-        "mcp__github__search_issues",
-        "[MCP server: github] Search issues and pull requests with GitHub search syntax.",
-        {
-            "q": {
-                "type": "string",
-                "description": "Search query, e.g. 'repo:o/r is:issue reconcile'.",
-            }
-        },
-        ["q"],
-    )
     tools = [
         tool_by_name(n)
         for n in (
@@ -67,7 +65,7 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
             "mcp__github__create_issue",
             "mcp__github__list_prs",
         )
-    ] + [search_issues]
+    ] + data_json("tool_schemas.json")["hermes-gateway.jsonl"]
     story = GatewayStory(h, HermesTools(Repo({})), clock)
     for step in read_steps("gateway"):
         story.play(step)
