@@ -51,29 +51,6 @@ from .stories.codex import build_codex
 from .stories.demo import build_demo
 from .stories.hermes import build_gateway, build_state_db
 
-FILE_NAMES: tuple[str, ...] = (
-    "demo.json",
-    "openai-chat.json",
-    "anthropic-messages.json",
-    "hermes-gateway.jsonl",
-    "hermes-state.db",
-    "claude-code.jsonl",
-    "codex-rollout.jsonl",
-    "sharegpt.jsonl",
-    "swe-agent.traj",
-    "gemini-cli-session.jsonl",
-    "cline-task/api_conversation_history.json",
-    "cline-task/ui_messages.json",
-    "cline-task/task_metadata.json",
-    "opencode.db",
-    "aider-chat-history.md",
-    "sharegpt-glaive.jsonl",
-    "mini-swe-agent.traj.json",
-    "manifest.json",
-    "README.md",
-)
-
-
 # ================================================================= manifest, README, main
 
 BUILDERS: tuple[tuple[str, Callable[[Path], dict[str, Any]]], ...] = (
@@ -92,6 +69,22 @@ BUILDERS: tuple[tuple[str, Callable[[Path], dict[str, Any]]], ...] = (
     ("aider-chat-history.md", build_aider),
     ("sharegpt-glaive.jsonl", build_glaive),
     ("mini-swe-agent.traj.json", build_mini_swe_agent),
+)
+
+
+#: Files a builder writes besides the one it is listed under.
+_ALSO_WRITTEN = {
+    "cline-task/api_conversation_history.json": (
+        "cline-task/ui_messages.json",
+        "cline-task/task_metadata.json",
+    )
+}
+
+#: Every file the generator writes (and ``--check`` compares), in manifest order.
+FILE_NAMES: tuple[str, ...] = (
+    *(n for name, _ in BUILDERS for n in (name, *_ALSO_WRITTEN.get(name, ()))),
+    "manifest.json",
+    "README.md",
 )
 
 

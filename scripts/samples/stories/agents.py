@@ -31,42 +31,19 @@ def _swe_doc(
     submission: str,
     usage: tuple[int, int, int],
 ) -> dict[str, Any]:
-    """The .traj document around the trajectory and history; ``usage`` is (tokens sent,
-    tokens received, API calls)."""
+    """The .traj document (data/swe_agent_doc.json) around the trajectory and history;
+    ``usage`` is (tokens sent, tokens received, API calls)."""
     tokens_sent, tokens_received, api_calls = usage
-    doc = {
-        "environment": "main",
-        "trajectory": steps,
-        "history": history,
-        "info": {
-            "swe_agent_hash": "4d1c39e0a8d2f6b1e57c0f9a3b21d7c6e5f48a90",
-            "swe_agent_version": "1.1.0",
-            "swe_rex_version": "1.2.0",
-            "swe_rex_hash": "unavailable",
-            "submission": submission,
-            "exit_status": "submitted",
-            "edited_files30": "[File: src/app/api/routes_invoices.py]\n[11 lines above omitted]\n    12: from app.billing.invoice import InvoiceError, InvoiceService\n    13: from app.utils.money import quantize\n[33 lines below omitted]",
-            "model_stats": {
-                "instance_cost": round(tokens_sent * 3e-6 + tokens_received * 15e-6, 4),
-                "tokens_sent": tokens_sent,
-                "tokens_received": tokens_received,
-                "api_calls": api_calls,
-            },
-        },
-        "replay_config": json.dumps(
-            {
-                "agent": {
-                    "model": {
-                        "name": "anthropic/claude-sonnet-4-20250514",
-                        "per_instance_cost_limit": 3.0,
-                    },
-                    "type": "default",
-                },
-                "problem_statement": {"id": "ledgerline__ledgerline-418", "type": "text"},
-                "env": {"repo": {"path": "/testbed", "type": "local"}},
-            }
-        ),
+    doc: dict[str, Any] = data_json("swe_agent_doc.json")
+    doc["trajectory"], doc["history"] = steps, history
+    doc["info"]["submission"] = submission
+    doc["info"]["model_stats"] = {
+        "instance_cost": round(tokens_sent * 3e-6 + tokens_received * 15e-6, 4),
+        "tokens_sent": tokens_sent,
+        "tokens_received": tokens_received,
+        "api_calls": api_calls,
     }
+    doc["replay_config"] = json.dumps(doc["replay_config"])
     return doc
 
 
@@ -157,15 +134,7 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
         calls += 1
         tokens_sent += sent
         tokens_received += received
-    submission = (
-        obs[3][2].split("\n", 1)[1]
-        + "\ndiff --git a/tests/api/test_routes_invoices.py b/tests/api/test_routes_invoices.py\n"
-        "--- a/tests/api/test_routes_invoices.py\n+++ b/tests/api/test_routes_invoices.py\n@@ -212,0 +213,6 @@\n"
-        "+\n+\n+def test_export_csv_uses_currency_exponent(client, seeded_invoice):\n"
-        '+    seeded_invoice("JPY", cached_totals=True)\n'
-        '+    rows = client.get("/v1/invoices/export.csv", params={"month": "2025-09"}).text.splitlines()\n'
-        '+    assert any(r.endswith(",8650,865,9515,open") for r in rows)\n'
-    )
+    submission = obs[3][2].split("\n", 1)[1] + data_text("text/swe_agent_test_diff.txt")
     doc = _swe_doc(steps, history, submission, (tokens_sent, tokens_received, len(obs)))
     write_text(out_dir / "swe-agent.traj", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     return {
