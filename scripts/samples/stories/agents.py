@@ -156,34 +156,19 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
 # (kind, target, output); the builders map kinds to their agent's tool names and count
 # what a faithful reader must produce while they write.
 
-AGENT_ASK = (
-    "The invoices CSV export prints JPY totals as 9515.00 and finance's import rejects them. "
-    "Yen has no minor unit: make the export use each currency's exponent and add a test."
-)
-
-
-AGENT_STEPS: list[list[str]] = data_json("agent_steps.json")
-
-
-#: Steps before the compaction each sample records.
-AGENT_PRE = 3
-
-
-AGENT_SUMMARY = (
-    "Goal: JPY totals in the CSV export must have no decimals. Found: routes_invoices.py:47 writes "
-    "str(totals.total); test_export_csv_jpy fails with '9515.00' != '9515'. Next: quantize per currency."
-)
-
-
-AGENT_DONE = (
-    "Fixed: the export quantizes each total with its currency's exponent; tests/api passes (24)."
-)
+#: The task: Maya's ask, the steps, the summary a compaction writes before step
+#: ``compact_before_step``, the last reply, per agent its tool (name, argument) per step
+#: kind, and the thought before each step.
+TASK: dict[str, Any] = data_json("agent_task.json")
+AGENT_ASK: str = TASK["ask"]
+AGENT_STEPS: list[list[str]] = TASK["steps"]
+AGENT_PRE: int = TASK["compact_before_step"]
+AGENT_SUMMARY: str = TASK["summary"]
+AGENT_DONE: str = TASK["done"]
 
 
 def _thought(kind: str, target: str) -> str:
-    return {"search": f"Looking for where the export writes rows ({target}).",
-            "read": f"Reading {target}.", "shell": f"Running `{target}`.",
-            "edit": f"Quantizing the totals in {target}."}[kind]  # fmt: skip
+    return str(TASK["thoughts"][kind].format(target=target))
 
 
 def _agent_manifest(fmt: str, roles: list[str], calls: int, compactions: list[dict[str, Any]],
@@ -198,8 +183,7 @@ def _agent_manifest(fmt: str, roles: list[str], calls: int, compactions: list[di
 def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
     rng = rng_for("gemini-cli")
     ids, clock = Ids(rng), Clock(datetime(2025, 9, 19, 9, 12, tzinfo=UTC), rng)
-    tools = {"search": ("search_file_content", "pattern"), "read": ("read_file", "absolute_path"),
-             "shell": ("run_shell_command", "command"), "edit": ("replace", "file_path")}  # fmt: skip
+    tools = TASK["tools"]["gemini-cli"]
     sid = ids.uuid()
     lines: list[dict[str, Any]] = [{"sessionId": sid, "projectHash": ids.hex(64), "startTime": clock.z(),
                                     "lastUpdated": clock.z(), "kind": "main"}]  # fmt: skip
@@ -254,8 +238,7 @@ def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
 def build_cline(out_dir: Path) -> dict[str, Any]:
     rng = rng_for("cline")
     ids = Ids(rng)
-    tools = {"search": ("search_files", "regex"), "read": ("read_file", "path"),
-             "shell": ("execute_command", "command"), "edit": ("replace_in_file", "path")}  # fmt: skip
+    tools = TASK["tools"]["cline"]
     ts = 1_758_272_400_000
     history: list[dict[str, Any]] = [{"role": "user", "ts": ts, "content": [
         {"type": "text", "text": f"<task>\n{AGENT_ASK}\n</task>"},
@@ -313,8 +296,7 @@ _OPENCODE_SCHEMA = data_text("text/opencode_schema.sql")
 def build_opencode(out_dir: Path) -> dict[str, Any]:
     rng = rng_for("opencode")
     ids = Ids(rng)
-    tools = {"search": ("grep", "pattern"), "read": ("read", "filePath"), "shell": ("bash", "command"),
-             "edit": ("edit", "filePath")}  # fmt: skip
+    tools = TASK["tools"]["opencode"]
     t0, sid, old = 1_758_272_400_000, "ses_" + ids.b62(26), "ses_" + ids.b62(26)
     messages: list[tuple[str, str, int, dict[str, Any]]] = []
     parts: list[tuple[str, str, str, int, dict[str, Any]]] = []
@@ -470,8 +452,7 @@ def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
          "a THOUGHT and exactly one bash code block."},
         {"role": "user", "content": f"<pr_description>\n{AGENT_ASK}\n</pr_description>"}]  # fmt: skip
     roles, calls = ["system", "user"], 0
-    commands = {"search": "grep -rn {} src/app/api", "read": "nl -ba {} | sed -n '1,60p'", "shell": "{}",
-                "edit": "sed -i 's/totals.total])/quantize(totals.total, inv.currency)])/' {}"}  # fmt: skip
+    commands = TASK["tools"]["mini-swe-agent"]
     for k, (kind, target, output) in enumerate(AGENT_STEPS):
         action = commands[kind].format(target)
         msgs.append(
