@@ -143,6 +143,21 @@ def chat_counts(messages: list[dict[str, Any]], tool_calls: int) -> dict[str, An
     }
 
 
+def roles_counts(roles: list[str], tool_calls: int) -> dict[str, Any]:
+    """A manifest entry's counts for the reader's roles, one a message."""
+    return {
+        "messages": len(roles),
+        "roles": role_counts(roles),
+        "tool_calls": tool_calls,
+        "tool_results": roles.count("tool"),
+    }
+
+
+def prompt_span(prompts: list[int]) -> dict[str, int]:
+    """The first, largest and last prompt sizes of a session's model calls."""
+    return {"first": prompts[0], "peak": max(prompts), "last": prompts[-1]}
+
+
 def role_counts(roles: Iterable[str]) -> dict[str, int]:
     counts = {r: 0 for r in ROLE_ORDER}
     for r in roles:

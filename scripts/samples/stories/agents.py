@@ -18,7 +18,7 @@ from ..common import (
     data_text,
     dumps_compact,
     rng_for,
-    role_counts,
+    roles_counts,
     write_text,
 )
 
@@ -174,8 +174,7 @@ def _thought(kind: str, target: str) -> str:
 def _agent_manifest(fmt: str, roles: list[str], calls: int, compactions: list[dict[str, Any]],
                     model: str, **more: Any) -> dict[str, Any]:  # fmt: skip
     return {
-        "format": fmt, "messages": len(roles), "roles": role_counts(roles),
-        "tool_calls": calls, "tool_results": roles.count("tool"), "compactions": compactions,
+        "format": fmt, **roles_counts(roles, calls), "compactions": compactions,
         "images": 0, "model": model, **more,
     }  # fmt: skip
 

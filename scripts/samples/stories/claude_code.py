@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common import CWD, Clock, Ids, rng_for, role_counts, write_jsonl
+from ..common import CWD, Clock, Ids, prompt_span, rng_for, roles_counts, write_jsonl
 from ..project import PROJECT_FILES, Repo
 from ..writers import CC_MODEL, ClaudeCodeLog
 from .steps import Values, read_steps
@@ -183,10 +183,7 @@ def build_claude_code(out_dir: Path) -> dict[str, Any]:
     write_jsonl(out_dir / "claude-code.jsonl", cc.lines)
     return {
         "format": "claude-code",
-        "messages": len(cc.roles),
-        "roles": role_counts(cc.roles),
-        "tool_calls": cc.tool_calls,
-        "tool_results": cc.roles.count("tool"),
+        **roles_counts(cc.roles, cc.tool_calls),
         "compactions": cc.compactions,
         "images": cc.images,
         "model": CC_MODEL,
@@ -202,10 +199,6 @@ def build_claude_code(out_dir: Path) -> dict[str, Any]:
             "abandoned_branch_lines": cc.excluded_lines["abandoned"],
         },
         "usage_turns": len(cc.main_prompts),
-        "prompt_tokens": {
-            "first": cc.main_prompts[0],
-            "peak": max(cc.main_prompts),
-            "last": cc.main_prompts[-1],
-        },
+        "prompt_tokens": prompt_span(cc.main_prompts),
         "live_messages_after_last_compaction": len(cc.roles) - cc.compactions[-1]["index"],
     }

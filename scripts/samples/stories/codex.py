@@ -10,8 +10,9 @@ from ..common import (
     Clock,
     Ids,
     data_text,
+    prompt_span,
     rng_for,
-    role_counts,
+    roles_counts,
     write_jsonl,
 )
 from ..project import PROJECT_FILES, Repo
@@ -60,10 +61,7 @@ def build_codex(out_dir: Path) -> dict[str, Any]:
     write_jsonl(out_dir / "codex-rollout.jsonl", cx.lines)
     return {
         "format": "codex",
-        "messages": len(cx.roles),
-        "roles": role_counts(cx.roles),
-        "tool_calls": cx.tool_calls,
-        "tool_results": cx.roles.count("tool"),
+        **roles_counts(cx.roles, cx.tool_calls),
         "compactions": cx.compactions,
         "images": 0,
         "model": "gpt-5-codex",
@@ -72,9 +70,5 @@ def build_codex(out_dir: Path) -> dict[str, Any]:
         "lines": len(cx.lines),
         "injected_user_messages": cx.injected,
         "usage_events": len(cx.usage_events),
-        "prompt_tokens": {
-            "first": cx.usage_events[0],
-            "peak": max(cx.usage_events),
-            "last": cx.usage_events[-1],
-        },
+        "prompt_tokens": prompt_span(cx.usage_events),
     }

@@ -15,7 +15,6 @@ from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
 from ..bugs import demo_bugs
 from ..common import (
-    CWD,
     Clock,
     Ids,
     chat_counts,
@@ -199,41 +198,29 @@ def _session_row(
     cread, cwrite = calls * 8200, msgs * 700
     cost = round(tin * 3e-6 + tout * 15e-6 + cread * 0.3e-6 + cwrite * 3.75e-6, 4)
     started, ended = span
-    config = json.dumps({"max_tokens": 32000, "reasoning": {"effort": "medium"}})
     prompt = hermes_system_prompt().replace(
         "Tuesday, September 16, 2025", "Monday, September 15, 2025"
     )
-    return (
-        session_id,
-        "cli",
-        None,
-        "anthropic/claude-sonnet-4",
-        config,
-        prompt,
-        parent,
-        started.timestamp(),
-        ended.timestamp() if ended else None,
-        end_reason,
-        counts[0],
-        counts[1],
-        tin,
-        tout,
-        cread,
-        cwrite,
-        0,
-        CWD,
-        "fix/decimal-migration",
-        "openrouter",
-        "https://openrouter.ai/api/v1",
-        cost,
-        title,
-        counts[2],
-        None,
-        None,
-        0,
-        0,
-        0,
+    row: dict[str, Any] = data_json("state_session.json")  # the columns, fixed values set
+    row.update(
+        id=session_id,
+        model_config=json.dumps(row["model_config"]),
+        system_prompt=prompt,
+        parent_session_id=parent,
+        started_at=started.timestamp(),
+        ended_at=ended.timestamp() if ended else None,
+        end_reason=end_reason,
+        message_count=counts[0],
+        tool_call_count=counts[1],
+        input_tokens=tin,
+        output_tokens=tout,
+        cache_read_tokens=cread,
+        cache_write_tokens=cwrite,
+        estimated_cost_usd=cost,
+        title=title,
+        api_call_count=counts[2],
     )
+    return tuple(row.values())
 
 
 def _write_db(
