@@ -360,61 +360,20 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
 
 
 def build_aider(out_dir: Path) -> dict[str, Any]:
-    out: list[str] = []
-
-    def typed(text: str) -> None:  # Aider's user_input: "#### " per line, "  " line breaks
-        out.append("\n#### " + "  \n#### ".join(text.splitlines()) + "  \n")
-
-    def said(*lines: str) -> None:  # tool_output: "> " + text + "  "
-        out.extend(f"> {ln}  \n" if ln else ">  \n" for ln in lines)
-
-    banner = ("Aider v0.86.1", "Main model: anthropic/claude-sonnet-4-20250514 with diff edit format",
-              "Git repo: .git with 214 files", "Repo-map: using 4096 tokens, auto refresh")  # fmt: skip
-    out.append("\n# aider chat started at 2025-09-18 16:40:02\n\n")
-    said(*banner)
-    typed("which module formats money?")
-    out.append("\n`app/utils/money.py` — `format_money` and `quantize`.\n\n")
-    said("Tokens: 3.1k sent, 24 received. Cost: $0.0097 message, $0.0097 session.")
-    out.append("\n# aider chat started at 2025-09-19 09:12:44\n\n")
-    said(*banner)
-    roles = ["user"]
-    typed("/add src/app/api/routes_invoices.py tests/api/test_routes_invoices.py")
-    said(
-        "Added src/app/api/routes_invoices.py to the chat",
-        "Added tests/api/test_routes_invoices.py to the chat",
+    """Two runs of aider's chat history (data/text/aider_chat.md), the task's ask and its
+    test run filled in: "#### " lines are typed input, "> " lines tool output."""
+    run = "".join(f"> {ln}  \n" if ln else ">  \n" for ln in AGENT_STEPS[4][2].splitlines())
+    text = data_text("text/aider_chat.md").format(
+        ask="  \n#### ".join(AGENT_ASK.splitlines()), run=run
     )
-    roles += ["user", "user"]
-    typed(AGENT_ASK)
-    edit = ("I'll quantize each total with its currency's exponent:\n\nsrc/app/api/routes_invoices.py\n```python\n"
-            "<<<<<<< SEARCH\n        writer.writerow([inv.number, inv.currency, totals.total])\n=======\n"
-            "        writer.writerow([inv.number, inv.currency, quantize(totals.total, inv.currency)])\n"
-            ">>>>>>> REPLACE\n```")  # fmt: skip
-    out.append(f"\n{edit}\n\n")
-    said("Tokens: 8.4k sent, 2.2k cache write, 5.9k cache hit, 196 received. Cost: $0.02 message, $0.03 session.",
-         "Applied edit to src/app/api/routes_invoices.py", "Commit 9c41e02 fix: quantize CSV totals per currency")  # fmt: skip
-    roles += ["user", "assistant", "tool"]
-    typed("/run python -m pytest -q tests/api")
-    said(
-        *AGENT_STEPS[4][2].splitlines(),
-        "Add 0.1k tokens of command output to the chat? (Y)es/(N)o [Yes]: y",
-    )
-    roles += ["user", "user"]
-    typed("/clear")
-    roles.append("user")
+    write_text(out_dir / "aider-chat-history.md", text)
+    # The last run's messages: banner, /add and its output, ask, reply, its tool output,
+    # /run and its output, /clear; then (after the compaction) an ask and its reply.
+    roles = ["user"] * 4 + ["assistant", "tool"] + ["user"] * 3
     compaction = {"index": len(roles), "trigger": "manual", "pre_tokens": None}
-    typed("now add a JPY row to the export test")
-    out.append(
-        "\nAdded `test_export_csv_jpy_has_no_decimals` to tests/api/test_routes_invoices.py.\n\n"
-    )
     roles += ["user", "assistant"]
-    write_text(out_dir / "aider-chat-history.md", "".join(out))
     return _agent_manifest(
-        "aider",
-        roles,
-        1,
-        [compaction],
-        "anthropic/claude-sonnet-4-20250514",
-        runs=2,
+        "aider", roles, 1, [compaction], "anthropic/claude-sonnet-4-20250514", runs=2
     )
 
 
