@@ -10,9 +10,10 @@
   builds its large synthetic transcripts from them too.
 - ``tools``: Hermes tool schemas and system prompt, and the tool outputs stories quote.
 - ``project``: the made-up project ledgerline (its files and simulated test suite);
-  ``bugs``: the causes of its red suite and the reports pytest prints for them.
+  ``bugs``: reads the causes of its red suite and pytest's reports (``data/bugs.txt``).
 - ``common``: paths, seeds, ids, clocks, JSON, PNGs, fake secrets.
 - ``data/``: what the stories say: ledgerline's files as real files (``data/ledgerline/``),
-  the stories' steps (``data/stories/``), long prompts and templates (``data/text/``) and
-  tables (``data/*.json``).
+  the stories' steps (``data/stories/``), the suite's failure reports (``data/bugs.txt``),
+  the manifest's reading rules (``data/rules.json``), long prompts and templates
+  (``data/text/``) and tables (``data/*.json``).
 """
