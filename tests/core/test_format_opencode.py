@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fakehome import OPENCODE_SCHEMA
 
 from tinyjuice.formats import LoadError, detect, load, opencode
 from tinyjuice.model import Role, Trigger
@@ -95,12 +96,6 @@ def conversation() -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
             [{"type": "text", "text": "Capping the loop at max_retries."}],
         ),
     ]
-
-
-#: opencode's tables, as the sample generator writes them (one copy of the schema).
-OPENCODE_SCHEMA = (
-    Path(__file__).resolve().parents[2] / "scripts/samples/data/text/opencode_schema.sql"
-).read_text(encoding="utf-8")
 
 
 def make_db(path: Path) -> Path:
