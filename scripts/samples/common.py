@@ -153,6 +153,14 @@ def roles_counts(roles: list[str], tool_calls: int) -> dict[str, Any]:
     }
 
 
+def compaction(
+    index: int, trigger: str = "unknown", pre_tokens: int | None = None
+) -> dict[str, Any]:
+    """A manifest compaction: the index of its summary message, its trigger, the prompt
+    size before it when the file records one."""
+    return {"index": index, "trigger": trigger, "pre_tokens": pre_tokens}
+
+
 def prompt_span(prompts: list[int]) -> dict[str, int]:
     """The first, largest and last prompt sizes of a session's model calls."""
     return {"first": prompts[0], "peak": max(prompts), "last": prompts[-1]}

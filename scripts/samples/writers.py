@@ -14,6 +14,7 @@ from .common import (
     SUMMARY_PREFIX,
     Clock,
     Ids,
+    compaction,
     dumps_args,
     dumps_compact,
     rng_len,
@@ -63,9 +64,7 @@ class HermesLog:
         if isinstance(content, list):
             self.images += sum(1 for p in content if p.get("type") == "image_url")
         elif content.startswith((SUMMARY_PREFIX, LEGACY_SUMMARY_PREFIX)):
-            self.compactions.append(
-                {"index": len(self.messages), "trigger": "unknown", "pre_tokens": None}
-            )
+            self.compactions.append(compaction(len(self.messages)))
         self.messages.append({"role": "user", "content": content})
         return len(self.messages) - 1
 
@@ -346,27 +345,14 @@ class ClaudeCodeLog:
     def compact(self, trigger: str, pre_tokens: int, summary: str) -> None:
         self._fill_usage(target=pre_tokens - self.ids.rng.randint(600, 1800))
         self.clock.tick(20, 60)
-        boundary = {
-            "parentUuid": None,
-            "logicalParentUuid": self.tip,
-            "isSidechain": False,
-            "userType": "external",
-            "cwd": CWD,
-            "sessionId": self.session_id,
-            "version": CC_VERSION,
-            "gitBranch": self.branch,
-            "type": "system",
-            "subtype": "compact_boundary",
-            "content": "Conversation compacted",
-            "isMeta": False,
-            "level": "info",
-            "compactMetadata": {"trigger": trigger, "preTokens": pre_tokens},
-        }
+        # a new chain: no parent, the old tip kept as the logical parent
+        boundary = {"parentUuid": None, "logicalParentUuid": self.tip, **self._base("system")}
+        boundary.update(parentUuid=None, isSidechain=False, subtype="compact_boundary")
+        boundary.update(content="Conversation compacted", isMeta=False, level="info")
+        boundary["compactMetadata"] = {"trigger": trigger, "preTokens": pre_tokens}
         self._emit(boundary)
         self.clock.tick(0.5, 2)
-        self.compactions.append(
-            {"index": len(self.roles), "trigger": trigger, "pre_tokens": pre_tokens}
-        )
+        self.compactions.append(compaction(len(self.roles), trigger, pre_tokens))
         line = self._base("user")
         line["message"] = {"role": "user", "content": summary}
         line["isVisibleInTranscriptOnly"] = True
@@ -531,9 +517,7 @@ class CodexLog:
         self.prompt += output
 
     def compacted(self, summary: str) -> None:
-        self.compactions.append(
-            {"index": len(self.roles), "trigger": "unknown", "pre_tokens": self.usage_events[-1]}
-        )
+        self.compactions.append(compaction(len(self.roles), pre_tokens=self.usage_events[-1]))
         self._message("user")
         self.last_kind = None
         self.emit("compacted", {"message": summary}, (8, 20))
@@ -551,9 +535,7 @@ class ShareGPTLog:
 
     def human(self, text: str) -> None:
         if text.startswith(LEGACY_SUMMARY_PREFIX):
-            self.compactions.append(
-                {"index": len(self.roles), "trigger": "unknown", "pre_tokens": None}
-            )
+            self.compactions.append(compaction(len(self.roles)))
         self.turns.append({"from": "human", "value": text})
         self.roles.append("user")
 

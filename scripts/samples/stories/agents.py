@@ -21,6 +21,7 @@ from ..common import (
     roles_counts,
     write_text,
 )
+from ..common import compaction as new_compaction
 
 # ============================================================================= SWE-agent
 
@@ -203,7 +204,7 @@ def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
             )
             lines.append({"$set": {"messages": [msg("user", [{"text": snapshot}]),
                                                 msg("gemini", [{"text": "Got it. Thanks for the additional context!"}])]}})  # fmt: skip
-            compaction = {"index": len(roles), "trigger": "manual", "pre_tokens": prompt}
+            compaction = new_compaction(len(roles), "manual", prompt)
             roles += ["user", "assistant"]
         name, key = tools[kind]
         call = {"id": f"{name}-{ids.b62(10)}", "name": name, "args": {key: target}, "status": "executing",
@@ -252,7 +253,7 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
                             "content": [{"type": "text", "text": f"## Conversation Summary\n{AGENT_SUMMARY}"}]})  # fmt: skip
             ui.append({"ts": ts + 10 * k, "type": "say", "say": "condense_context", "contextCondense": {
                 "cost": 0.0192, "prevContextTokens": prompt, "newContextTokens": 3_150, "summary": AGENT_SUMMARY}})  # fmt: skip
-            compaction = {"index": len(roles), "trigger": "unknown", "pre_tokens": prompt}
+            compaction = new_compaction(len(roles), pre_tokens=prompt)
             roles.append("user")
         name, key = tools[kind]
         tid = ids.toolu()
@@ -314,7 +315,7 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
     for k, (kind, target, output) in enumerate(AGENT_STEPS):
         if k == AGENT_PRE:
             message(sid, {"role": "user"}, {"type": "compaction", "auto": False})
-            compaction = {"index": len(roles), "trigger": "manual", "pre_tokens": None}
+            compaction = new_compaction(len(roles), "manual")
             message(sid, {**asst, "mode": "compaction", "summary": True, "tokens": {
                 "input": 40, "output": 180, "reasoning": 0, "cache": {"read": prompt, "write": 0}}},
                 {"type": "text", "text": AGENT_SUMMARY})  # fmt: skip
@@ -370,7 +371,7 @@ def build_aider(out_dir: Path) -> dict[str, Any]:
     # The last run's messages: banner, /add and its output, ask, reply, its tool output,
     # /run and its output, /clear; then (after the compaction) an ask and its reply.
     roles = ["user"] * 4 + ["assistant", "tool"] + ["user"] * 3
-    compaction = {"index": len(roles), "trigger": "manual", "pre_tokens": None}
+    compaction = new_compaction(len(roles), "manual")
     roles += ["user", "assistant"]
     return _agent_manifest(
         "aider", roles, 1, [compaction], "anthropic/claude-sonnet-4-20250514", runs=2
