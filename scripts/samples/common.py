@@ -110,9 +110,6 @@ class Clock:
         """Naive ISO-8601 with microseconds (Hermes session logs)."""
         return self.now.replace(tzinfo=None).isoformat(timespec="microseconds")
 
-    def epoch(self) -> float:
-        return round(self.now.timestamp(), 3)
-
 
 def dumps_compact(obj: Any) -> str:
     """One JSON line the way the agents write them (no spaces, UTF-8 kept)."""

@@ -186,20 +186,6 @@ class Suite:
                 out[t] = self.bugs[key]
         return out
 
-    def tally(self, targets: Sequence[str] = ("tests",)) -> dict[str, int]:
-        """Counts a run over ``targets`` would report (no randomness consumed)."""
-        selected = [t for t in self.inventory if any(t == x or t.startswith(x) for x in targets)]
-        failing = self.failing()
-        bad = [t for t in selected if t in failing]
-        errors = sum(1 for t in bad if failing[t].error)
-        skipped = sum(1 for t in selected if t in self.skipped and t not in failing)
-        return {
-            "failed": len(bad) - errors,
-            "errors": errors,
-            "skipped": skipped,
-            "passed": len(selected) - len(bad) - skipped,
-        }
-
     def duration(self, n: int) -> str:
         return f"{n * self.rng.uniform(0.012, 0.03) + 0.4:.2f}s"
 

@@ -162,10 +162,6 @@ def build_anthropic(out_dir: Path) -> dict[str, Any]:
     }
 
 
-def _term_result(out: str, code: int = 0) -> dict[str, Any]:
-    return {"output": out, "exit_code": code, "error": None}
-
-
 class ShareGPTTools:
     """The ShareGPT story's tools (see ``steps``): reads and patches on named repos."""
 
