@@ -121,6 +121,17 @@ def dumps_args(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
+def fill(template: Any, **values: Any) -> Any:
+    """A copy of a JSON ``template`` with each ``"$name"`` string replaced by ``values[name]``."""
+    if isinstance(template, str):
+        return values[template[1:]] if template.startswith("$") else template
+    if isinstance(template, list):
+        return [fill(v, **values) for v in template]
+    if isinstance(template, dict):
+        return {k: fill(v, **values) for k, v in template.items()}
+    return template
+
+
 def write_text(path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8"))
 

@@ -186,3 +186,18 @@ def test_manifest_rules_are_data_one_per_sample() -> None:
     assert list(rules) == list(manifest["files"])
     for name, entry in manifest["files"].items():
         assert list(entry)[:2] == ["format", "rule"] and entry["rule"] == rules[name]
+
+
+def test_agent_records_are_templates_filled_by_name() -> None:
+    # data/agent_records.json: fixed record shapes; "$name" strings are filled in, whole.
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.common import fill
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    got = fill({"a": "$x", "b": ["$y", "lit", 3], "$k": {"c": "$x"}}, x={"v": "$y"}, y=2)
+    assert got == {"a": {"v": "$y"}, "b": [2, "lit", 3], "$k": {"c": {"v": "$y"}}}
+    with pytest.raises(KeyError):
+        fill(["$missing"])
+    records = json.loads((DATA / "agent_records.json").read_text(encoding="utf-8"))
+    assert {"gemini-cli", "cline", "opencode", "mini-swe-agent"} <= set(records)

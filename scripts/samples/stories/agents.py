@@ -17,8 +17,10 @@ from ..common import (
     data_json,
     data_text,
     dumps_compact,
+    fill,
     rng_for,
     roles_counts,
+    write_jsonl,
     write_text,
 )
 from ..common import compaction as new_compaction
@@ -172,21 +174,34 @@ def _thought(kind: str, target: str) -> str:
     return str(TASK["thoughts"][kind].format(target=target))
 
 
-def _agent_manifest(fmt: str, roles: list[str], calls: int, compactions: list[dict[str, Any]],
-                    model: str, **more: Any) -> dict[str, Any]:  # fmt: skip
+def _agent_manifest(
+    fmt: str,
+    roles: list[str],
+    calls: int,
+    compactions: list[dict[str, Any]],
+    model: str,
+    **more: Any,
+) -> dict[str, Any]:
     return {
-        "format": fmt, **roles_counts(roles, calls), "compactions": compactions,
-        "images": 0, "model": model, **more,
-    }  # fmt: skip
+        "format": fmt,
+        **roles_counts(roles, calls),
+        "compactions": compactions,
+        "images": 0,
+        "model": model,
+        **more,
+    }
+
+
+#: Each newer agent's fixed record shapes, ``"$name"`` marking what the builder fills in.
+RECORDS: dict[str, dict[str, Any]] = data_json("agent_records.json")
 
 
 def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
     rng = rng_for("gemini-cli")
     ids, clock = Ids(rng), Clock(datetime(2025, 9, 19, 9, 12, tzinfo=UTC), rng)
-    tools = TASK["tools"]["gemini-cli"]
+    shape, tools, model = RECORDS["gemini-cli"], TASK["tools"]["gemini-cli"], "gemini-2.5-pro"
     sid = ids.uuid()
-    lines: list[dict[str, Any]] = [{"sessionId": sid, "projectHash": ids.hex(64), "startTime": clock.z(),
-                                    "lastUpdated": clock.z(), "kind": "main"}]  # fmt: skip
+    lines: list[dict[str, Any]] = [fill(shape["session"], sid=sid, hash=ids.hex(64), t=clock.z())]
     roles, prompt = ["user"], 2_400
 
     def msg(kind: str, content: Any, **more: Any) -> dict[str, Any]:
@@ -199,73 +214,58 @@ def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
             lines.append(msg("user", "/compress"))
             roles.append("user")
             lines.append(msg("info", f"Chat history compressed from {prompt:,} to 640 tokens."))
-            snapshot = (
-                f"<state_snapshot>\n<overall_goal>{AGENT_SUMMARY}</overall_goal>\n</state_snapshot>"
-            )
-            lines.append({"$set": {"messages": [msg("user", [{"text": snapshot}]),
-                                                msg("gemini", [{"text": "Got it. Thanks for the additional context!"}])]}})  # fmt: skip
+            snapshot = shape["snapshot"].format(summary=AGENT_SUMMARY)
+            kept = [msg("user", [{"text": snapshot}]), msg("gemini", [{"text": shape["ack"]}])]
+            lines.append({"$set": {"messages": kept}})
             compaction = new_compaction(len(roles), "manual", prompt)
             roles += ["user", "assistant"]
         name, key = tools[kind]
-        call = {"id": f"{name}-{ids.b62(10)}", "name": name, "args": {key: target}, "status": "executing",
-                "timestamp": clock.z()}  # fmt: skip
-        record = msg("gemini", _thought(kind, target), toolCalls=[call], model="gemini-2.5-pro",
-                     thoughts=[{"subject": kind.title(), "description": _thought(kind, target), "timestamp": clock.z()}])  # fmt: skip
+        cid, thought, t = f"{name}-{ids.b62(10)}", _thought(kind, target), clock.z()
+        call = fill(shape["call"], id=cid, name=name, args={key: target}, t=t)
+        thoughts = fill(shape["thoughts"], subject=kind.title(), thought=thought, t=t)
+        record = msg("gemini", thought, toolCalls=[call], model=model, thoughts=thoughts)
         lines.append(record)  # first written while the call runs, then again with its result
         prompt += len(output) // 3 + 180
-        done = {**call, "status": "success", "result": [{"functionResponse": {
-            "id": call["id"], "name": name, "response": {"output": output}}}]}  # fmt: skip
-        lines.append({**record, "toolCalls": [done], "tokens": {
-            "input": prompt, "output": 60, "cached": prompt - 400, "thoughts": 24, "tool": 0,
-            "total": prompt + 84}})  # fmt: skip
+        result = fill(shape["result"], id=cid, name=name, output=output)
+        tokens = fill(shape["tokens"], prompt=prompt, cached=prompt - 400, total=prompt + 84)
+        done = {**call, "status": "success", "result": result}
+        lines.append({**record, "toolCalls": [done], "tokens": tokens})
         roles += ["assistant", "tool"]
-    lines.append(msg("gemini", AGENT_DONE, model="gemini-2.5-pro"))
+    lines.append(msg("gemini", AGENT_DONE, model=model))
     roles.append("assistant")
     stray = msg("user", "also bump the version")
     lines += [stray, {"$rewindTo": stray["id"]}, {"$set": {"lastUpdated": clock.z()}}]
-    write_text(
-        out_dir / "gemini-cli-session.jsonl", "".join(dumps_compact(r) + "\n" for r in lines)
-    )
-    return _agent_manifest(
-        "gemini-cli",
-        roles,
-        len(AGENT_STEPS),
-        [compaction],
-        "gemini-2.5-pro",
-    )
+    write_jsonl(out_dir / "gemini-cli-session.jsonl", lines)
+    return _agent_manifest("gemini-cli", roles, len(AGENT_STEPS), [compaction], model)
 
 
 def build_cline(out_dir: Path) -> dict[str, Any]:
-    rng = rng_for("cline")
-    ids = Ids(rng)
-    tools = TASK["tools"]["cline"]
+    ids = Ids(rng_for("cline"))
+    shape, tools = RECORDS["cline"], TASK["tools"]["cline"]
     ts = 1_758_272_400_000
-    history: list[dict[str, Any]] = [{"role": "user", "ts": ts, "content": [
-        {"type": "text", "text": f"<task>\n{AGENT_ASK}\n</task>"},
-        {"type": "text", "text": f"<environment_details>\n# Current Working Directory ({CWD}) Files\nsrc/\ntests/\n</environment_details>"}]}]  # fmt: skip
+    history = [fill(shape["task"], ts=ts, task=f"<task>\n{AGENT_ASK}\n</task>")]
     ui: list[dict[str, Any]] = [{"ts": ts, "type": "say", "say": "text", "text": AGENT_ASK}]
     roles, prompt, condense = ["user"], 11_800, "c" + ids.b62(8)
     for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        at = ts + 10 * k
         if k == AGENT_PRE:
             for m in history[1:]:
                 m["condenseParent"] = condense
-            history.append({"role": "user", "ts": ts + 10 * k, "isSummary": True, "condenseId": condense,
-                            "content": [{"type": "text", "text": f"## Conversation Summary\n{AGENT_SUMMARY}"}]})  # fmt: skip
-            ui.append({"ts": ts + 10 * k, "type": "say", "say": "condense_context", "contextCondense": {
-                "cost": 0.0192, "prevContextTokens": prompt, "newContextTokens": 3_150, "summary": AGENT_SUMMARY}})  # fmt: skip
+            text = f"## Conversation Summary\n{AGENT_SUMMARY}"
+            history.append(fill(shape["summary"], ts=at, condense=condense, text=text))
+            ui.append(fill(shape["condense"], ts=at, prompt=prompt, summary=AGENT_SUMMARY))
             compaction = new_compaction(len(roles), pre_tokens=prompt)
             roles.append("user")
         name, key = tools[kind]
         tid = ids.toolu()
         prompt += len(output) // 3 + 220
-        ui.append({"ts": ts + 10 * k + 1, "type": "say", "say": "api_req_started", "text": dumps_compact(
-            {"request": f"[{name}]", "tokensIn": 9, "tokensOut": 70, "cacheWrites": 700, "cacheReads": prompt - 709,
-             "cost": 0.006})})  # fmt: skip
-        history.append({"role": "assistant", "ts": ts + 10 * k + 2, "content": [
-            {"type": "text", "text": _thought(kind, target)},
-            {"type": "tool_use", "id": tid, "name": name, "input": {key: target}}]})  # fmt: skip
-        history.append({"role": "user", "ts": ts + 10 * k + 3, "content": [
-            {"type": "tool_result", "tool_use_id": tid, "content": [{"type": "text", "text": output}]}]})  # fmt: skip
+        req = dumps_compact(fill(shape["api_req"], request=f"[{name}]", reads=prompt - 709))
+        ui.append({"ts": at + 1, "type": "say", "say": "api_req_started", "text": req})
+        thought = _thought(kind, target)
+        call = fill(
+            shape["call"], ts=at + 2, thought=thought, id=tid, name=name, input={key: target}
+        )
+        history += [call, fill(shape["result"], ts=at + 3, id=tid, output=output)]
         roles += ["assistant", "tool"]
     history.append(
         {"role": "assistant", "ts": ts + 99, "content": [{"type": "text", "text": AGENT_DONE}]}
@@ -273,30 +273,52 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
     roles.append("assistant")
     task = out_dir / "cline-task"
     task.mkdir(exist_ok=True)
-    write_text(
-        task / "api_conversation_history.json", json.dumps(history, ensure_ascii=False) + "\n"
-    )
-    write_text(task / "ui_messages.json", json.dumps(ui, ensure_ascii=False) + "\n")
-    meta = {"files_in_context": [{"path": "src/app/api/routes_invoices.py", "record_state": "active",
-            "record_source": "read_tool"}], "model_usage": [{"ts": ts, "model_id": "claude-sonnet-4-20250514",
-            "model_provider_id": "anthropic", "mode": "act"}]}  # fmt: skip
-    write_text(task / "task_metadata.json", json.dumps(meta, ensure_ascii=False, indent=2) + "\n")
-    return _agent_manifest(
-        "cline",
-        roles,
-        len(AGENT_STEPS),
-        [compaction],
-        "claude-sonnet-4-20250514",
-    )
+    for name, doc in (("api_conversation_history", history), ("ui_messages", ui)):
+        write_text(task / f"{name}.json", json.dumps(doc, ensure_ascii=False) + "\n")
+    meta = json.dumps(fill(shape["meta"], ts=ts), ensure_ascii=False, indent=2)
+    write_text(task / "task_metadata.json", meta + "\n")
+    model = "claude-sonnet-4-20250514"
+    return _agent_manifest("cline", roles, len(AGENT_STEPS), [compaction], model)
 
 
 _OPENCODE_SCHEMA = data_text("text/opencode_schema.sql")
 
 
+def _oc_tokens(fresh: int, output: int, read: int, write: int) -> dict[str, Any]:
+    return {
+        "input": fresh,
+        "output": output,
+        "reasoning": 0,
+        "cache": {"read": read, "write": write},
+    }
+
+
+def _oc_write(
+    path: Path,
+    sessions: list[tuple[Any, ...]],
+    messages: list[tuple[str, str, int, dict[str, Any]]],
+    parts: list[tuple[str, str, str, int, dict[str, Any]]],
+) -> None:
+    path.unlink(missing_ok=True)
+    con = sqlite3.connect(path)
+    con.executescript(_OPENCODE_SCHEMA)
+    con.executemany("INSERT INTO session VALUES (?,?,?,?,?,?,?,?)", sessions)
+    con.executemany(
+        "INSERT INTO message VALUES (?,?,?,?,?)",
+        [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
+    )
+    con.executemany(
+        "INSERT INTO part VALUES (?,?,?,?,?,?)",
+        [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts],
+    )
+    con.commit()
+    con.execute("VACUUM")
+    con.close()
+
+
 def build_opencode(out_dir: Path) -> dict[str, Any]:
-    rng = rng_for("opencode")
-    ids = Ids(rng)
-    tools = TASK["tools"]["opencode"]
+    ids = Ids(rng_for("opencode"))
+    shape, tools = RECORDS["opencode"], TASK["tools"]["opencode"]
     t0, sid, old = 1_758_272_400_000, "ses_" + ids.b62(26), "ses_" + ids.b62(26)
     messages: list[tuple[str, str, int, dict[str, Any]]] = []
     parts: list[tuple[str, str, str, int, dict[str, Any]]] = []
@@ -307,8 +329,7 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
         for p in body:
             parts.append(("prt_" + f"{len(parts):05d}" + ids.b62(19), mid, session, at, p))
 
-    asst = {"role": "assistant", "modelID": "claude-sonnet-4-5", "providerID": "anthropic", "mode": "build",
-            "path": {"cwd": CWD, "root": CWD}, "cost": 0}  # fmt: skip
+    asst = shape["assistant"]
     message(old, {"role": "user"}, {"type": "text", "text": "what does `make seed` load?"})
     message(sid, {"role": "user"}, {"type": "text", "text": AGENT_ASK})
     roles, prompt = ["user"], 9_600
@@ -316,48 +337,34 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
         if k == AGENT_PRE:
             message(sid, {"role": "user"}, {"type": "compaction", "auto": False})
             compaction = new_compaction(len(roles), "manual")
-            message(sid, {**asst, "mode": "compaction", "summary": True, "tokens": {
-                "input": 40, "output": 180, "reasoning": 0, "cache": {"read": prompt, "write": 0}}},
-                {"type": "text", "text": AGENT_SUMMARY})  # fmt: skip
+            summary = {**asst, "mode": "compaction", "summary": True}
+            summary["tokens"] = _oc_tokens(40, 180, prompt, 0)
+            message(sid, summary, {"type": "text", "text": AGENT_SUMMARY})
             roles.append("assistant")
         name, key = tools[kind]
         prompt += len(output) // 3 + 200
-        state = {"status": "completed", "input": {key: target}, "output": output, "title": target,
-                 "metadata": {}, "time": {"start": t0, "end": t0 + 900}}  # fmt: skip
-        message(sid, {**asst, "tokens": {"input": 12, "output": 64, "reasoning": 0,
-                                         "cache": {"read": prompt, "write": 300}}},
-                {"type": "step-start"}, {"type": "text", "text": _thought(kind, target)},
-                {"type": "tool", "callID": ids.toolu(), "tool": name, "state": state},
-                {"type": "step-finish", "reason": "tool-calls", "cost": 0})  # fmt: skip
+        state = fill(
+            shape["state"], input={key: target}, output=output, title=target, start=t0, end=t0 + 900
+        )
+        message(
+            sid,
+            {**asst, "tokens": _oc_tokens(12, 64, prompt, 300)},
+            {"type": "step-start"},
+            {"type": "text", "text": _thought(kind, target)},
+            {"type": "tool", "callID": ids.toolu(), "tool": name, "state": state},
+            {"type": "step-finish", "reason": "tool-calls", "cost": 0},
+        )
         roles += ["assistant", "tool"]
-    message(sid, {**asst, "tokens": {"input": 8, "output": 40, "reasoning": 0, "cache": {"read": prompt, "write": 0}}},
-            {"type": "text", "text": AGENT_DONE})  # fmt: skip
+    done = {**asst, "tokens": _oc_tokens(8, 40, prompt, 0)}
+    message(sid, done, {"type": "text", "text": AGENT_DONE})
     roles.append("assistant")
-    path = out_dir / "opencode.db"
-    path.unlink(missing_ok=True)
-    con = sqlite3.connect(path)
-    con.executescript(_OPENCODE_SCHEMA)
-    con.execute(
-        "INSERT INTO session VALUES (?,?,?,?,?,?,?,?)",
+    sessions = [
         (old, "global", None, CWD, "make seed", "0.15.0", t0, t0 + 500),
-    )
-    con.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?)", (sid, "global", None, CWD, "JPY CSV export", "0.15.0", t0, t0 + 99_000))  # fmt: skip
-    con.executemany(
-        "INSERT INTO message VALUES (?,?,?,?,?)",
-        [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
-    )
-    con.executemany("INSERT INTO part VALUES (?,?,?,?,?,?)", [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts])  # fmt: skip
-    con.commit()
-    con.execute("VACUUM")
-    con.close()
-    return _agent_manifest(
-        "opencode",
-        roles,
-        len(AGENT_STEPS),
-        [compaction],
-        "claude-sonnet-4-5",
-        sessions=2,
-    )
+        (sid, "global", None, CWD, "JPY CSV export", "0.15.0", t0, t0 + 99_000),
+    ]
+    _oc_write(out_dir / "opencode.db", sessions, messages, parts)
+    model = "claude-sonnet-4-5"
+    return _agent_manifest("opencode", roles, len(AGENT_STEPS), [compaction], model, sessions=2)
 
 
 def build_aider(out_dir: Path) -> dict[str, Any]:
@@ -385,64 +392,47 @@ _GLAIVE_ROWS = data_json("glaive_rows.json")
 
 
 def build_glaive(out_dir: Path) -> dict[str, Any]:
-    lines = []
-    for ask, name, args, result, answer in _GLAIVE_ROWS:
-        lines.append({"conversations": [
-            {"from": "human", "value": ask},
-            {"from": "function_call", "value": json.dumps({"name": name, "arguments": args})},
-            {"from": "observation", "value": json.dumps(result)},
-            {"from": "gpt", "value": answer}],
-            "system": "You are a helpful assistant with access to the following functions. Use them if required.",
-            "tools": json.dumps(_GLAIVE_TOOLS)})  # fmt: skip
-    write_text(out_dir / "sharegpt-glaive.jsonl", "".join(dumps_compact(r) + "\n" for r in lines))
-    return _agent_manifest(
-        "sharegpt",
-        ["user", "assistant", "tool", "assistant"],
-        1,
-        [],
-        None,
-        conversations=len(lines),
-    )
+    row, tools = RECORDS["sharegpt-glaive"]["row"], json.dumps(_GLAIVE_TOOLS)
+    lines = [
+        fill(
+            row,
+            ask=ask,
+            call=json.dumps({"name": name, "arguments": args}),
+            result=json.dumps(result),
+            answer=answer,
+            tools=tools,
+        )
+        for ask, name, args, result, answer in _GLAIVE_ROWS
+    ]
+    write_jsonl(out_dir / "sharegpt-glaive.jsonl", lines)
+    roles = ["user", "assistant", "tool", "assistant"]
+    return _agent_manifest("sharegpt", roles, 1, [], None, conversations=len(lines))
 
 
 def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
-    msgs: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a helpful assistant that can interact with a computer. Reply with "
-         "a THOUGHT and exactly one bash code block."},
-        {"role": "user", "content": f"<pr_description>\n{AGENT_ASK}\n</pr_description>"}]  # fmt: skip
+    shape, model = RECORDS["mini-swe-agent"], "anthropic/claude-sonnet-4-20250514"
+    ask = f"<pr_description>\n{AGENT_ASK}\n</pr_description>"
+    msgs = [{"role": "system", "content": shape["system"]}, {"role": "user", "content": ask}]
     roles, calls = ["system", "user"], 0
     commands = TASK["tools"]["mini-swe-agent"]
+
+    def say(role: str, content: str) -> None:
+        msgs.append({"role": role, "content": content})
+
     for k, (kind, target, output) in enumerate(AGENT_STEPS):
         action = commands[kind].format(target)
-        msgs.append(
-            {
-                "role": "assistant",
-                "content": f"THOUGHT: {_thought(kind, target)}\n\n```bash\n{action}\n```",
-            }
-        )
-        msgs.append({"role": "user", "content": f"<returncode>{1 if 'FAILED' in output else 0}</returncode>\n<output>\n{output}\n</output>"})  # fmt: skip
+        say("assistant", shape["step"].format(thought=_thought(kind, target), action=action))
+        code = 1 if "FAILED" in output else 0
+        say("user", shape["observation"].format(code=code, output=output))
         roles += ["assistant", "tool"]
         calls += 1
-        if k == 1:
-            msgs.append(
-                {"role": "assistant", "content": "THOUGHT: The totals are written unformatted."}
-            )
-            msgs.append({"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 0 actions."})  # fmt: skip
+        if k == 1:  # a reply without an action, and the agent's format-error notice
+            say("assistant", shape["no_action"])
+            say("user", shape["format_error"])
             roles += ["assistant", "user"]
-    msgs.append({"role": "assistant", "content": "THOUGHT: Done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff\n```"})  # fmt: skip
+    say("assistant", shape["submit"])
     roles.append("assistant")
-    doc = {"info": {"exit_status": "Submitted", "submission": "diff --git a/src/app/api/routes_invoices.py ...",
-                    "model_stats": {"instance_cost": 0.0412, "api_calls": len(roles) // 2},
-                    "config": {"model": {"model_name": "anthropic/claude-sonnet-4-20250514"}},
-                    "mini_version": "1.9.0"},
-           "messages": msgs, "trajectory_format": "mini-swe-agent-1"}  # fmt: skip
-    write_text(
-        out_dir / "mini-swe-agent.traj.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
-    )
-    return _agent_manifest(
-        "swe-agent",
-        roles,
-        calls,
-        [],
-        "anthropic/claude-sonnet-4-20250514",
-    )
+    doc = fill(shape["doc"], api_calls=len(roles) // 2, messages=msgs)
+    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    write_text(out_dir / "mini-swe-agent.traj.json", text)
+    return _agent_manifest("swe-agent", roles, calls, [], model)
