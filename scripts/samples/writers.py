@@ -15,8 +15,10 @@ from .common import (
     Clock,
     Ids,
     compaction,
+    data_json,
     dumps_args,
     dumps_compact,
+    fill,
     rng_len,
     role_counts,
 )
@@ -38,6 +40,9 @@ from .shapes import (
     tool_use_block,
 )
 from .tools import SHAREGPT_TOOLS, Call, sharegpt_system
+
+#: The writers' fixed record shapes; ``"$name"`` strings are filled in.
+_RECORDS: dict[str, Any] = data_json("writer_records.json")
 
 
 def _raw_calls(calls: Sequence[Call], new_id: Callable[[], str]) -> list[tuple[str, str, str]]:
@@ -295,14 +300,7 @@ class ClaudeCodeLog:
                 60, sum(len(json.dumps(b)) for b in blocks) // 3 + self.ids.rng.randint(20, 200)
             )
         )
-        usage: dict[str, Any] = {
-            "input_tokens": 0,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
-            "output_tokens": out_tokens,
-            "service_tier": "standard",
-        }
+        usage: dict[str, Any] = fill(_RECORDS["claude_code_usage"], output=out_tokens)
         if not self.sidechain and self.counting:
             self.segment.append(_CCCall(usage, self.pending_weight, out_tokens))
         self.pending_weight = out_tokens
@@ -491,29 +489,10 @@ class CodexLog:
         for k in self.total:
             self.total[k] += last[k]
         self.usage_events.append(self.prompt)
-        self.emit(
-            "event_msg",
-            {
-                "type": "token_count",
-                "info": {
-                    "total_token_usage": dict(self.total),
-                    "last_token_usage": last,
-                    "model_context_window": 272_000,
-                },
-                "rate_limits": {
-                    "primary": {
-                        "used_percent": round(4 + len(self.usage_events) * 0.7, 1),
-                        "window_minutes": 299,
-                        "resets_in_seconds": 14_020 - 61 * len(self.usage_events),
-                    },
-                    "secondary": {
-                        "used_percent": 11.0,
-                        "window_minutes": 10_079,
-                        "resets_in_seconds": 401_233,
-                    },
-                },
-            },
-        )
+        n = len(self.usage_events)
+        used, resets = round(4 + n * 0.7, 1), 14_020 - 61 * n
+        counts = {"total": dict(self.total), "last": last, "used": used, "resets": resets}
+        self.emit("event_msg", fill(_RECORDS["codex_token_count"], **counts))
         self.prompt += output
 
     def compacted(self, summary: str) -> None:
@@ -562,17 +541,16 @@ class ShareGPTLog:
             self.pending = []
 
     def entry(self, prompt_index: int, model: str, stamp: str) -> dict[str, Any]:
-        return {
-            "prompt_index": prompt_index,
-            "conversations": self.turns,
-            "tools": json.dumps(SHAREGPT_TOOLS, ensure_ascii=False),
-            "model": model,
-            "timestamp": stamp,
-            "completed": True,
-            "partial": False,
-            "api_calls": self.roles.count("assistant"),
-            "toolsets_used": ["terminal", "file"],
-        }
+        entry: dict[str, Any] = fill(
+            _RECORDS["sharegpt_entry"],
+            prompt_index=prompt_index,
+            turns=self.turns,
+            tools=json.dumps(SHAREGPT_TOOLS, ensure_ascii=False),
+            model=model,
+            stamp=stamp,
+            api_calls=self.roles.count("assistant"),
+        )
+        return entry
 
     def manifest(self) -> dict[str, Any]:
         return {
