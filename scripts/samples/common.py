@@ -122,14 +122,21 @@ def dumps_args(obj: Any) -> str:
 
 
 def fill(template: Any, **values: Any) -> Any:
-    """A copy of a JSON ``template`` with each ``"$name"`` string replaced by ``values[name]``."""
+    """A copy of a JSON ``template`` with each ``"$name"`` string replaced by ``values[name]``;
+    a ``"...name"`` key (its value ignored) puts the items of the dict ``values[name]`` there."""
     if isinstance(template, str):
         return values[template[1:]] if template.startswith("$") else template
     if isinstance(template, list):
         return [fill(v, **values) for v in template]
-    if isinstance(template, dict):
-        return {k: fill(v, **values) for k, v in template.items()}
-    return template
+    if not isinstance(template, dict):
+        return template
+    out: dict[str, Any] = {}
+    for k, v in template.items():
+        if k.startswith("..."):
+            out.update(values[k[3:]])
+        else:
+            out[k] = fill(v, **values)
+    return out
 
 
 def write_text(path: Path, text: str) -> None:

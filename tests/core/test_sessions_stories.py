@@ -199,5 +199,7 @@ def test_agent_records_are_templates_filled_by_name() -> None:
     assert got == {"a": {"v": "$y"}, "b": [2, "lit", 3], "$k": {"c": {"v": "$y"}}}
     with pytest.raises(KeyError):
         fill(["$missing"])
+    spread = fill({"a": 1, "...more": None, "z": "$x"}, more={"b": 2, "c": 3}, x=0)
+    assert list(spread.items()) == [("a", 1), ("b", 2), ("c", 3), ("z", 0)]
     records = json.loads((DATA / "agent_records.json").read_text(encoding="utf-8"))
     assert {"gemini-cli", "cline", "opencode", "mini-swe-agent"} <= set(records)

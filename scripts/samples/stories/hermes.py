@@ -20,6 +20,7 @@ from ..common import (
     chat_counts,
     data_json,
     dumps_compact,
+    fill,
     rng_for,
     role_counts,
     write_text,
@@ -322,54 +323,22 @@ def _state_manifest(
     rows: tuple[list[Any], list[Any], list[Any]],
     lock: tuple[Any, ...],
 ) -> dict[str, Any]:
-    """What a reader should find in the state.db; ``rows`` are (old, archived, live) rows."""
-    old_id, child_id = ids
+    """What a reader should find in the state.db (data/state_manifest.json); ``rows`` are
+    (old, archived, live) rows."""
     old_rows, child_rows, live_rows = rows
-    inactive_and_active = child.messages + active_child
-    return {
-        "format": "hermes",
-        "session": child_id,
-        **_entry(active_child),
-        "tool_results": sum(1 for m in active_child if m["role"] == "tool"),
-        "compactions": [{"index": 0, "trigger": "unknown", "pre_tokens": None}],
-        "images": 0,
-        "model": "anthropic/claude-sonnet-4",
-        "inactive_messages": len(child.messages),
-        "with_inactive": {
-            **_entry(inactive_and_active),
-            "compactions": [
-                {
-                    "index": 0,
-                    "trigger": "unknown",
-                    "pre_tokens": None,
-                    "note": "legacy [CONTEXT SUMMARY]: from the rotation",
-                },
-                {"index": len(child.messages), "trigger": "unknown", "pre_tokens": None},
-            ],
-        },
-        "sessions": [
-            {
-                "id": old_id,
-                "parent_session_id": None,
-                "end_reason": "compression",
-                "rows": len(old_rows),
-                "active_rows": len(old_rows),
-                **_entry(old.messages),
-            },
-            {
-                "id": child_id,
-                "parent_session_id": old_id,
-                "end_reason": None,
-                "rows": len(child_rows) + len(live_rows),
-                "active_rows": len(live_rows),
-                "inactive_rows": len(child_rows),
-            },
-        ],
-        "compression_locks": [
-            {
-                "session_id": lock[0],
-                "expired": True,
-                "note": "stale lease left by a finished compaction; any lease implementation may reclaim it",
-            }
-        ],
-    }
+    manifest: dict[str, Any] = fill(
+        data_json("state_manifest.json"),
+        old_id=ids[0],
+        child_id=ids[1],
+        live=_entry(active_child),
+        tool_results=sum(1 for m in active_child if m["role"] == "tool"),
+        inactive=len(child.messages),
+        with_inactive=_entry(child.messages + active_child),
+        old=_entry(old.messages),
+        old_rows=len(old_rows),
+        child_rows=len(child_rows) + len(live_rows),
+        live_rows=len(live_rows),
+        inactive_rows=len(child_rows),
+        lock=lock[0],
+    )
+    return manifest
