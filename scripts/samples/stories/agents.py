@@ -25,6 +25,9 @@ from ..common import (
 )
 from ..common import compaction as new_compaction
 
+#: Each agent's fixed record shapes, ``"$name"`` marking what the builder fills in.
+RECORDS: dict[str, dict[str, Any]] = data_json("agent_records.json")
+
 # ============================================================================= SWE-agent
 
 
@@ -56,49 +59,18 @@ def _swe_turn(
     """One action and its observation, into ``history`` and ``steps``; returns the tokens
     sent and received for it."""
     thought, action, observation, open_file = step
-    cid = ids.call()
+    shape, cid = RECORDS["swe-agent"], ids.call()
+    arguments = json.dumps({"command": action})
     history.append(
-        {
-            "role": "assistant",
-            "content": thought,
-            "thought": thought,
-            "action": action,
-            "tool_calls": [
-                {
-                    "function": {"arguments": json.dumps({"command": action}), "name": "bash"},
-                    "id": cid,
-                    "type": "function",
-                }
-            ],
-            "message_type": "action",
-            "agent": "main",
-        }
+        fill(shape["action"], thought=thought, action=action, arguments=arguments, id=cid)
     )
-    history.append(
-        {
-            "role": "tool",
-            "content": f"OBSERVATION:\n{observation}",
-            "tool_call_ids": [cid],
-            "message_type": "observation",
-            "agent": "main",
-        }
-    )
+    history.append(fill(shape["observation"], content=f"OBSERVATION:\n{observation}", id=cid))
     sent = 6_200 + sum(len(json.dumps(m)) for m in history) // 4
     received = len(thought) // 4 + len(action) // 4 + 40
-    steps.append(
-        {
-            "action": action,
-            "observation": observation,
-            "response": thought,
-            "thought": thought,
-            "execution_time": round(ids.rng.uniform(0.05, 3.5), 3),
-            "state": {
-                "open_file": f"/testbed/src/app/api/{open_file}" if open_file else "n/a",
-                "working_dir": "/testbed",
-            },
-            "extra_info": {},
-        }
-    )
+    time = round(ids.rng.uniform(0.05, 3.5), 3)
+    path = f"/testbed/src/app/api/{open_file}" if open_file else "n/a"
+    values = {"thought": thought, "action": action, "observation": observation}
+    steps.append(fill(shape["step"], **values, time=time, open_file=path))
     return sent, received
 
 
@@ -190,10 +162,6 @@ def _agent_manifest(
         "model": model,
         **more,
     }
-
-
-#: Each newer agent's fixed record shapes, ``"$name"`` marking what the builder fills in.
-RECORDS: dict[str, dict[str, Any]] = data_json("agent_records.json")
 
 
 def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
