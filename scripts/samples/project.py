@@ -280,17 +280,7 @@ class Suite:
         failing = self.failing()
         order = list(self.inventory)
         rng.shuffle(order)
-        lines = [
-            "============================= test session starts ==============================",
-            "platform linux -- Python 3.11.9, pytest-8.3.3, pluggy-1.5.0 -- /home/maya/src/ledgerline/.venv/bin/python",
-            "cachedir: .pytest_cache",
-            "Using --randomly-seed=3127904561",
-            "rootdir: /home/maya/src/ledgerline",
-            "configfile: pytest.ini",
-            "plugins: randomly-3.15.0, anyio-4.6.0, cov-5.0.0, freezegun-0.4.2",
-            f"collected {len(order)} items",
-            "",
-        ]
+        lines = data_text("text/pytest_vv_header.txt").format(n=len(order)).split("\n")[:-1]
         bad: list[str] = []
         for i, t in enumerate(order, start=1):
             lines.append(f"{t} ")
