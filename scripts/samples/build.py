@@ -27,7 +27,6 @@ the files.
 from __future__ import annotations
 
 import argparse
-import json
 import sqlite3
 import sys
 import tempfile
@@ -35,7 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .common import ROLE_ORDER, SEED, SESSIONS, data_json, data_text, write_text
+from .common import ROLE_ORDER, SEED, SESSIONS, data_json, data_text, write_json, write_text
 from .stories.agents import (
     build_aider,
     build_cline,
@@ -137,7 +136,7 @@ def generate(out_dir: Path) -> dict[str, Any]:
         "roles_order": list(ROLE_ORDER),
         "files": files,
     }
-    write_text(out_dir / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=2) + "\n")
+    write_json(out_dir / "manifest.json", manifest)
     write_text(out_dir / "README.md", _readme(manifest))
     return manifest
 

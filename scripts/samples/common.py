@@ -143,6 +143,11 @@ def write_text(path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8"))
 
 
+def write_json(path: Path, doc: Any, indent: int | None = 2) -> None:
+    """``doc`` as JSON (UTF-8 kept, indented unless ``indent`` is None), newline-terminated."""
+    write_text(path, json.dumps(doc, ensure_ascii=False, indent=indent) + "\n")
+
+
 def write_jsonl(path: Path, lines: Iterable[Any]) -> None:
     """One compact JSON object a line, newline-terminated."""
     write_text(path, "\n".join(dumps_compact(line) for line in lines) + "\n")

@@ -45,12 +45,8 @@ class Repo:
         raise KeyError(f"{needle!r} not in {path}")
 
     def patch(self, path: str, old: str, new: str) -> str:
-        text = self.files[path]
-        if text.count(old) != 1:
-            raise ValueError(f"patch for {path} matches {text.count(old)} times: {old[:60]!r}")
-        updated = text.replace(old, new)
-        self.files[path] = updated
-        return self.diff(path, text, updated)
+        """Replace the one occurrence of ``old`` in ``path``; return the unified diff."""
+        return self.patch_many(path, [(old, new)])
 
     @staticmethod
     def diff(path: str, before: str, after: str) -> str:

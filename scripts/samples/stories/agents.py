@@ -20,6 +20,7 @@ from ..common import (
     fill,
     rng_for,
     roles_counts,
+    write_json,
     write_jsonl,
     write_text,
 )
@@ -111,7 +112,7 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
         tokens_received += received
     submission = obs[3][2].split("\n", 1)[1] + data_text("text/swe_agent_test_diff.txt")
     doc = _swe_doc(steps, history, submission, (tokens_sent, tokens_received, len(obs)))
-    write_text(out_dir / "swe-agent.traj", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    write_json(out_dir / "swe-agent.traj", doc)
     return {
         "format": "swe-agent",
         **chat_counts(history, calls),
@@ -241,10 +242,9 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
     roles.append("assistant")
     task = out_dir / "cline-task"
     task.mkdir(exist_ok=True)
-    for name, doc in (("api_conversation_history", history), ("ui_messages", ui)):
-        write_text(task / f"{name}.json", json.dumps(doc, ensure_ascii=False) + "\n")
-    meta = json.dumps(fill(shape["meta"], ts=ts), ensure_ascii=False, indent=2)
-    write_text(task / "task_metadata.json", meta + "\n")
+    write_json(task / "api_conversation_history.json", history, indent=None)
+    write_json(task / "ui_messages.json", ui, indent=None)
+    write_json(task / "task_metadata.json", fill(shape["meta"], ts=ts))
     model = "claude-sonnet-4-20250514"
     return _agent_manifest("cline", roles, len(AGENT_STEPS), [compaction], model)
 
@@ -401,6 +401,5 @@ def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
     say("assistant", shape["submit"])
     roles.append("assistant")
     doc = fill(shape["doc"], api_calls=len(roles) // 2, messages=msgs)
-    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
-    write_text(out_dir / "mini-swe-agent.traj.json", text)
+    write_json(out_dir / "mini-swe-agent.traj.json", doc)
     return _agent_manifest("swe-agent", roles, calls, [], model)

@@ -17,8 +17,8 @@ from ..common import (
     png_invoice,
     rng_for,
     role_counts,
+    write_json,
     write_jsonl,
-    write_text,
 )
 from ..project import PROJECT_FILES, Repo
 from ..tools import Call
@@ -67,7 +67,7 @@ def build_openai(out_dir: Path) -> dict[str, Any]:
         "messages": c.messages,
         "tools": data_json("tool_schemas.json")["openai-chat.json"],
     }
-    write_text(out_dir / "openai-chat.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    write_json(out_dir / "openai-chat.json", doc)
     return {
         "format": "openai",
         **chat_counts(c.messages, c.tool_calls),
@@ -131,9 +131,7 @@ def build_anthropic(out_dir: Path) -> dict[str, Any]:
     }
     if a.pending:
         raise AssertionError("anthropic: unanswered tool_use blocks")
-    write_text(
-        out_dir / "anthropic-messages.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
-    )
+    write_json(out_dir / "anthropic-messages.json", doc)
     errors = sum(
         1
         for m in a.messages

@@ -28,7 +28,7 @@ from ..common import (
     png_ci_dashboard,
     png_invoice,
     rng_for,
-    write_text,
+    write_json,
 )
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import (
@@ -106,7 +106,7 @@ def build_demo(out_dir: Path) -> dict[str, Any]:
         "message_count": len(h.messages),
         "messages": h.messages,
     }
-    write_text(out_dir / "demo.json", json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    write_json(out_dir / "demo.json", doc)
 
     reads = [h.messages[i]["content"] for i in marks["invoice_reads"]]
     if len(set(reads)) != 1 or len(reads) != 3:
