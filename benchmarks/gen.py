@@ -850,20 +850,9 @@ def _cc_input(call: Call) -> tuple[str, dict[str, Any]]:
 def _cc_result(call: Call, text: str, err: bool) -> Any:
     if call.kind == "read":
         n = text.count("\n") + 1
-        return {
-            "type": "text",
-            "file": {
-                "filePath": f"{_CWD}/{call.path}",
-                "content": text,
-                "numLines": n,
-                "startLine": call.start,
-                "totalLines": n + call.start - 1,
-            },
-        }
+        return shapes.cc_read_result(f"{_CWD}/{call.path}", text, call.start, n, n + call.start - 1)
     if call.kind == "terminal":
-        if err:
-            return "Error: " + text
-        return {"stdout": text, "stderr": "", "interrupted": False, "isImage": False}
+        return "Error: " + text if err else shapes.cc_bash_result(text)
     return {
         "mode": "content",
         "numFiles": len({ln.split(":", 1)[0] for ln in text.splitlines()}),

@@ -87,6 +87,23 @@ def cc_assistant_message(
     }
 
 
+def cc_read_result(path: str, content: str, start: int, lines: int, total: int) -> Any:
+    """A Read call's ``toolUseResult``: the text read from ``path`` (absolute)."""
+    file = {
+        "filePath": path,
+        "content": content,
+        "numLines": lines,
+        "startLine": start,
+        "totalLines": total,
+    }
+    return {"type": "text", "file": file}
+
+
+def cc_bash_result(stdout: str, stderr: str = "") -> dict[str, Any]:
+    """A Bash call's ``toolUseResult``."""
+    return {"stdout": stdout, "stderr": stderr, "interrupted": False, "isImage": False}
+
+
 def cc_snapshot(message_id: str, backups: dict[str, Any], timestamp: str) -> dict[str, Any]:
     """A ``file-history-snapshot`` line."""
     return {

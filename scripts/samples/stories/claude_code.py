@@ -12,6 +12,7 @@ from typing import Any
 
 from ..common import CWD, Clock, Ids, prompt_span, rng_for, roles_counts, write_jsonl
 from ..project import PROJECT_FILES, Repo
+from ..shapes import cc_bash_result, cc_read_result
 from ..writers import CC_MODEL, ClaudeCodeLog
 from .steps import Values, read_steps
 
@@ -23,16 +24,7 @@ def _cc_read_result(
     end = len(lines) if limit is None else min(len(lines), offset - 1 + limit)
     text = repo.numbered(path, offset, limit, arrow=True)
     raw = "\n".join(lines[offset - 1 : end])
-    return text, {
-        "type": "text",
-        "file": {
-            "filePath": f"{CWD}/{path}",
-            "content": raw,
-            "numLines": end - offset + 1,
-            "startLine": offset,
-            "totalLines": len(lines),
-        },
-    }
+    return text, cc_read_result(f"{CWD}/{path}", raw, offset, end - offset + 1, len(lines))
 
 
 def _cc_edit_result(repo: Repo, path: str, old: str, new: str) -> tuple[str, dict[str, Any]]:
@@ -70,10 +62,6 @@ def _cc_edit_result(repo: Repo, path: str, old: str, new: str) -> tuple[str, dic
         "userModified": False,
         "replaceAll": False,
     }
-
-
-def _bash(stdout: str, stderr: str = "") -> dict[str, Any]:
-    return {"stdout": stdout, "stderr": stderr, "interrupted": False, "isImage": False}
 
 
 class ClaudeCodeStory(Values):
@@ -130,7 +118,7 @@ class ClaudeCodeStory(Values):
             repo, *args = step["edit"]
             content, tur = _cc_edit_result(self.repos[repo], *args)
         elif "bash" in step:
-            content, tur = step["bash"], _bash(step["bash"])
+            content, tur = step["bash"], cc_bash_result(step["bash"])
         else:
             content, tur = self.resolve(step["content"]), self.resolve(step["tool_use_result"])
         self.log.result(self.resolve(step["result"]), content, tur, **kw)
