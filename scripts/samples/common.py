@@ -10,7 +10,6 @@ import struct
 import uuid
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -273,50 +272,29 @@ def data_url(png: bytes) -> str:
 # ================================================================================ secrets
 
 
-@dataclass(frozen=True)
-class FakeSecrets:
-    """Realistically shaped, entirely fake credentials for the `.env` the agent reads."""
-
-    openai: str
-    aws_id: str
-    aws_secret: str
-    github: str
-    pg_password: str
-    jwt: str
-    stripe: str
-    webhook: str
+#: Realistically shaped, entirely fake credentials for the ``.env`` the agent reads: per
+#: secret its ``.env`` field, the kind the manifest names, a prefix and random characters.
+SECRETS: list[dict[str, Any]] = data_json("secrets.json")
 
 
-def _b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+def make_secrets(rng: random.Random) -> dict[str, str]:
+    """A value for each of :data:`SECRETS`; the JWT's is its prefix and a signature drawn
+    first."""
+    sig = bytes(rng.getrandbits(8) for _ in range(32))
+    signature = base64.urlsafe_b64encode(sig).decode("ascii").rstrip("=")
+    out: dict[str, str] = {}
+    for s in SECRETS:
+        if "chars" in s:
+            out[s["name"]] = s["prefix"] + "".join(
+                rng.choice(s["chars"]) for _ in range(s["length"])
+            )
+        else:
+            out[s["name"]] = s["prefix"] + signature
+    return out
 
 
-def make_secrets(rng: random.Random) -> FakeSecrets:
-    alnum = string.ascii_letters + string.digits
-    upper = string.ascii_uppercase + string.digits
-
-    def pick(chars: str, n: int) -> str:
-        return "".join(rng.choice(chars) for _ in range(n))
-
-    header = _b64url(b'{"alg":"HS256","typ":"JWT"}')
-    payload = _b64url(
-        b'{"sub":"svc-ledgerline","role":"service","iat":1757930400,"exp":1789466400}'
-    )
-    sig = _b64url(bytes(rng.getrandbits(8) for _ in range(32)))
-    return FakeSecrets(
-        openai="sk-proj-" + pick(alnum + "-_", 48),
-        aws_id="AKIA" + pick(upper, 16),
-        aws_secret=pick(alnum + "/+", 40),
-        github="ghp_" + pick(alnum, 36),
-        pg_password=pick(alnum, 20),
-        jwt=f"{header}.{payload}.{sig}",
-        stripe="sk_test_51" + pick(alnum, 60),
-        webhook="whsec_" + pick(alnum, 32),
-    )
-
-
-def env_file(s: FakeSecrets) -> str:
-    return data_text("text/env_file.txt").format(**vars(s))
+def env_file(secrets: dict[str, str]) -> str:
+    return data_text("text/env_file.txt").format(**secrets)
 
 
 def rng_len(rng: random.Random) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 from ..bugs import demo_bugs
 from ..common import (
     LATEST_ASK,
+    SECRETS,
     Clock,
     Ids,
     chat_counts,
@@ -133,16 +134,7 @@ def build_demo(out_dir: Path) -> dict[str, Any]:
         "failing_command": {"tool_message_index": marks["failing_command"], "exit_code": 1},
         "secrets": {
             "tool_message_index": marks["env_read"],
-            "kinds": [
-                "openai_api_key",
-                "aws_access_key_id",
-                "aws_secret_access_key",
-                "github_token",
-                "postgres_url_password",
-                "jwt",
-                "stripe_secret_key",
-                "stripe_webhook_secret",
-            ],
+            "kinds": [s["kind"] for s in SECRETS],
         },
         "latest_user_ask": {"index": marks["latest_ask"], "text": LATEST_ASK},
     }
