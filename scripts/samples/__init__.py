@@ -11,9 +11,10 @@
 - ``tools``: Hermes tool schemas and system prompt, and the tool outputs stories quote.
 - ``project``: the made-up project ledgerline (its files and simulated test suite);
   ``bugs``: reads the causes of its red suite and pytest's reports (``data/bugs.txt``).
-- ``common``: paths, seeds, ids, clocks, JSON, PNGs, fake secrets.
+- ``common``: paths, seeds, ids, clocks, JSON and templates, PNGs, fake secrets.
 - ``data/``: what the stories say: ledgerline's files as real files (``data/ledgerline/``),
   the stories' steps (``data/stories/``), the suite's failure reports (``data/bugs.txt``),
-  the manifest's reading rules (``data/rules.json``), long prompts and templates
+  the manifest's reading rules (``data/rules.json``), record templates the writers fill
+  in with ``common.fill`` (``data/*_records.json``), long prompts and text templates
   (``data/text/``) and tables (``data/*.json``).
 """
