@@ -19,11 +19,10 @@ from ..common import (
     Ids,
     chat_counts,
     data_json,
-    dumps_compact,
     fill,
     rng_for,
     role_counts,
-    write_text,
+    write_jsonl,
 )
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import (
@@ -55,17 +54,8 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
     ids = Ids(rng)
     clock = Clock(datetime(2025, 9, 17, 7, 12, 40, 512000, tzinfo=UTC), rng)
     h = HermesLog(ids, clock)
-    tools = [
-        tool_by_name(n)
-        for n in (
-            "terminal",
-            "read_file",
-            "search_files",
-            "todo",
-            "mcp__github__create_issue",
-            "mcp__github__list_prs",
-        )
-    ] + data_json("tool_schemas.json")["hermes-gateway.jsonl"]
+    schemas = data_json("tool_schemas.json")["hermes-gateway.jsonl"]
+    tools = [tool_by_name(n) for n in schemas["hermes"]] + schemas["more"]
     story = GatewayStory(h, HermesTools(Repo({})), clock)
     for step in read_steps("gateway"):
         story.play(step)
@@ -80,10 +70,8 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
         "session_id": session_id,
         "timestamp": datetime(2025, 9, 17, 7, 12, 40, 512000).isoformat(),
     }
-    lines = [dumps_compact(meta)]
-    for msg, ts in zip(h.messages, stamps, strict=True):
-        lines.append(dumps_compact({**msg, "timestamp": ts}))
-    write_text(out_dir / "hermes-gateway.jsonl", "\n".join(lines) + "\n")
+    stamped = [{**msg, "timestamp": ts} for msg, ts in zip(h.messages, stamps, strict=True)]
+    write_jsonl(out_dir / "hermes-gateway.jsonl", [meta, *stamped])
     return {
         "format": "hermes",
         **chat_counts(h.messages, h.tool_calls),
@@ -154,32 +142,21 @@ def _rows(
     compacted: int,
     stamps: Sequence[float] | None = None,
 ) -> list[tuple[Any, ...]]:
+    columns: dict[str, Any] = data_json("state_message.json")  # the columns, fixed values set
     rows = []
     t0 = log.clock.now.timestamp()
     for i, m in enumerate(log.messages):
-        ts = stamps[i] if stamps is not None else round(t0 - 30 * (len(log.messages) - i), 3)
-        text = m.get("content") or ""
-        rows.append(
-            (
-                first_id + i,
-                session_id,
-                m["role"],
-                text,
-                m.get("tool_call_id"),
-                json.dumps(m["tool_calls"], ensure_ascii=False) if m.get("tool_calls") else None,
-                m.get("tool_name"),
-                ts,
-                max(1, len(text) // 4)
-                + (sum(len(c["function"]["arguments"]) for c in m.get("tool_calls") or []) // 4),
-                m.get("finish_reason"),
-                m.get("reasoning"),
-                None,
-                None,
-                0,
-                active,
-                compacted,
-            )
+        text, calls = m.get("content") or "", m.get("tool_calls")
+        row = {**columns, **{k: m.get(k) for k in ("tool_call_id", "tool_name", "finish_reason")}}
+        row.update(id=first_id + i, session_id=session_id, role=m["role"], content=text)
+        row["tool_calls"] = json.dumps(calls, ensure_ascii=False) if calls else None
+        row["timestamp"] = (
+            stamps[i] if stamps is not None else round(t0 - 30 * (len(log.messages) - i), 3)
         )
+        arguments = sum(len(c["function"]["arguments"]) for c in calls or [])
+        row["token_count"] = max(1, len(text) // 4) + arguments // 4
+        row.update(reasoning=m.get("reasoning"), active=active, compacted=compacted)
+        rows.append(tuple(row.values()))
     return rows
 
 
