@@ -401,13 +401,8 @@ class CodexLog:
         self.last_kind: str | None = None  # "calls" while inside a run of call items
         self.compactions: list[dict[str, Any]] = []
         self.prompt = 0
-        self.total = {
-            "input_tokens": 0,
-            "cached_input_tokens": 0,
-            "output_tokens": 0,
-            "reasoning_output_tokens": 0,
-            "total_tokens": 0,
-        }
+        keys = ("input", "cached_input", "output", "reasoning_output", "total")
+        self.total = {f"{k}_tokens": 0 for k in keys}
         self.usage_events: list[int] = []
         self.injected = 0
 

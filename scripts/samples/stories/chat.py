@@ -13,6 +13,7 @@ from ..common import (
     data_json,
     data_text,
     data_url,
+    fill,
     png_ci_dashboard,
     png_invoice,
     rng_for,
@@ -119,16 +120,8 @@ def build_anthropic(out_dir: Path) -> dict[str, Any]:
     repo = Repo({fp: data_text(f"ledgerline/{fp}")})
     LogStory({"messages": a}, AnthropicTools(repo)).replay("anthropic")
 
-    #: the request around the messages: system blocks and tool schemas
-    request = data_json("anthropic_request.json")
-    doc = {
-        "model": "claude-sonnet-4-5-20250929",
-        "max_tokens": 16000,
-        "thinking": {"type": "enabled", "budget_tokens": 8000},
-        "system": request["system"],
-        "tools": request["tools"],
-        "messages": a.messages,
-    }
+    #: the request around the messages: model, system blocks and tool schemas
+    doc = fill(data_json("anthropic_request.json"), messages=a.messages)
     if a.pending:
         raise AssertionError("anthropic: unanswered tool_use blocks")
     write_json(out_dir / "anthropic-messages.json", doc)

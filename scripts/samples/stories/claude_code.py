@@ -67,11 +67,12 @@ def _cc_edit_result(repo: Repo, path: str, old: str, new: str) -> tuple[str, dic
 class ClaudeCodeStory(Values):
     """Replays the Claude Code steps (see ``steps``) through a :class:`ClaudeCodeLog`.
 
-    Steps: ``prompt``, ``assistant`` (content blocks: text, think, tool), ``result`` (a
-    read or edit computed on a repo, a bash output, or literal content), ``snapshot``,
-    ``compact`` and ``finish``; and the log's own plumbing the story turns by hand: ``set``
-    an attribute (the subagent's sidechain, the rewind's tip and counting), ``set_line`` a
-    key of a written line, ``save_tip`` and ``uuid`` to name a value for later steps.
+    Steps: ``patch`` (the repo before the session), ``prompt``, ``assistant`` (content
+    blocks: text, think, tool), ``result`` (a read or edit computed on a repo, a bash
+    output, or literal content), ``snapshot``, ``compact`` and ``finish``; and the log's
+    own plumbing the story turns by hand: ``set`` an attribute (the subagent's sidechain,
+    the rewind's tip and counting), ``set_line`` a key of a written line, ``save_tip`` and
+    ``uuid`` to name a value for later steps.
     """
 
     def __init__(self) -> None:
@@ -81,20 +82,8 @@ class ClaudeCodeStory(Values):
         clock = Clock(datetime(2025, 9, 18, 13, 2, 11, 0, tzinfo=UTC), self.rng)
         self.session = self.ids.uuid()
         self.log = ClaudeCodeLog(self.ids, clock, self.session, "fix/payments-idempotency")
-        client = Repo(PROJECT_FILES)
-        cl = "src/app/payments/client.py"
-        client.patch(
-            cl,
-            "        amount_minor = int(float(amount) * 100)\n",
-            "        amount_minor = to_cents(amount, currency)\n",
-        )
-        client.patch(
-            cl,
-            "from app.config import Settings\n",
-            "from app.config import Settings\nfrom app.utils.money import to_cents\n",
-        )
         wh = "src/app/payments/webhooks.py"
-        self.repos = {"client": client, "webhooks": Repo({wh: PROJECT_FILES[wh]})}
+        self.repos = {"client": Repo(PROJECT_FILES), "webhooks": Repo({wh: PROJECT_FILES[wh]})}
 
     def block(self, spec: dict[str, Any]) -> dict[str, Any]:
         if "tool" in spec:
@@ -136,6 +125,9 @@ class ClaudeCodeStory(Values):
             self.result(step, kw)
         elif kind in ("snapshot", "compact"):
             getattr(log, kind)(*self.resolve(value))
+        elif kind == "patch":  # a change made before the session (``[repo, path, old, new]``)
+            repo, *args = value
+            self.repos[repo].patch(*args)
         elif kind == "finish":
             log.finish(value)
         elif kind == "uuid":
