@@ -162,6 +162,11 @@ def chat_counts(messages: list[dict[str, Any]], tool_calls: int) -> dict[str, An
     }
 
 
+def parallel_calls(messages: list[dict[str, Any]]) -> int:
+    """How many messages hold more than one tool call."""
+    return sum(1 for m in messages if len(m.get("tool_calls") or ()) > 1)
+
+
 def roles_counts(roles: list[str], tool_calls: int) -> dict[str, Any]:
     """A manifest entry's counts for the reader's roles, one a message."""
     return {

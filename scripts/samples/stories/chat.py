@@ -14,6 +14,7 @@ from ..common import (
     data_text,
     data_url,
     fill,
+    parallel_calls,
     png_ci_dashboard,
     png_invoice,
     rng_for,
@@ -76,9 +77,7 @@ def build_openai(out_dir: Path) -> dict[str, Any]:
         "images": c.images,
         "model": doc["model"],
         "invalid_tool_arguments": [{"message_index": i} for i in c.invalid_arguments],
-        "parallel_tool_call_messages": sum(
-            1 for m in c.messages if len(m.get("tool_calls") or ()) > 1
-        ),
+        "parallel_tool_call_messages": parallel_calls(c.messages),
     }
 
 

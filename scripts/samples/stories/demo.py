@@ -22,10 +22,13 @@ from ..common import (
     Clock,
     Ids,
     chat_counts,
+    data_json,
     data_text,
     data_url,
     env_file,
+    fill,
     make_secrets,
+    parallel_calls,
     png_ci_dashboard,
     png_invoice,
     rng_for,
@@ -95,18 +98,16 @@ def build_demo(out_dir: Path) -> dict[str, Any]:
     for step in read_steps("demo"):
         story.play(step)
     h, marks = story.log, story.marks
-    doc = {
-        "session_id": "20250916_084107_a3f9c1",
-        "model": "anthropic/claude-sonnet-4",
-        "base_url": "https://openrouter.ai/api/v1",
-        "platform": "cli",
-        "session_start": START.replace(tzinfo=None).isoformat(),
-        "last_updated": story.clock.local(),
-        "system_prompt": hermes_system_prompt(),
-        "tools": HERMES_TOOLS,
-        "message_count": len(h.messages),
-        "messages": h.messages,
-    }
+    shape = data_json("demo_session.json")  # the session log and its manifest entry
+    doc = fill(
+        shape["session"],
+        start=START.replace(tzinfo=None).isoformat(),
+        updated=story.clock.local(),
+        system_prompt=hermes_system_prompt(),
+        tools=HERMES_TOOLS,
+        count=len(h.messages),
+        messages=h.messages,
+    )
     write_json(out_dir / "demo.json", doc)
 
     reads = [h.messages[i]["content"] for i in marks["invoice_reads"]]
@@ -114,27 +115,18 @@ def build_demo(out_dir: Path) -> dict[str, Any]:
         raise AssertionError("demo: the three invoice.py reads must be identical")
     if len(json.loads(h.messages[marks["long_output"]]["content"])["output"].split("\n")) != 3000:
         raise AssertionError("demo: the long output must be exactly 3,000 lines")
-    return {
-        "format": "hermes",
-        **chat_counts(h.messages, h.tool_calls),
-        "compactions": h.compactions,
-        "images": h.images,
-        "model": doc["model"],
-        "session_id": doc["session_id"],
-        "system_prompt_chars": len(doc["system_prompt"]),
-        "tools": len(HERMES_TOOLS),
-        "parallel_tool_call_messages": sum(
-            1 for m in h.messages if len(m.get("tool_calls") or ()) > 1
-        ),
-        "repeated_read": {
-            "path": "src/app/billing/invoice.py",
-            "tool_message_indexes": marks["invoice_reads"],
-        },
-        "long_output": {"tool_message_index": marks["long_output"], "lines": 3000},
-        "failing_command": {"tool_message_index": marks["failing_command"], "exit_code": 1},
-        "secrets": {
-            "tool_message_index": marks["env_read"],
-            "kinds": [s["kind"] for s in SECRETS],
-        },
-        "latest_user_ask": {"index": marks["latest_ask"], "text": LATEST_ASK},
-    }
+    entry: dict[str, Any] = fill(
+        shape["manifest"],
+        counts=chat_counts(h.messages, h.tool_calls),
+        compactions=h.compactions,
+        images=h.images,
+        model=doc["model"],
+        session_id=doc["session_id"],
+        prompt_chars=len(doc["system_prompt"]),
+        tool_count=len(HERMES_TOOLS),
+        parallel=parallel_calls(h.messages),
+        secret_kinds=[s["kind"] for s in SECRETS],
+        latest_text=LATEST_ASK,
+        **marks,
+    )
+    return entry
