@@ -217,14 +217,10 @@ class Suite:
         n_err = len(bad) - n_fail
         n_skip = sum(1 for c in chars if c == "s")
         n_pass = sum(1 for c in chars if c == ".")
-        parts = []
-        if n_fail:
-            parts.append(f"{n_fail} failed")
-        parts.append(f"{n_pass} passed")
-        if n_skip:
-            parts.append(f"{n_skip} skipped")
-        if n_err:
-            parts.append(f"{n_err} error" + ("s" if n_err > 1 else ""))
+        words = ((n_fail, "failed"), (n_pass, "passed"), (n_skip, "skipped"), (n_err, "error"))
+        parts = [f"{n} {w}" for n, w in words if n or w == "passed"]
+        if n_err > 1:
+            parts[-1] += "s"
         if stop_first and bad:
             out += (
                 "\n!!!!!!!!!!!!!!!!!!!!!!!!!! stopping after 1 failures !!!!!!!!!!!!!!!!!!!!!!!!!!!"

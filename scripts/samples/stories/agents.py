@@ -78,30 +78,13 @@ def _swe_turn(
 def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     rng = rng_for("swe-agent")
     ids = Ids(rng)
-    history: list[dict[str, Any]] = []
+    shape, calls = RECORDS["swe-agent"], 0
+    # the system prompt, the demonstration (thought/action style, observations as user
+    # messages) and the issue
+    history = [fill(shape["system"], text=data_text("text/swe_agent_system.txt"))]
+    history += [{**m, "agent": "main"} for m in data_json("stories/swe_agent_demonstration.json")]
+    history.append(fill(shape["issue"], text=data_text("text/swe_agent_issue.txt")))
     steps: list[dict[str, Any]] = []
-    calls = 0
-    system = data_text("text/swe_agent_system.txt")
-    history.append(
-        {"role": "system", "content": system, "agent": "main", "message_type": "system_prompt"}
-    )
-
-    def add(msg: dict[str, Any]) -> None:
-        history.append({**msg, "agent": "main"})
-
-    # the demonstration (thought/action style, observations as user messages)
-    for msg in data_json("stories/swe_agent_demonstration.json"):
-        add(msg)
-
-    issue = data_text("text/swe_agent_issue.txt")
-    add(
-        {
-            "role": "user",
-            "content": [{"type": "text", "text": issue}],
-            "message_type": "observation",
-        }
-    )
-
     obs: list[list[str]] = data_json("stories/swe_agent_steps.json")
     tokens_sent = 0
     tokens_received = 0
