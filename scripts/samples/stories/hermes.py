@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
@@ -92,7 +92,7 @@ class StateStory(HermesStory):
     tail. ``session`` switches the log later messages go to; ``copy`` appends a copy of the
     last messages of another run (the exchange an in-place compaction keeps)."""
 
-    STARTS = {
+    STARTS: ClassVar[dict[str, datetime]] = {
         "old": datetime(2025, 9, 15, 14, 10, 22, 0, tzinfo=UTC),
         "child": datetime(2025, 9, 15, 15, 27, 40, 0, tzinfo=UTC),
         "head": datetime(2025, 9, 15, 16, 48, 5, 0, tzinfo=UTC),
@@ -232,13 +232,13 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
     old_id, child_id = "20250915_141022_7be0d2", "20250915_152740_c41a9e"
     old_rows = _rows(old, old_id, 1, 1, 0)
     child_rows = _rows(child, child_id, len(old_rows) + 1, 0, 1)
-    compact_at = datetime(2025, 9, 15, 16, 48, 5, tzinfo=UTC).timestamp()
+    starts = StateStory.STARTS  # the in-place compaction happened when the head starts
+    compact_at = starts["head"].timestamp()
     head_stamps = [round(compact_at + 0.001 * i, 3) for i in range(len(head.messages))]
     head_rows = _rows(head, child_id, len(old_rows) + len(child_rows) + 1, 1, 0, head_stamps)
     tail_rows = _rows(tail, child_id, len(old_rows) + len(child_rows) + len(head_rows) + 1, 1, 0)
     active_child = head.messages + tail.messages
-    old_start = datetime(2025, 9, 15, 14, 10, 22, tzinfo=UTC)
-    child_start = datetime(2025, 9, 15, 15, 27, 40, tzinfo=UTC)
+    old_start, child_start = starts["old"], starts["child"]
     sessions = [
         _session_row(
             old_id,
