@@ -15,31 +15,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
 SESSIONS = ROOT / "sessions"
-
-
 DATA = Path(__file__).resolve().parent / "data"
-
-
 SEED = "tjui-sessions-v1"
-
-
 CWD = "/home/maya/src/ledgerline"
-
-
 SUMMARY_PREFIX = "[CONTEXT COMPACTION — REFERENCE ONLY]"
-
-
 LEGACY_SUMMARY_PREFIX = "[CONTEXT SUMMARY]:"
-
-
 LATEST_ASK = "Now make the retry logic in src/app/payments/client.py idempotent and add a test."
-
-
 ROLE_ORDER = ("system", "developer", "user", "assistant", "tool")
-
 
 # =============================================================================== utilities
 
@@ -154,12 +137,7 @@ def write_jsonl(path: Path, lines: Iterable[Any]) -> None:
 
 def chat_counts(messages: list[dict[str, Any]], tool_calls: int) -> dict[str, Any]:
     """A manifest entry's counts for a list of role-tagged messages."""
-    return {
-        "messages": len(messages),
-        "roles": role_counts(m["role"] for m in messages),
-        "tool_calls": tool_calls,
-        "tool_results": sum(1 for m in messages if m["role"] == "tool"),
-    }
+    return roles_counts([m["role"] for m in messages], tool_calls)
 
 
 def parallel_calls(messages: list[dict[str, Any]]) -> int:

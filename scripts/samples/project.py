@@ -24,11 +24,7 @@ class Repo:
         return self.files[path]
 
     def lines(self, path: str) -> list[str]:
-        return (
-            self.files[path].split("\n")[:-1]
-            if self.files[path].endswith("\n")
-            else self.files[path].split("\n")
-        )
+        return self.files[path].removesuffix("\n").split("\n")
 
     def numbered(
         self, path: str, offset: int = 1, limit: int | None = None, arrow: bool = False

@@ -14,7 +14,6 @@ from .project import Repo
 
 HERMES_TOOLS: list[dict[str, Any]] = data_json("hermes_tools.json")
 
-
 _SKILLS: list[list[str]] = data_json("hermes_skills.json")
 
 
@@ -70,7 +69,6 @@ def grep_repo(repo: Repo, needle: str, paths: Iterable[str]) -> list[tuple[str, 
 
 
 Call = tuple[str, Any, str]  # (tool name, arguments as dict or raw string, result content)
-
 
 # ======================================================================== Hermes gateway
 

@@ -189,11 +189,7 @@ class AnthropicLog:
 # ============================================================================ Claude Code
 
 CC_VERSION = "2.0.14"
-
-
 CC_MODEL = "claude-sonnet-4-5-20250929"
-
-
 CC_CACHED_SYSTEM = 14_893  # system prompt + tool definitions, cached across sessions
 
 

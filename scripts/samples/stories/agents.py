@@ -338,7 +338,6 @@ def build_aider(out_dir: Path) -> dict[str, Any]:
 
 _GLAIVE_TOOLS = data_json("glaive_tools.json")
 
-
 _GLAIVE_ROWS = data_json("glaive_rows.json")
 
 

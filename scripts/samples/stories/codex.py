@@ -6,15 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common import (
-    Clock,
-    Ids,
-    data_text,
-    prompt_span,
-    rng_for,
-    roles_counts,
-    write_jsonl,
-)
+from ..common import Clock, Ids, data_text, prompt_span, rng_for, roles_counts, write_jsonl
 from ..project import PROJECT_FILES, Repo
 from ..writers import CodexLog
 from .steps import LogStory

@@ -35,10 +35,7 @@ from ..common import (
     write_json,
 )
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
-from ..tools import (
-    HERMES_TOOLS,
-    hermes_system_prompt,
-)
+from ..tools import HERMES_TOOLS, hermes_system_prompt
 from ..writers import HermesLog
 from .hermes_steps import HermesStory, HermesTools, suite_part
 from .steps import read_steps

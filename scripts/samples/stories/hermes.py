@@ -14,21 +14,9 @@ from typing import Any, ClassVar
 from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
 from ..bugs import demo_bugs
-from ..common import (
-    Clock,
-    Ids,
-    chat_counts,
-    data_json,
-    fill,
-    rng_for,
-    role_counts,
-    write_jsonl,
-)
+from ..common import Clock, Ids, chat_counts, data_json, fill, rng_for, role_counts, write_jsonl
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
-from ..tools import (
-    hermes_system_prompt,
-    tool_by_name,
-)
+from ..tools import hermes_system_prompt, tool_by_name
 from ..writers import HermesLog
 from .hermes_steps import HermesStory, HermesTools, suite_part
 from .steps import read_steps
