@@ -233,26 +233,22 @@ class Suite:
         errors = [t for t in bad if failing[t].error]
         fails = [t for t in bad if not failing[t].error]
         rendered = {t: failing[t].render(self.repo, t) for t in bad}
-        if errors:
-            out.append("\n" + " ERRORS ".center(80, "="))
-            for t in errors:
-                name = t.split("::", 1)[1]
+        lead = "\n"  # before the first section's heading only
+        for tests, heading, title, pad in (
+            (errors, " ERRORS ", " ERROR at setup of {} ", ()),
+            (fails, " FAILURES ", " {} ", ("",)),
+        ):
+            if tests:
+                out.append(lead + heading.center(80, "="))
+                lead = ""
+            for t in tests:
                 block, where, _ = rendered[t]
-                out.append(f" ERROR at setup of {name} ".center(80, "_"))
-                out.extend((block, "", where))
-        if fails:
-            out.append(("" if errors else "\n") + " FAILURES ".center(80, "="))
-            for t in fails:
-                name = t.split("::", 1)[1]
-                block, where, _ = rendered[t]
-                out.append(f" {name} ".center(80, "_"))
-                out.extend(("", block, "", where))
+                out.append(title.format(t.split("::", 1)[1]).center(80, "_"))
+                out.extend((*pad, block, "", where))
         out.append(" short test summary info ".center(80, "="))
         out.extend(self._skip_lines(selected))
-        for t in errors:
-            out.append(f"ERROR {t} - {rendered[t][2]}")
-        for t in fails:
-            out.append(f"FAILED {t} - {rendered[t][2]}")
+        out += [f"ERROR {t} - {rendered[t][2]}" for t in errors]
+        out += [f"FAILED {t} - {rendered[t][2]}" for t in fails]
         return "\n".join(out)
 
     def _skip_lines(self, selected: Sequence[str] | None = None) -> list[str]:

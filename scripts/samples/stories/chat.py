@@ -113,6 +113,16 @@ class AnthropicTools:
         return base64.b64encode(png_invoice(rng_for("anthropic-png"), 36, 36)).decode()
 
 
+def _blocks(messages: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
+    """The content blocks of ``role``'s messages that hold a list of blocks."""
+    return [
+        b
+        for m in messages
+        if m["role"] == role and isinstance(m["content"], list)
+        for b in m["content"]
+    ]
+
+
 def build_anthropic(out_dir: Path) -> dict[str, Any]:
     a = AnthropicLog(Ids(rng_for("anthropic")))
     fp = "src/app/web/filters.py"
@@ -124,13 +134,8 @@ def build_anthropic(out_dir: Path) -> dict[str, Any]:
     if a.pending:
         raise AssertionError("anthropic: unanswered tool_use blocks")
     write_json(out_dir / "anthropic-messages.json", doc)
-    errors = sum(
-        1
-        for m in a.messages
-        if m["role"] == "user" and isinstance(m["content"], list)
-        for b in m["content"]
-        if b.get("is_error")
-    )
+    errors = sum(1 for b in _blocks(a.messages, "user") if b.get("is_error"))
+    thinking = sum(1 for b in _blocks(a.messages, "assistant") if b["type"] == "thinking")
     return {
         "format": "anthropic",
         "messages": len(a.normalized_roles),
@@ -141,13 +146,7 @@ def build_anthropic(out_dir: Path) -> dict[str, Any]:
         "tool_errors": errors,
         "compactions": [],
         "images": a.images,
-        "thinking_blocks": sum(
-            1
-            for m in a.messages
-            if m["role"] == "assistant"
-            for b in m["content"]
-            if b["type"] == "thinking"
-        ),
+        "thinking_blocks": thinking,
         "model": doc["model"],
     }
 

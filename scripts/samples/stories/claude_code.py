@@ -151,14 +151,8 @@ def build_claude_code(out_dir: Path) -> dict[str, Any]:
     for step in read_steps("claude_code"):
         story.play(step)
     cc, session = story.log, story.session
-    cc.lines.insert(
-        0,
-        {
-            "type": "summary",
-            "summary": "Idempotent payment retries and webhook dedupe fix",
-            "leafUuid": cc.tip,
-        },
-    )
+    title = "Idempotent payment retries and webhook dedupe fix"
+    cc.lines.insert(0, {"type": "summary", "summary": title, "leafUuid": cc.tip})
 
     write_jsonl(out_dir / "claude-code.jsonl", cc.lines)
     return {
