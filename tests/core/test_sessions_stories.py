@@ -102,6 +102,23 @@ def test_every_story_file_is_json_lines_of_single_kind_steps() -> None:
             assert isinstance(step, dict) and step, (path.name, line[:80])
 
 
+def test_claude_code_steps_are_log_calls_replayed_by_the_shared_engine(steps: Any) -> None:
+    """The Claude Code story runs on the generic LogStory: every step but its three own
+    (``patch``, ``save_tip``, ``set_line``) is a ClaudeCodeLog method or a LogStory step."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.stories.claude_code import ClaudeCodeStory
+        from samples.writers import ClaudeCodeLog
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    assert issubclass(ClaudeCodeStory, steps.LogStory)
+    own = {"patch", "save_tip", "set_line", "ids", "set"}
+    text = (DATA / "stories" / "claude_code.jsonl").read_bytes().decode("utf-8")
+    for line in text.split("\n")[:-1]:
+        kind = next(iter(json.loads(line)))
+        assert kind in own or callable(getattr(ClaudeCodeLog, kind, None)), kind
+
+
 def test_every_data_file_is_used_by_the_generator() -> None:
     code = "\n".join(p.read_text(encoding="utf-8") for p in (SCRIPTS / "samples").rglob("*.py"))
     stories = "\n".join(p.read_text(encoding="utf-8") for p in (DATA / "stories").glob("*.jsonl"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import difflib
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from ..common import CWD, Clock, Ids, prompt_span, rng_for, roles_counts, write_
 from ..project import PROJECT_FILES, Repo
 from ..shapes import cc_bash_result, cc_read_result
 from ..writers import CC_MODEL, ClaudeCodeLog
-from .steps import Values, read_steps
+from .steps import LogStory
 
 
 def _cc_read_result(
@@ -64,93 +65,72 @@ def _cc_edit_result(repo: Repo, path: str, old: str, new: str) -> tuple[str, dic
     }
 
 
-class ClaudeCodeStory(Values):
-    """Replays the Claude Code steps (see ``steps``) through a :class:`ClaudeCodeLog`.
+class ClaudeCodeTools:
+    """What the Claude Code steps compute at replay time (``$tool``): a ``result``'s
+    arguments (tool-use id, content, ``toolUseResult``) for a read or edit on one of the
+    story's repos or a Bash output, and thinking blocks (their signatures drawn here)."""
 
-    Steps: ``patch`` (the repo before the session), ``prompt``, ``assistant`` (content
-    blocks: text, think, tool), ``result`` (a read or edit computed on a repo, a bash
-    output, or literal content), ``snapshot``, ``compact`` and ``finish``; and the log's
-    own plumbing the story turns by hand: ``set`` an attribute (the subagent's sidechain,
-    the rewind's tip and counting), ``set_line`` a key of a written line, ``save_tip`` and
-    ``uuid`` to name a value for later steps.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.rng = rng_for("claude-code")
-        self.ids = Ids(self.rng)
-        clock = Clock(datetime(2025, 9, 18, 13, 2, 11, 0, tzinfo=UTC), self.rng)
-        self.session = self.ids.uuid()
-        self.log = ClaudeCodeLog(self.ids, clock, self.session, "fix/payments-idempotency")
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
         wh = "src/app/payments/webhooks.py"
         self.repos = {"client": Repo(PROJECT_FILES), "webhooks": Repo({wh: PROJECT_FILES[wh]})}
 
-    def block(self, spec: dict[str, Any]) -> dict[str, Any]:
-        if "tool" in spec:
-            return {"type": "tool_use", "name": spec["tool"], "input": self.resolve(spec["input"])}
-        if "text" in spec:
-            return {"type": "text", "text": spec["text"]}
-        rng = self.rng
-        signature = bytes(rng.getrandbits(8) for _ in range(rng.randint(200, 360)))
+    def read(self, tid: str, repo: str, *args: Any) -> tuple[str, str, dict[str, Any]]:
+        return (tid, *_cc_read_result(self.repos[repo], *args))
+
+    def edit(self, tid: str, repo: str, *args: str) -> tuple[str, str, dict[str, Any]]:
+        return (tid, *_cc_edit_result(self.repos[repo], *args))
+
+    @staticmethod
+    def bash(tid: str, output: str) -> tuple[str, str, dict[str, Any]]:
+        return (tid, output, cc_bash_result(output))
+
+    def thinking(self, text: str) -> dict[str, Any]:
+        signature = bytes(self.rng.getrandbits(8) for _ in range(self.rng.randint(200, 360)))
         return {
             "type": "thinking",
-            "thinking": spec["think"],
+            "thinking": text,
             "signature": base64.b64encode(signature).decode(),
         }
 
-    def result(self, step: dict[str, Any], kw: dict[str, Any]) -> None:
-        tur: Any
-        if "read" in step:
-            repo, *args = step["read"]
-            content, tur = _cc_read_result(self.repos[repo], *args)
-        elif "edit" in step:
-            repo, *args = step["edit"]
-            content, tur = _cc_edit_result(self.repos[repo], *args)
-        elif "bash" in step:
-            content, tur = step["bash"], cc_bash_result(step["bash"])
-        else:
-            content, tur = self.resolve(step["content"]), self.resolve(step["tool_use_result"])
-        self.log.result(self.resolve(step["result"]), content, tur, **kw)
+
+class ClaudeCodeStory(LogStory):
+    """Replays the Claude Code steps (see ``steps``) through a :class:`ClaudeCodeLog`: its
+    methods (``prompt``, ``assistant``, ``result``, ``snapshot``, ``compact``, ``finish``),
+    and three steps of its own: ``patch`` (the repo before the session: ``[repo, path, old,
+    new]``), ``save_tip`` (name the log's tip) and ``set_line`` (a key of a written line)."""
+
+    def __init__(self) -> None:
+        rng = rng_for("claude-code")
+        ids = Ids(rng)
+        clock = Clock(datetime(2025, 9, 18, 13, 2, 11, 0, tzinfo=UTC), rng)
+        self.session = ids.uuid()
+        log = ClaudeCodeLog(ids, clock, self.session, "fix/payments-idempotency")
+        self.cc_tools = ClaudeCodeTools(rng)
+        super().__init__({"log": log}, self.cc_tools, ids)
+        self.cc = log
 
     def play(self, step: dict[str, Any]) -> None:
-        kind = next(iter(step))
-        value = step[kind]
-        kw = self.resolve(step.get("kw", {}))
-        log = self.log
-        if kind == "prompt":
-            self.name(step, log.prompt(self.resolve(value), **kw))
-        elif kind == "assistant":
-            self.name(step, log.assistant(*(self.block(b) for b in value), **kw))
-        elif kind == "result":
-            self.result(step, kw)
-        elif kind in ("snapshot", "compact"):
-            getattr(log, kind)(*self.resolve(value))
-        elif kind == "patch":  # a change made before the session (``[repo, path, old, new]``)
+        kind, value = next(iter(step.items()))
+        if kind == "patch":
             repo, *args = value
-            self.repos[repo].patch(*args)
-        elif kind == "finish":
-            log.finish(value)
-        elif kind == "uuid":
-            self.names[value] = self.ids.uuid()
+            self.cc_tools.repos[repo].patch(*args)
         elif kind == "save_tip":
-            self.names[value] = log.tip
-        elif kind == "set":
-            setattr(log, value, self.resolve(step["value"]))
+            self.names[value] = self.cc.tip
         elif kind == "set_line":
             *path, last = step["keys"]
-            target = log.lines[value]
+            target = self.cc.lines[value]
             for key in path:
                 target = target[key]
             target[last] = self.resolve(step["value"])
         else:
-            raise ValueError(f"claude-code: unknown step {kind!r}")
+            super().play(step)
 
 
 def build_claude_code(out_dir: Path) -> dict[str, Any]:
     story = ClaudeCodeStory()
-    for step in read_steps("claude_code"):
-        story.play(step)
-    cc, session = story.log, story.session
+    story.replay("claude_code")
+    cc, session = story.cc, story.session
     title = "Idempotent payment retries and webhook dedupe fix"
     cc.lines.insert(0, {"type": "summary", "summary": title, "leafUuid": cc.tip})
 
