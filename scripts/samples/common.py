@@ -280,5 +280,6 @@ def env_file(secrets: dict[str, str]) -> str:
     return data_text("text/env_file.txt").format(**secrets)
 
 
-def rng_len(rng: random.Random) -> int:
-    return rng.randint(180, 320)
+def noise(rng: random.Random, lo: int, hi: int) -> bytes:
+    """Between ``lo`` and ``hi`` random bytes (signatures, encrypted reasoning)."""
+    return bytes(rng.getrandbits(8) for _ in range(rng.randint(lo, hi)))

@@ -19,7 +19,7 @@ from .common import (
     dumps_args,
     dumps_compact,
     fill,
-    rng_len,
+    noise,
     role_counts,
 )
 from .shapes import (
@@ -144,9 +144,7 @@ class AnthropicLog:
         self.pending: list[tuple[str, str, bool]] = []  # (tool_use_id, content, is_error)
 
     def signature(self) -> str:
-        return base64.b64encode(
-            bytes(self.ids.rng.getrandbits(8) for _ in range(rng_len(self.ids.rng)))
-        ).decode()
+        return base64.b64encode(noise(self.ids.rng, 180, 320)).decode()
 
     def user(self, *blocks: dict[str, Any] | str) -> None:
         """Flush pending tool results first (the API requires them to lead), then user blocks."""
@@ -289,13 +287,8 @@ class ClaudeCodeLog:
         """One API response: each content block on its own line, sharing id, requestId and usage."""
         self.clock.tick(3, 25)
         msg_id, req = self.ids.msg(), self.ids.req()
-        out_tokens = (
-            output
-            if output is not None
-            else max(
-                60, sum(len(json.dumps(b)) for b in blocks) // 3 + self.ids.rng.randint(20, 200)
-            )
-        )
+        size = sum(len(json.dumps(b)) for b in blocks) // 3
+        out_tokens = output if output is not None else max(60, size + self.ids.rng.randint(20, 200))
         usage: dict[str, Any] = fill(_RECORDS["claude_code_usage"], output=out_tokens)
         if not self.sidechain and self.counting:
             self.segment.append(_CCCall(usage, self.pending_weight, out_tokens))
@@ -435,12 +428,7 @@ class CodexLog:
 
     def reasoning(self, title: str, body: str) -> None:
         text = f"**{title}**\n\n{body}"
-        enc = (
-            "gAAAAAB"
-            + base64.urlsafe_b64encode(
-                bytes(self.ids.rng.getrandbits(8) for _ in range(self.ids.rng.randint(380, 900)))
-            ).decode()
-        )
+        enc = "gAAAAAB" + base64.urlsafe_b64encode(noise(self.ids.rng, 380, 900)).decode()
         self.emit("response_item", codex_reasoning(text, enc), (2, 9))
         self.emit("event_msg", {"type": "agent_reasoning", "text": text})
 
@@ -455,15 +443,8 @@ class CodexLog:
         return cid
 
     def output(self, cid: str, text: str, code: int = 0, custom: bool = False) -> None:
-        out = dumps_compact(
-            {
-                "output": text,
-                "metadata": {
-                    "exit_code": code,
-                    "duration_seconds": round(self.ids.rng.uniform(0.05, 4.0), 1),
-                },
-            }
-        )
+        meta = {"exit_code": code, "duration_seconds": round(self.ids.rng.uniform(0.05, 4.0), 1)}
+        out = dumps_compact({"output": text, "metadata": meta})
         self.item(codex_output(cid, out, custom))
 
     def tokens(self, grow: int, output: int, reasoning: int) -> None:

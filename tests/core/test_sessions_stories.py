@@ -220,3 +220,18 @@ def test_agent_records_are_templates_filled_by_name() -> None:
     assert list(spread.items()) == [("a", 1), ("b", 2), ("c", 3), ("z", 0)]
     records = json.loads((DATA / "agent_records.json").read_text(encoding="utf-8"))
     assert {"gemini-cli", "cline", "opencode", "mini-swe-agent"} <= set(records)
+
+
+def test_noise_draws_its_length_then_the_bytes() -> None:
+    """``common.noise`` keeps the random draws of the loops it replaced (length first)."""
+    import random
+
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.common import noise
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    a, b = random.Random(7), random.Random(7)
+    expected = bytes(b.getrandbits(8) for _ in range(b.randint(180, 320)))
+    assert noise(a, 180, 320) == expected
+    assert a.random() == b.random()

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common import CWD, Clock, Ids, prompt_span, rng_for, roles_counts, write_jsonl
+from ..common import CWD, Clock, Ids, noise, prompt_span, rng_for, roles_counts, write_jsonl
 from ..project import PROJECT_FILES, Repo
 from ..shapes import cc_bash_result, cc_read_result
 from ..writers import CC_MODEL, ClaudeCodeLog
@@ -86,12 +86,8 @@ class ClaudeCodeTools:
         return (tid, output, cc_bash_result(output))
 
     def thinking(self, text: str) -> dict[str, Any]:
-        signature = bytes(self.rng.getrandbits(8) for _ in range(self.rng.randint(200, 360)))
-        return {
-            "type": "thinking",
-            "thinking": text,
-            "signature": base64.b64encode(signature).decode(),
-        }
+        signature = base64.b64encode(noise(self.rng, 200, 360)).decode()
+        return {"type": "thinking", "thinking": text, "signature": signature}
 
 
 class ClaudeCodeStory(LogStory):

@@ -42,11 +42,8 @@ class HermesTools:
         return self.sh(cmd, output, code)
 
     def read(self, path: str, offset: int | None = None, limit: int | None = None) -> Call:
-        args: dict[str, Any] = {"path": path}
-        if offset is not None:
-            args["offset"] = offset
-        if limit is not None:
-            args["limit"] = limit
+        more = {"offset": offset, "limit": limit}
+        args = {"path": path, **{k: v for k, v in more.items() if v is not None}}
         return ("read_file", args, read_out(self.repo, path, offset or 1, limit))
 
     def edit(self, path: str, old: str, new: str) -> Call:
@@ -56,21 +53,14 @@ class HermesTools:
     def edit_many(self, path: str, edits: Sequence[tuple[str, str]]) -> Call:
         diff = self.repo.patch_many(path, edits)
         out = {"success": True, "diff": diff, "files_modified": [path]}
-        return (
-            "patch",
-            {"mode": "patch", "patch": diff + "\n"},
-            json.dumps(out, ensure_ascii=False),
-        )
+        args = {"mode": "patch", "patch": diff + "\n"}
+        return ("patch", args, json.dumps(out, ensure_ascii=False))
 
     def search(
         self, pattern: str, needle: str, paths: Sequence[str], path: str = "src", glob: str = "*.py"
     ) -> Call:
-        hits = grep_repo(self.repo, needle, paths)
-        return (
-            "search_files",
-            {"pattern": pattern, "path": path, "file_glob": glob},
-            search_out(hits),
-        )
+        args = {"pattern": pattern, "path": path, "file_glob": glob}
+        return ("search_files", args, search_out(grep_repo(self.repo, needle, paths)))
 
     def todo(self, items: Sequence[tuple[str, str, str]], merge: bool = False) -> Call:
         todos = [{"id": i, "content": c, "status": st} for i, c, st in items]
