@@ -63,6 +63,32 @@ def test_values_resolve_files_refs_tools_and_parts(steps: Any) -> None:
     assert tools.calls == [("read", ("a.py", 3)), ("read", ("b.py", 1))]
 
 
+def test_tool_values_take_keyword_arguments(steps: Any) -> None:
+    """``{"$tool": [name, *args], "kw": {...}}``: the Hermes stories' calls with options."""
+    tools = _Tools()
+    story = steps.Values(tools)
+    story.names["n"] = 7
+    assert story.resolve({"$tool": ["read", "a.py"], "kw": {"line": {"$ref": "n"}}}) == "<a.py:7>"
+    assert tools.calls == [("read", ("a.py", 7))]
+
+
+def test_hermes_stories_are_log_calls_replayed_by_the_shared_engine(steps: Any) -> None:
+    """user/assistant steps are HermesLog calls (their arguments a list) run by LogStory."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.stories.hermes_steps import HermesStory
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    assert issubclass(HermesStory, steps.LogStory)
+    for name in ("demo", "gateway", "state_db"):
+        text = (DATA / "stories" / f"{name}.jsonl").read_bytes().decode("utf-8")
+        for line in text.split("\n")[:-1]:
+            step = json.loads(line)
+            if next(iter(step)) in ("user", "assistant"):
+                assert isinstance(next(iter(step.values())), list), (name, line[:80])
+                assert set(step) <= {"user", "assistant", "kw"}, (name, line[:80])
+
+
 def test_log_story_calls_writer_methods_and_names_results(steps: Any) -> None:
     class Log:
         def __init__(self) -> None:

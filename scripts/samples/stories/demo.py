@@ -62,7 +62,8 @@ class DemoStory(HermesStory):
         self.suite = Suite(build_inventory(), rng_for("demo-suite"), self.repo)
         for bug in demo_bugs():
             self.suite.add(bug, active=bug.key != "flaky_dedupe")
-        super().__init__(HermesLog(self.ids, self.clock), HermesTools(self.repo, self.suite))
+        log, tools = HermesLog(self.ids, self.clock), HermesTools(self.repo, self.suite)
+        super().__init__({"demo": log}, tools, self.ids)
         self.marks["invoice_reads"] = []
 
     def part(self, part: dict[str, Any]) -> str:

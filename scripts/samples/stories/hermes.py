@@ -26,7 +26,7 @@ class GatewayStory(HermesStory):
     """The gateway's steps; ``stamp`` timestamps the messages written since the last one."""
 
     def __init__(self, log: HermesLog, tools: HermesTools, clock: Clock) -> None:
-        super().__init__(log, tools)
+        super().__init__({"gateway": log}, tools)
         self.clock = clock
         self.stamps: list[str] = []
 
@@ -95,15 +95,13 @@ class StateStory(HermesStory):
             active = bug.key in ("money_rounding", "tax_rate_float", "format_money")
             self.suite.add(bug, active=active)
         self.logs = {name: HermesLog(ids, Clock(t, rng)) for name, t in self.STARTS.items()}
-        super().__init__(self.logs["old"], HermesTools(repo, self.suite))
+        super().__init__(self.logs, HermesTools(repo, self.suite))
 
     def part(self, part: dict[str, Any]) -> str:
         return suite_part(self.suite, part)
 
     def play_world(self, kind: str, value: Any) -> None:
-        if kind == "session":
-            self.log = self.logs[value]
-        elif kind == "fix":
+        if kind == "fix":
             self.suite.fix(value)
         elif kind == "copy":
             source, n = value

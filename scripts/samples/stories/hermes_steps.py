@@ -9,7 +9,7 @@ from typing import Any
 from ..project import Repo, Suite
 from ..tools import Call, grep_repo, patch_out, read_out, search_out, term
 from ..writers import HermesLog
-from .steps import Values
+from .steps import LogStory
 
 
 def suite_part(suite: Suite, part: dict[str, Any]) -> str:
@@ -77,35 +77,21 @@ class HermesTools:
         return self.sh(f"git diff {path}", head + Repo.diff(path, before, self.repo.text(path)))
 
 
-class HermesStory(Values):
-    """Replays Hermes steps: ``user``, ``assistant`` (with ``calls``: a :class:`HermesTools`
-    method and its arguments, or a literal ``call``) and ``mark`` (the last message's index,
-    kept in ``marks`` for the manifest). Other steps change the story's world; subclasses
-    handle them in :meth:`play_world`."""
+class HermesStory(LogStory):
+    """Replays Hermes steps: ``user`` and ``assistant`` (its text, then its tool calls: each a
+    ``$tool`` of :class:`HermesTools` or a literal ``[name, args, result]``) are
+    :class:`HermesLog` calls, ``session`` switches logs, and ``mark`` keeps the last
+    message's index in ``marks`` for the manifest. Other steps change the story's world;
+    subclasses handle them in :meth:`play_world`."""
 
-    def __init__(self, log: HermesLog, tools: HermesTools) -> None:
-        super().__init__()
-        self.log = log
-        self.tools = tools
+    def __init__(self, logs: dict[str, HermesLog], tools: HermesTools, ids: Any = None) -> None:
+        super().__init__(logs, tools, ids)
         self.marks: dict[str, Any] = {}
 
-    def call(self, spec: dict[str, Any]) -> Call:
-        if "call" in spec:
-            name, args, result = self.resolve(spec["call"])
-            return (name, args, result)
-        (tool,) = (k for k in spec if k != "kw")
-        return getattr(self.tools, tool)(
-            *self.resolve(spec[tool]), **self.resolve(spec.get("kw", {}))
-        )
-
     def play(self, step: dict[str, Any]) -> None:
-        kind = next(iter(step))
-        value = step[kind]
-        if kind == "user":
-            self.log.user(self.resolve(value))
-        elif kind == "assistant":
-            calls = [self.call(c) for c in step.get("calls", ())]
-            self.log.assistant(value, *calls, reasoning=step.get("reasoning"))
+        kind, value = next(iter(step.items()))
+        if kind in ("user", "assistant", "session"):
+            super().play(step)
         elif kind == "mark":
             index = len(self.log.messages) - 1
             if isinstance(self.marks.get(value), list):

@@ -5,7 +5,8 @@ through its agent's writer. Inside a step, three forms stand for values computed
 replay time rather than copied: ``{"$file": path}`` is a data file's text (a project
 file, a long summary), ``{"$ref": name}`` a value an earlier step named (a tool-use id,
 a message uuid), ``{"$tool": [name, *args]}`` what the story's tool ``name`` returns for
-those arguments (a file read, an edit's diff, a screenshot), and ``{"$": [parts]}`` a
+those arguments (a file read, an edit's diff, a screenshot; a ``"kw"`` key beside it
+gives keyword arguments), and ``{"$": [parts]}`` a
 string joined from literal parts and parts the story computes (:meth:`Values.part`, e.g.
 a simulated test run). Values resolve left to right, depth first: the order the story's
 random draws and edits happened in.
@@ -37,15 +38,16 @@ class Values:
             return [self.resolve(v) for v in value]
         if not isinstance(value, dict):
             return value
+        if "$tool" in value:
+            name, *args = value["$tool"]
+            kw = self.resolve(value.get("kw", {}))
+            return getattr(self.tools, name)(*self.resolve(args), **kw)
         if len(value) == 1:
             ((key, arg),) = value.items()
             if key == "$file":
                 return data_text(arg)
             if key == "$ref":
                 return self.names[arg]
-            if key == "$tool":
-                name, *args = arg
-                return getattr(self.tools, name)(*self.resolve(args))
             if key == "$":
                 return "".join(self.resolve_part(p) for p in arg)
         return {k: self.resolve(v) for k, v in value.items()}
