@@ -11,10 +11,11 @@
 - ``tools``: Hermes tool schemas and system prompt, and the tool outputs stories quote.
 - ``project``: the made-up project ledgerline (its files and simulated test suite);
   ``bugs``: reads the causes of its red suite and pytest's reports (``data/bugs.txt``).
-- ``common``: paths, seeds, ids, clocks, JSON and templates, PNGs, fake secrets.
+- ``common``: paths, seeds, ids, clocks, JSON and templates, fake secrets.
 - ``data/``: what the stories say: ledgerline's files as real files (``data/ledgerline/``),
   the stories' steps (``data/stories/``), the suite's failure reports (``data/bugs.txt``),
   the manifest's reading rules (``data/rules.json``), record templates the writers fill
   in with ``common.fill`` (``data/*_records.json``), long prompts and text templates
-  (``data/text/``) and tables (``data/*.json``).
+  (``data/text/``), the screenshots users paste (``data/images/``) and tables
+  (``data/*.json``).
 """

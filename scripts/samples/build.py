@@ -13,8 +13,8 @@ through the writers of ``writers.py``; the package's ``__init__`` maps the modul
 
 Determinism: every random choice comes from ``random.Random`` seeded with a fixed string
 per file, all timestamps derive from fixed start times, JSON is written with insertion
-ordered keys, PNG payloads use stored (uncompressed) deflate blocks so no zlib build
-can change them, and the SQLite file is written with fixed rowids and VACUUMed. SQLite
+ordered keys, the screenshots users paste are fixed PNG files (``data/images/``), and
+the SQLite file is written with fixed rowids and VACUUMed. SQLite
 bytes can differ between SQLite library versions (the header records the version), so
 ``--check`` compares ``hermes-state.db`` byte for byte first and falls back to comparing
 its schema and every row when the bytes differ.

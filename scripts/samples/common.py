@@ -1,4 +1,4 @@
-"""Shared plumbing of the generator: paths, seeds, ids, clocks, JSON, PNGs, fake secrets."""
+"""Shared plumbing of the generator: paths, seeds, ids, clocks, JSON, fake secrets."""
 
 from __future__ import annotations
 
@@ -6,10 +6,8 @@ import base64
 import json
 import random
 import string
-import struct
 import uuid
-import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,9 +25,14 @@ ROLE_ORDER = ("system", "developer", "user", "assistant", "tool")
 # =============================================================================== utilities
 
 
+def data_bytes(name: str) -> bytes:
+    """A data file's bytes (the screenshots stories paste are ``images/*.png``)."""
+    return (DATA / name).read_bytes()
+
+
 def data_text(name: str) -> str:
     """A data file's text, byte for byte (no newline translation)."""
-    return (DATA / name).read_bytes().decode("utf-8")
+    return data_bytes(name).decode("utf-8")
 
 
 def data_json(name: str) -> Any:
@@ -173,79 +176,6 @@ def role_counts(roles: Iterable[str]) -> dict[str, int]:
     for r in roles:
         counts[r] += 1
     return {r: n for r, n in counts.items() if n}
-
-
-# ==================================================================================== PNG
-
-
-def _png_chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-
-def _zlib_stored(raw: bytes) -> bytes:
-    """A zlib stream of stored deflate blocks: identical bytes under every zlib build."""
-    out = bytearray(b"\x78\x01")
-    for start in range(0, max(len(raw), 1), 65535):
-        block = raw[start : start + 65535]
-        final = 1 if start + 65535 >= len(raw) else 0
-        out += bytes([final]) + struct.pack("<HH", len(block), len(block) ^ 0xFFFF) + block
-    out += struct.pack(">I", zlib.adler32(raw))
-    return bytes(out)
-
-
-def make_png(width: int, height: int, pixel: Callable[[int, int], tuple[int, int, int]]) -> bytes:
-    rows = bytearray()
-    for y in range(height):
-        rows.append(0)
-        for x in range(width):
-            rows.extend(pixel(x, y))
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + _png_chunk(b"IHDR", ihdr)
-        + _png_chunk(b"IDAT", _zlib_stored(bytes(rows)))
-        + _png_chunk(b"IEND", b"")
-    )
-
-
-def png_ci_dashboard(rng: random.Random, width: int = 48, height: int = 32) -> bytes:
-    """A tiny 'screenshot' of a CI run list: a dark header, rows with red/green dots."""
-    status = [rng.random() < 0.45 for _ in range(height)]
-    noise = [[rng.randint(-4, 4) for _ in range(width)] for _ in range(height)]
-
-    def px(x: int, y: int) -> tuple[int, int, int]:
-        n = noise[y][x]
-        if y < 5:
-            return (36 + n, 41 + n, 47 + n)
-        row = (y - 5) // 4
-        if (y - 5) % 4 == 3:
-            return (225, 228, 232)
-        if 2 <= x <= 4:
-            return (207, 34, 46) if status[row] else (26, 127, 55)
-        if 7 <= x < 7 + 10 + (row * 7) % 25:
-            return (87 + n, 96 + n, 106 + n)
-        return (255 - abs(n), 255 - abs(n), 255 - abs(n))
-
-    return make_png(width, height, px)
-
-
-def png_invoice(rng: random.Random, width: int = 40, height: int = 40) -> bytes:
-    """A tiny 'screenshot' of a rendered invoice: letterhead, table rules, a total box."""
-    noise = [[rng.randint(-3, 3) for _ in range(width)] for _ in range(height)]
-
-    def px(x: int, y: int) -> tuple[int, int, int]:
-        n = noise[y][x]
-        if y < 6:
-            return (14 + n, 70 + n, 140 + n)
-        if y in (12, 20, 28) and 3 <= x < width - 3:
-            return (190, 190, 190)
-        if 31 <= y <= 36 and x >= width - 16:
-            return (250, 236, 180) if 32 <= y <= 35 and x < width - 2 else (180, 150, 40)
-        if (y % 3 == 0) and 4 <= x < 4 + (x * 7 + y * 3) % 22:
-            return (60 + n, 60 + n, 60 + n)
-        return (252 - abs(n), 252 - abs(n), 250 - abs(n))
-
-    return make_png(width, height, px)
 
 
 def data_url(png: bytes) -> str:

@@ -261,3 +261,23 @@ def test_noise_draws_its_length_then_the_bytes() -> None:
     expected = bytes(b.getrandbits(8) for _ in range(b.randint(180, 320)))
     assert noise(a, 180, 320) == expected
     assert a.random() == b.random()
+
+
+def test_pasted_screenshots_are_the_png_data_files() -> None:
+    """The screenshots in the samples are data/images/*.png, byte for byte."""
+    import base64
+
+    images = {p.stem: p.read_bytes() for p in (DATA / "images").glob("*.png")}
+    assert set(images) == {
+        "demo_ci_dashboard",
+        "demo_invoice",
+        "openai_ci_dashboard",
+        "anthropic_invoice",
+    }
+    sessions = "\n".join(
+        (ROOT / "sessions" / n).read_text(encoding="utf-8")
+        for n in ("demo.json", "openai-chat.json", "anthropic-messages.json")
+    )
+    for name, png in images.items():
+        assert png.startswith(b"\x89PNG\r\n\x1a\n"), name
+        assert base64.b64encode(png).decode() in sessions, name

@@ -10,13 +10,12 @@ from typing import Any
 from ..common import (
     Ids,
     chat_counts,
+    data_bytes,
     data_json,
     data_text,
     data_url,
     fill,
     parallel_calls,
-    png_ci_dashboard,
-    png_invoice,
     rng_for,
     role_counts,
     write_json,
@@ -57,7 +56,7 @@ class OpenAITools:
 
     @staticmethod
     def image() -> str:
-        return data_url(png_ci_dashboard(rng_for("openai-png"), 40, 28))
+        return data_url(data_bytes("images/openai_ci_dashboard.png"))
 
 
 def build_openai(out_dir: Path) -> dict[str, Any]:
@@ -110,7 +109,7 @@ class AnthropicTools:
 
     @staticmethod
     def image() -> str:
-        return base64.b64encode(png_invoice(rng_for("anthropic-png"), 36, 36)).decode()
+        return base64.b64encode(data_bytes("images/anthropic_invoice.png")).decode()
 
 
 def _blocks(messages: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from ..common import (
     Clock,
     Ids,
     chat_counts,
+    data_bytes,
     data_json,
     data_text,
     data_url,
@@ -29,8 +30,6 @@ from ..common import (
     fill,
     make_secrets,
     parallel_calls,
-    png_ci_dashboard,
-    png_invoice,
     rng_for,
     write_json,
 )
@@ -44,8 +43,8 @@ START = datetime(2025, 9, 16, 8, 41, 7, 118233, tzinfo=UTC)
 
 #: The screenshots users paste, by the name steps give them.
 IMAGES = {
-    "ci_dashboard": lambda: data_url(png_ci_dashboard(rng_for("demo-png-ci"))),
-    "invoice": lambda: data_url(png_invoice(rng_for("demo-png-invoice"))),
+    "ci_dashboard": lambda: data_url(data_bytes("images/demo_ci_dashboard.png")),
+    "invoice": lambda: data_url(data_bytes("images/demo_invoice.png")),
 }
 
 
