@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import json
 import random
+import sqlite3
 import string
 import uuid
 from collections.abc import Iterable
+from contextlib import closing
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -136,6 +138,21 @@ def write_json(path: Path, doc: Any, indent: int | None = 2) -> None:
 def write_jsonl(path: Path, lines: Iterable[Any]) -> None:
     """One compact JSON object a line, newline-terminated."""
     write_text(path, "\n".join(dumps_compact(line) for line in lines) + "\n")
+
+
+def write_db(
+    path: Path, schema: str, tables: dict[str, list[tuple[Any, ...]]], *pragma: str
+) -> None:
+    """A fresh SQLite file: ``pragma`` statements, ``schema``, then each table's rows,
+    VACUUMed so its bytes depend only on what went in."""
+    path.unlink(missing_ok=True)
+    with closing(sqlite3.connect(path)) as con:
+        for statement in (*pragma, schema):
+            con.executescript(statement)
+        for table, rows in tables.items():
+            con.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(rows[0]))})", rows)
+        con.commit()
+        con.execute("VACUUM")
 
 
 def chat_counts(messages: list[dict[str, Any]], tool_calls: int) -> dict[str, Any]:

@@ -281,3 +281,23 @@ def test_pasted_screenshots_are_the_png_data_files() -> None:
     for name, png in images.items():
         assert png.startswith(b"\x89PNG\r\n\x1a\n"), name
         assert base64.b64encode(png).decode() in sessions, name
+
+
+def test_write_db_writes_the_same_bytes_for_the_same_rows(tmp_path: Path) -> None:
+    """One SQLite writer serves state.db and opencode.db: fresh file, VACUUMed."""
+    import sqlite3
+
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.common import write_db
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    schema = "CREATE TABLE t (a INTEGER, b TEXT);"
+    first, second = tmp_path / "a.db", tmp_path / "b.db"
+    second.write_bytes(b"stale")
+    for path in (first, second):
+        write_db(path, schema, {"t": [(1, "x"), (2, "y")]}, "PRAGMA page_size=4096")
+    assert first.read_bytes() == second.read_bytes()
+    con = sqlite3.connect(second)
+    assert con.execute("SELECT * FROM t").fetchall() == [(1, "x"), (2, "y")]
+    con.close()

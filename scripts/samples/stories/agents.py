@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ from ..common import (
     fill,
     rng_for,
     roles_counts,
+    write_db,
     write_json,
     write_jsonl,
     write_text,
@@ -250,21 +250,12 @@ def _oc_write(
     messages: list[tuple[str, str, int, dict[str, Any]]],
     parts: list[tuple[str, str, str, int, dict[str, Any]]],
 ) -> None:
-    path.unlink(missing_ok=True)
-    con = sqlite3.connect(path)
-    con.executescript(_OPENCODE_SCHEMA)
-    con.executemany("INSERT INTO session VALUES (?,?,?,?,?,?,?,?)", sessions)
-    con.executemany(
-        "INSERT INTO message VALUES (?,?,?,?,?)",
-        [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
-    )
-    con.executemany(
-        "INSERT INTO part VALUES (?,?,?,?,?,?)",
-        [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts],
-    )
-    con.commit()
-    con.execute("VACUUM")
-    con.close()
+    rows = {
+        "session": sessions,
+        "message": [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
+        "part": [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts],
+    }
+    write_db(path, _OPENCODE_SCHEMA, rows)
 
 
 def build_opencode(out_dir: Path) -> dict[str, Any]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
-import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +12,17 @@ from typing import Any, ClassVar
 from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
 from ..bugs import demo_bugs
-from ..common import Clock, Ids, chat_counts, data_json, fill, rng_for, role_counts, write_jsonl
+from ..common import (
+    Clock,
+    Ids,
+    chat_counts,
+    data_json,
+    fill,
+    rng_for,
+    role_counts,
+    write_db,
+    write_jsonl,
+)
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import hermes_system_prompt, tool_by_name
 from ..writers import HermesLog
@@ -187,28 +195,6 @@ def _session_row(
     return tuple(row.values())
 
 
-def _write_db(
-    path: Path, sessions: list[tuple[Any, ...]], rows: list[tuple[Any, ...]], lock: tuple[Any, ...]
-) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "state.db"
-        con = sqlite3.connect(db)
-        try:
-            con.execute("PRAGMA journal_mode=DELETE")
-            con.execute("PRAGMA page_size=4096")
-            con.executescript(STATE_SCHEMA)
-            con.executemany(
-                f"INSERT INTO sessions VALUES ({','.join('?' * len(sessions[0]))})", sessions
-            )
-            con.executemany(f"INSERT INTO messages VALUES ({','.join('?' * len(rows[0]))})", rows)
-            con.execute("INSERT INTO compression_locks VALUES (?,?,?,?)", lock)
-            con.commit()
-            con.execute("VACUUM")
-        finally:
-            con.close()
-        path.write_bytes(db.read_bytes())
-
-
 def _assistants(msgs: Sequence[dict[str, Any]]) -> int:
     return sum(1 for m in msgs if m["role"] == "assistant")
 
@@ -259,7 +245,9 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
         round(compact_at - 4.2 + 300, 3),
     )
     rows = old_rows + child_rows + head_rows + tail_rows
-    _write_db(out_dir / "hermes-state.db", sessions, rows, lock)
+    tables = {"sessions": sessions, "messages": rows, "compression_locks": [lock]}
+    pragmas = ("PRAGMA journal_mode=DELETE", "PRAGMA page_size=4096")
+    write_db(out_dir / "hermes-state.db", STATE_SCHEMA, tables, *pragmas)
     return _state_manifest(
         old,
         child,
