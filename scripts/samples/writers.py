@@ -217,11 +217,18 @@ class ClaudeCodeLog:
         self.segment: list[_CCCall] = []
         self.main_prompts: list[int] = []
         self.pending_weight = 0.0
-        self.excluded = {"sidechain": 0, "abandoned": 0}
-        self.excluded_lines = {"sidechain": 0, "abandoned": 0}
+        kinds = ("sidechain", "abandoned_branch")
+        self.excluded = {f"{k}_{n}": 0 for k in kinds for n in ("messages", "lines")}
         self.injected = 0
 
     # -- plumbing ------------------------------------------------------------------
+    @property
+    def off_main(self) -> str | None:
+        """The excluded branch lines written now belong to (None on the main chain)."""
+        if self.sidechain:
+            return "sidechain"
+        return None if self.counting else "abandoned_branch"
+
     def _base(self, kind: str) -> dict[str, Any]:
         return {
             "parentUuid": self.tip,
@@ -235,10 +242,8 @@ class ClaudeCodeLog:
         }
 
     def _emit(self, line: dict[str, Any]) -> str:
-        if self.sidechain:
-            self.excluded_lines["sidechain"] += 1
-        elif not self.counting:
-            self.excluded_lines["abandoned"] += 1
+        if self.off_main:
+            self.excluded[f"{self.off_main}_lines"] += 1
         uid = self.ids.uuid()
         line["uuid"] = uid
         line["timestamp"] = self.clock.z()
@@ -247,12 +252,10 @@ class ClaudeCodeLog:
         return uid
 
     def _count(self, role: str) -> None:
-        if self.counting and not self.sidechain:
-            self.roles.append(role)
-        elif self.sidechain:
-            self.excluded["sidechain"] += 1
+        if self.off_main:
+            self.excluded[f"{self.off_main}_messages"] += 1
         else:
-            self.excluded["abandoned"] += 1
+            self.roles.append(role)
 
     # -- lines -------------------------------------------------------------------------
     def prompt(self, text: str | list[dict[str, Any]], **extra: Any) -> str:
@@ -261,7 +264,7 @@ class ClaudeCodeLog:
         line["message"] = {"role": "user", "content": text}
         line.update(extra)
         self._count("user")
-        if self.counting and not self.sidechain:
+        if not self.off_main:
             if extra.get("isMeta") or (
                 isinstance(text, str)
                 and text.lstrip().startswith(("<command-name>", "<local-command-stdout>"))
@@ -290,7 +293,7 @@ class ClaudeCodeLog:
         size = sum(len(json.dumps(b)) for b in blocks) // 3
         out_tokens = output if output is not None else max(60, size + self.ids.rng.randint(20, 200))
         usage: dict[str, Any] = fill(_RECORDS["claude_code_usage"], output=out_tokens)
-        if not self.sidechain and self.counting:
+        if not self.off_main:
             self.segment.append(_CCCall(usage, self.pending_weight, out_tokens))
         self.pending_weight = out_tokens
         ids: list[str] = []
@@ -307,7 +310,7 @@ class ClaudeCodeLog:
             if i:
                 self.clock.tick(0.2, 2)
         self._count("assistant")
-        if self.counting and not self.sidechain:
+        if not self.off_main:
             self.tool_calls += len(ids)
         return ids
 
@@ -451,13 +454,8 @@ class CodexLog:
         """One model response finished: a token_count event with the prompt it used."""
         cached = self.prompt - self.prompt % 128 if self.prompt else 0
         self.prompt += grow
-        last = {
-            "input_tokens": self.prompt,
-            "cached_input_tokens": cached,
-            "output_tokens": output,
-            "reasoning_output_tokens": reasoning,
-            "total_tokens": self.prompt + output,
-        }
+        values = (self.prompt, cached, output, reasoning, self.prompt + output)
+        last = dict(zip(self.total, values, strict=True))
         for k in self.total:
             self.total[k] += last[k]
         self.usage_events.append(self.prompt)

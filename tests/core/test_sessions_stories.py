@@ -301,3 +301,32 @@ def test_write_db_writes_the_same_bytes_for_the_same_rows(tmp_path: Path) -> Non
     con = sqlite3.connect(second)
     assert con.execute("SELECT * FROM t").fetchall() == [(1, "x"), (2, "y")]
     con.close()
+
+
+def test_claude_code_log_counts_excluded_lines_under_the_manifest_keys() -> None:
+    """Sidechain and abandoned-branch messages and lines are counted under the manifest's
+    own keys, so the entry takes ``excluded`` as it is."""
+    import random
+    from datetime import UTC, datetime
+
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.common import Clock, Ids
+        from samples.writers import ClaudeCodeLog
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    rng = random.Random(3)
+    log = ClaudeCodeLog(Ids(rng), Clock(datetime(2025, 1, 1, tzinfo=UTC), rng), "s", "main")
+    log.prompt("main")
+    log.sidechain = True
+    log.prompt("sub")
+    log.sidechain, log.counting = False, False
+    log.prompt("abandoned")
+    log.prompt("abandoned again")
+    assert log.roles == ["user"]
+    assert log.excluded == {
+        "sidechain_messages": 1,
+        "sidechain_lines": 1,
+        "abandoned_branch_messages": 2,
+        "abandoned_branch_lines": 2,
+    }

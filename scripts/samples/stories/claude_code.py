@@ -142,12 +142,7 @@ def build_claude_code(out_dir: Path) -> dict[str, Any]:
         "injected_user_messages": cc.injected,
         # The sidechain lines above all belong to one subagent.
         "subagents": ["a7c2e91f"],
-        "excluded": {
-            "sidechain_messages": cc.excluded["sidechain"],
-            "sidechain_lines": cc.excluded_lines["sidechain"],
-            "abandoned_branch_messages": cc.excluded["abandoned"],
-            "abandoned_branch_lines": cc.excluded_lines["abandoned"],
-        },
+        "excluded": cc.excluded,
         "usage_turns": len(cc.main_prompts),
         "prompt_tokens": prompt_span(cc.main_prompts),
         "live_messages_after_last_compaction": len(cc.roles) - cc.compactions[-1]["index"],
