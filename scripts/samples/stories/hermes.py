@@ -155,43 +155,26 @@ def _rows(
 
 
 def _session_row(
-    session_id: str,
-    parent: str | None,
+    fixed: dict[str, Any],
     span: tuple[datetime, datetime | None],
-    end_reason: str | None,
     counts: tuple[int, int, int],
     usage: tuple[int, int],
-    title: str,
 ) -> tuple[Any, ...]:
-    """One ``sessions`` row: ``counts`` are (messages, tool calls, assistant messages) and
+    """One ``sessions`` row: ``fixed`` its id, parent, end reason and title
+    (data/state_sessions.json), ``counts`` (messages, tool calls, assistant messages) and
     ``usage`` (messages, tool calls) the basis of the token figures."""
     msgs, calls = usage
     tin, tout = calls * 9100 + msgs * 1300, msgs * 160 + calls * 95
     cread, cwrite = calls * 8200, msgs * 700
     cost = round(tin * 3e-6 + tout * 15e-6 + cread * 0.3e-6 + cwrite * 3.75e-6, 4)
     started, ended = span
-    prompt = hermes_system_prompt().replace(
-        "Tuesday, September 16, 2025", "Monday, September 15, 2025"
-    )
-    row: dict[str, Any] = data_json("state_session.json")  # the columns, fixed values set
-    row.update(
-        id=session_id,
-        model_config=json.dumps(row["model_config"]),
-        system_prompt=prompt,
-        parent_session_id=parent,
-        started_at=started.timestamp(),
-        ended_at=ended.timestamp() if ended else None,
-        end_reason=end_reason,
-        message_count=counts[0],
-        tool_call_count=counts[1],
-        input_tokens=tin,
-        output_tokens=tout,
-        cache_read_tokens=cread,
-        cache_write_tokens=cwrite,
-        estimated_cost_usd=cost,
-        title=title,
-        api_call_count=counts[2],
-    )
+    prompt = hermes_system_prompt().replace("Tuesday, September 16", "Monday, September 15")
+    row: dict[str, Any] = {**data_json("state_session.json"), **fixed}  # every column, in order
+    row.update(model_config=json.dumps(row["model_config"]), system_prompt=prompt)
+    row.update(started_at=started.timestamp(), ended_at=ended.timestamp() if ended else None)
+    row.update(message_count=counts[0], tool_call_count=counts[1], input_tokens=tin)
+    row.update(output_tokens=tout, cache_read_tokens=cread, cache_write_tokens=cwrite)
+    row.update(estimated_cost_usd=cost, api_call_count=counts[2])
     return tuple(row.values())
 
 
@@ -201,7 +184,8 @@ def _assistants(msgs: Sequence[dict[str, Any]]) -> int:
 
 def build_state_db(out_dir: Path) -> dict[str, Any]:
     old, child, head, tail = _state_sessions(rng_for("state"))
-    old_id, child_id = "20250915_141022_7be0d2", "20250915_152740_c41a9e"
+    old_fixed, child_fixed = data_json("state_sessions.json")
+    old_id, child_id = old_fixed["id"], child_fixed["id"]
     old_rows = _rows(old, old_id, 1, 1, 0)
     child_rows = _rows(child, child_id, len(old_rows) + 1, 0, 1)
     starts = StateStory.STARTS  # the in-place compaction happened when the head starts
@@ -211,32 +195,15 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
     tail_rows = _rows(tail, child_id, len(old_rows) + len(child_rows) + len(head_rows) + 1, 1, 0)
     active_child = head.messages + tail.messages
     old_start, child_start = starts["old"], starts["child"]
+    live_calls = head.tool_calls + tail.tool_calls
+    old_n = (len(old.messages), old.tool_calls)
+    child_counts = (len(active_child), live_calls, _assistants(child.messages + tail.messages))
+    child_usage = (len(child.messages) + len(active_child), child.tool_calls + live_calls)
     sessions = [
         _session_row(
-            old_id,
-            None,
-            (old_start, child_start),
-            "compression",
-            (len(old.messages), old.tool_calls, _assistants(old.messages)),
-            (len(old.messages), old.tool_calls),
-            "Fix money tests after Decimal PR",
+            old_fixed, (old_start, child_start), (*old_n, _assistants(old.messages)), old_n
         ),
-        _session_row(
-            child_id,
-            old_id,
-            (child_start, None),
-            None,
-            (
-                len(active_child),
-                head.tool_calls + tail.tool_calls,
-                _assistants(child.messages + tail.messages),
-            ),
-            (
-                len(child.messages) + len(active_child),
-                child.tool_calls + tail.tool_calls + head.tool_calls,
-            ),
-            "Fix money tests after Decimal PR #2",
-        ),
+        _session_row(child_fixed, (child_start, None), child_counts, child_usage),
     ]
     lock = (
         child_id,
