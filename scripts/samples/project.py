@@ -188,15 +188,13 @@ class Suite:
         chars: list[str] = []
         bad: list[str] = []
         for t in selected:
-            if t in failing:
-                chars.append("E" if failing[t].error else "F")
-                bad.append(t)
-                if stop_first:
-                    break
-            elif t in self.skipped:
-                chars.append("s")
-            else:
-                chars.append(".")
+            if t not in failing:
+                chars.append("s" if t in self.skipped else ".")
+                continue
+            chars.append("E" if failing[t].error else "F")
+            bad.append(t)
+            if stop_first:
+                break
         lines: list[str] = []
         total = len(selected)
         for start in range(0, len(chars), 72):
@@ -206,13 +204,12 @@ class Suite:
         out = "\n".join(lines)
         if bad:
             out += self._reports(bad, failing, selected)
-        elif any(c == "s" for c in chars):
+        elif "s" in chars:
             out += "\n" + " short test summary info ".center(80, "=") + "\n"
             out += "\n".join(self._skip_lines(selected))
         n_fail = sum(1 for t in bad if not failing[t].error)
         n_err = len(bad) - n_fail
-        n_skip = sum(1 for c in chars if c == "s")
-        n_pass = sum(1 for c in chars if c == ".")
+        n_skip, n_pass = chars.count("s"), chars.count(".")
         words = ((n_fail, "failed"), (n_pass, "passed"), (n_skip, "skipped"), (n_err, "error"))
         parts = [f"{n} {w}" for n, w in words if n or w == "passed"]
         if n_err > 1:

@@ -49,14 +49,9 @@ def patch_out(repo: Repo, path: str, old: str, new: str) -> str:
     return json.dumps({"success": True, "diff": diff, "files_modified": [path]}, ensure_ascii=False)
 
 
-def search_out(matches: Sequence[tuple[str, int, str]], total: int | None = None) -> str:
-    return json.dumps(
-        {
-            "total_count": total if total is not None else len(matches),
-            "matches": [{"path": p, "line": n, "content": c} for p, n, c in matches],
-        },
-        ensure_ascii=False,
-    )
+def search_out(matches: Sequence[tuple[str, int, str]]) -> str:
+    hits = [{"path": p, "line": n, "content": c} for p, n, c in matches]
+    return json.dumps({"total_count": len(hits), "matches": hits}, ensure_ascii=False)
 
 
 def grep_repo(repo: Repo, needle: str, paths: Iterable[str]) -> list[tuple[str, int, str]]:
@@ -81,10 +76,7 @@ def tool_by_name(name: str) -> dict[str, Any]:
 
 
 SHAREGPT_TOOLS = [
-    tool_by_name("terminal")["function"],
-    tool_by_name("read_file")["function"],
-    tool_by_name("patch")["function"],
-    tool_by_name("search_files")["function"],
+    tool_by_name(n)["function"] for n in ("terminal", "read_file", "patch", "search_files")
 ]
 
 
