@@ -186,7 +186,6 @@ class AnthropicLog:
 
 # ============================================================================ Claude Code
 
-CC_VERSION = "2.0.14"
 CC_MODEL = "claude-sonnet-4-5-20250929"
 CC_CACHED_SYSTEM = 14_893  # system prompt + tool definitions, cached across sessions
 
@@ -201,11 +200,10 @@ class _CCCall:
 class ClaudeCodeLog:
     """Claude Code JSONL lines plus the reader's view (main chain, merged assistant messages)."""
 
-    def __init__(self, ids: Ids, clock: Clock, session_id: str, branch: str) -> None:
+    def __init__(self, ids: Ids, clock: Clock, session_id: str) -> None:
         self.ids = ids
         self.clock = clock
         self.session_id = session_id
-        self.branch = branch
         self.lines: list[dict[str, Any]] = []
         self.tip: str | None = None
         self.counting = True
@@ -230,16 +228,9 @@ class ClaudeCodeLog:
         return None if self.counting else "abandoned_branch"
 
     def _base(self, kind: str) -> dict[str, Any]:
-        return {
-            "parentUuid": self.tip,
-            "isSidechain": self.sidechain,
-            "userType": "external",
-            "cwd": CWD,
-            "sessionId": self.session_id,
-            "version": CC_VERSION,
-            "gitBranch": self.branch,
-            "type": kind,
-        }
+        values = {"tip": self.tip, "sidechain": self.sidechain, "session": self.session_id}
+        line: dict[str, Any] = fill(_RECORDS["claude_code_line"], **values, kind=kind)
+        return line
 
     def _emit(self, line: dict[str, Any]) -> str:
         if self.off_main:

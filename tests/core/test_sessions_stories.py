@@ -316,7 +316,7 @@ def test_claude_code_log_counts_excluded_lines_under_the_manifest_keys() -> None
     finally:
         sys.path.remove(str(SCRIPTS))
     rng = random.Random(3)
-    log = ClaudeCodeLog(Ids(rng), Clock(datetime(2025, 1, 1, tzinfo=UTC), rng), "s", "main")
+    log = ClaudeCodeLog(Ids(rng), Clock(datetime(2025, 1, 1, tzinfo=UTC), rng), "s")
     log.prompt("main")
     log.sidechain = True
     log.prompt("sub")

@@ -101,7 +101,7 @@ class ClaudeCodeStory(LogStory):
         ids = Ids(rng)
         clock = Clock(datetime(2025, 9, 18, 13, 2, 11, 0, tzinfo=UTC), rng)
         self.session = ids.uuid()
-        log = ClaudeCodeLog(ids, clock, self.session, "fix/payments-idempotency")
+        log = ClaudeCodeLog(ids, clock, self.session)
         self.cc_tools = ClaudeCodeTools(rng)
         super().__init__({"log": log}, self.cc_tools, ids)
         self.cc = log
