@@ -31,6 +31,7 @@ import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -142,11 +143,8 @@ def generate(out_dir: Path) -> dict[str, Any]:
 
 
 def _db_rows(path: Path) -> list[str]:
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
         return list(con.iterdump())
-    finally:
-        con.close()
 
 
 def check(sessions: Path, workdir: Path | None = None) -> list[str]:

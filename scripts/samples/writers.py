@@ -20,7 +20,7 @@ from .common import (
     dumps_compact,
     fill,
     noise,
-    role_counts,
+    roles_counts,
 )
 from .shapes import (
     cc_assistant_message,
@@ -514,12 +514,6 @@ class ShareGPTLog:
         return entry
 
     def manifest(self) -> dict[str, Any]:
-        return {
-            "messages": len(self.roles),
-            "raw_turns": len(self.turns),
-            "roles": role_counts(self.roles),
-            "tool_calls": self.tool_calls,
-            "tool_results": self.roles.count("tool"),
-            "compactions": self.compactions,
-            "images": 0,
-        }
+        counts = roles_counts(self.roles, self.tool_calls)
+        messages = {"messages": counts.pop("messages"), "raw_turns": len(self.turns)}
+        return {**messages, **counts, "compactions": self.compactions, "images": 0}

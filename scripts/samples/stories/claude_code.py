@@ -28,6 +28,10 @@ def _cc_read_result(
     return text, cc_read_result(f"{CWD}/{path}", raw, offset, end - offset + 1, len(lines))
 
 
+#: A ``structuredPatch`` hunk's keys, in Claude Code's order.
+_HUNK_KEYS = ("oldStart", "oldLines", "newStart", "newLines", "lines")
+
+
 def _cc_edit_result(repo: Repo, path: str, old: str, new: str) -> tuple[str, dict[str, Any]]:
     before = repo.text(path)
     repo.patch(path, old, new)
@@ -42,15 +46,8 @@ def _cc_edit_result(repo: Repo, path: str, old: str, new: str) -> tuple[str, dic
                 lines += [" " + line for line in a[x1:x2]]
             else:
                 lines += ["-" + line for line in a[x1:x2]] + ["+" + line for line in b[y1:y2]]
-        hunks.append(
-            {
-                "oldStart": i1 + 1,
-                "oldLines": i2 - i1,
-                "newStart": j1 + 1,
-                "newLines": j2 - j1,
-                "lines": lines,
-            }
-        )
+        values = (i1 + 1, i2 - i1, j1 + 1, j2 - j1, lines)
+        hunks.append(dict(zip(_HUNK_KEYS, values, strict=True)))
     start = repo.find_line(path, new.splitlines()[0]) if new.strip() else 1
     window = repo.numbered(path, max(1, start - 2), 8, arrow=True)
     msg = f"The file {CWD}/{path} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{window}"
