@@ -2,8 +2,9 @@
 
 - ``build``: the list of samples, the manifest and README, ``--check``, the command line.
 - ``stories/``: one module per story (or family of small ones), each a ``build_*(out_dir)``;
-  ``stories/steps`` replays a story's steps (``data/stories/*.jsonl``) through a writer,
-  ``stories/hermes_steps`` the Hermes ones with their tools.
+  ``stories/steps`` is the one replayer (``LogStory``): a story's steps
+  (``data/stories/*.jsonl``) become calls of its writer; ``stories/hermes_steps`` holds the
+  Hermes stories' tools and world steps.
 - ``writers``: the native-shape logs the stories write through (Hermes, OpenAI Chat,
   Anthropic, Claude Code, Codex, ShareGPT).
 - ``shapes``: each agent's native message shapes, spelled once; ``benchmarks/gen.py``
