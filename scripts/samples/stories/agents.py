@@ -76,9 +76,7 @@ def _swe_turn(
 
 
 def build_swe_agent(out_dir: Path) -> dict[str, Any]:
-    rng = rng_for("swe-agent")
-    ids = Ids(rng)
-    shape, calls = RECORDS["swe-agent"], 0
+    ids, shape = Ids(rng_for("swe-agent")), RECORDS["swe-agent"]
     # the system prompt, the demonstration (thought/action style, observations as user
     # messages) and the issue
     history = [fill(shape["system"], text=data_text("text/swe_agent_system.txt"))]
@@ -86,19 +84,14 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     history.append(fill(shape["issue"], text=data_text("text/swe_agent_issue.txt")))
     steps: list[dict[str, Any]] = []
     obs: list[list[str]] = data_json("stories/swe_agent_steps.json")
-    tokens_sent = 0
-    tokens_received = 0
-    for thought, action, observation, open_file in obs:
-        sent, received = _swe_turn(ids, history, steps, (thought, action, observation, open_file))
-        calls += 1
-        tokens_sent += sent
-        tokens_received += received
+    usage = [_swe_turn(ids, history, steps, step) for step in obs]  # (sent, received) a step
+    sent, received = (sum(u[i] for u in usage) for i in (0, 1))
     submission = obs[3][2].split("\n", 1)[1] + data_text("text/swe_agent_test_diff.txt")
-    doc = _swe_doc(steps, history, submission, (tokens_sent, tokens_received, len(obs)))
+    doc = _swe_doc(steps, history, submission, (sent, received, len(obs)))
     write_json(out_dir / "swe-agent.traj", doc)
     return {
         "format": "swe-agent",
-        **chat_counts(history, calls),
+        **chat_counts(history, len(obs)),
         "compactions": [],
         "images": 0,
         "model": "anthropic/claude-sonnet-4-20250514",
