@@ -37,7 +37,6 @@ from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import HERMES_TOOLS, hermes_system_prompt
 from ..writers import HermesLog
 from .hermes_steps import HermesStory, HermesTools, suite_part
-from .steps import read_steps
 
 START = datetime(2025, 9, 16, 8, 41, 7, 118233, tzinfo=UTC)
 
@@ -92,8 +91,7 @@ class DemoStory(HermesStory):
 
 def build_demo(out_dir: Path) -> dict[str, Any]:
     story = DemoStory()
-    for step in read_steps("demo"):
-        story.play(step)
+    story.replay("demo")
     h, marks = story.log, story.marks
     shape = data_json("demo_session.json")  # the session log and its manifest entry
     doc = fill(

@@ -27,7 +27,6 @@ from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import hermes_system_prompt, tool_by_name
 from ..writers import HermesLog
 from .hermes_steps import HermesStory, HermesTools, suite_part
-from .steps import read_steps
 
 
 class GatewayStory(HermesStory):
@@ -53,8 +52,7 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
     schemas = data_json("tool_schemas.json")["hermes-gateway.jsonl"]
     tools = [tool_by_name(n) for n in schemas["hermes"]] + schemas["more"]
     story = GatewayStory(h, HermesTools(Repo({})), clock)
-    for step in read_steps("gateway"):
-        story.play(step)
+    story.replay("gateway")
     stamps = story.stamps
 
     session_id = "20250917_071240_tg_5512"
@@ -122,8 +120,7 @@ class StateStory(HermesStory):
 def _state_sessions(rng: random.Random) -> tuple[HermesLog, HermesLog, HermesLog, HermesLog]:
     """The four message runs of the db: old session, child (pre in-place), compacted head, new tail."""
     story = StateStory(rng)
-    for step in read_steps("state_db"):
-        story.play(step)
+    story.replay("state_db")
     logs = story.logs
     return logs["old"], logs["child"], logs["head"], logs["tail"]
 
@@ -215,39 +212,11 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
     tables = {"sessions": sessions, "messages": rows, "compression_locks": [lock]}
     pragmas = ("PRAGMA journal_mode=DELETE", "PRAGMA page_size=4096")
     write_db(out_dir / "hermes-state.db", STATE_SCHEMA, tables, *pragmas)
-    return _state_manifest(
-        old,
-        child,
-        active_child,
-        (old_id, child_id),
-        (old_rows, child_rows, head_rows + tail_rows),
-        lock,
-    )
-
-
-def _entry(msgs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "messages": len(msgs),
-        "roles": role_counts(m["role"] for m in msgs),
-        "tool_calls": sum(len(m.get("tool_calls") or ()) for m in msgs),
-    }
-
-
-def _state_manifest(
-    old: HermesLog,
-    child: HermesLog,
-    active_child: list[dict[str, Any]],
-    ids: tuple[str, str],
-    rows: tuple[list[Any], list[Any], list[Any]],
-    lock: tuple[Any, ...],
-) -> dict[str, Any]:
-    """What a reader should find in the state.db (data/state_manifest.json); ``rows`` are
-    (old, archived, live) rows."""
-    old_rows, child_rows, live_rows = rows
+    live_rows = head_rows + tail_rows
     manifest: dict[str, Any] = fill(
-        data_json("state_manifest.json"),
-        old_id=ids[0],
-        child_id=ids[1],
+        data_json("state_manifest.json"),  # what a reader should find in the db
+        old_id=old_id,
+        child_id=child_id,
         live=_entry(active_child),
         tool_results=sum(1 for m in active_child if m["role"] == "tool"),
         inactive=len(child.messages),
@@ -260,3 +229,11 @@ def _state_manifest(
         lock=lock[0],
     )
     return manifest
+
+
+def _entry(msgs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "messages": len(msgs),
+        "roles": role_counts(m["role"] for m in msgs),
+        "tool_calls": sum(len(m.get("tool_calls") or ()) for m in msgs),
+    }
