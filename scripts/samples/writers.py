@@ -389,9 +389,6 @@ class CodexLog:
         self.usage_events: list[int] = []
         self.injected = 0
 
-    def _message(self, role: str) -> None:
-        self.roles.append(role)
-
     def emit(
         self, kind: str, payload: dict[str, Any], tick: tuple[float, float] = (0.05, 1.5)
     ) -> None:
@@ -401,15 +398,15 @@ class CodexLog:
     def item(self, payload: dict[str, Any]) -> None:
         kind = payload["type"]
         if kind == "message":
-            self._message(payload["role"])
+            self.roles.append(payload["role"])
             self.last_kind = None
         elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
             if self.last_kind != "calls":
-                self._message("assistant")
+                self.roles.append("assistant")
             self.last_kind = "calls"
             self.tool_calls += 1
         elif kind in ("function_call_output", "custom_tool_call_output"):
-            self._message("tool")
+            self.roles.append("tool")
             self.last_kind = None
         self.emit("response_item", payload)
 
@@ -458,7 +455,7 @@ class CodexLog:
 
     def compacted(self, summary: str) -> None:
         self.compactions.append(compaction(len(self.roles), pre_tokens=self.usage_events[-1]))
-        self._message("user")
+        self.roles.append("user")
         self.last_kind = None
         self.emit("compacted", {"message": summary}, (8, 20))
         self.emit("event_msg", {"type": "context_compacted"})
