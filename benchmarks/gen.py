@@ -3,7 +3,8 @@
 One seeded *logical* conversation (a system prompt, user asks, assistant text, tool
 calls to ``read_file`` / ``terminal`` / ``search`` with outputs of varied sizes, some of
 them exact repeats of earlier ones, some reasoning, occasional screenshots and failing
-commands) is rendered into each format's native shape (see FORMATS.md):
+commands) is rendered into each format's native shape (see FORMATS.md), built from the
+shapes the bundled samples use too (``scripts/samples/shapes.py``):
 
 - ``openai``: one JSON object ``{model, tools, messages}``;
 - ``anthropic``: ``{model, system, tools, messages}`` with content blocks and alternating roles;
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
+
+from scripts.samples import shapes
 
 __all__ = [
     "FORMATS",
@@ -717,14 +720,7 @@ def _oai_user_content(m: LMessage) -> str | list[dict[str, Any]]:
 
 
 def _oai_call(call: Call, names: dict[ToolKind, str], *, hermes: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": call.id,
-        "type": "function",
-        "function": {
-            "name": names[call.kind],
-            "arguments": orjson.dumps(_args(call, names)).decode(),
-        },
-    }
+    out = shapes.openai_call(call.id, names[call.kind], orjson.dumps(_args(call, names)).decode())
     if hermes:
         out["call_id"] = call.id
     return out
@@ -744,14 +740,7 @@ def _render_openai(conv: Conversation) -> bytes:
             msgs.append(d)
         else:
             assert m.call is not None
-            msgs.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": m.call.id,
-                    "name": _GENERIC_NAMES[m.call.kind],
-                    "content": m.text,
-                }
-            )
+            msgs.append(shapes.openai_tool_message(m.call.id, _GENERIC_NAMES[m.call.kind], m.text))
     doc = {"model": _MODEL_OPENAI, "tools": _openai_tools(_GENERIC_NAMES), "messages": msgs}
     return orjson.dumps(doc)
 
@@ -771,16 +760,7 @@ def _render_hermes(conv: Conversation) -> bytes:
             msgs.append(d)
         else:
             assert m.call is not None
-            name = _HERMES_NAMES[m.call.kind]
-            msgs.append(
-                {
-                    "role": "tool",
-                    "content": m.text,
-                    "tool_call_id": m.call.id,
-                    "name": name,
-                    "tool_name": name,
-                }
-            )
+            msgs.append(shapes.hermes_tool_message(m.text, m.call.id, _HERMES_NAMES[m.call.kind]))
     last = conv.messages[-1].t if conv.messages else 0.0
     doc = {
         "session_id": "20250704_090000_" + conv.session[:6],
@@ -813,46 +793,26 @@ def _render_anthropic(conv: Conversation) -> bytes:
 
     for m in conv.messages:
         if m.role == "user":
-            blocks: list[dict[str, Any]] = [{"type": "text", "text": m.text}]
+            blocks: list[dict[str, Any]] = [shapes.text_block(m.text)]
             if m.image:
-                blocks.append(
-                    {
-                        "type": "image",
-                        "source": {"type": "base64", "media_type": "image/png", "data": m.image},
-                    }
-                )
+                blocks.append(shapes.image_block(m.image))
             add("user", blocks)
         elif m.role == "assistant":
             blocks = []
             if m.reasoning:
-                blocks.append(
-                    {"type": "thinking", "thinking": m.reasoning, "signature": _signature(rng)}
-                )
+                blocks.append(shapes.thinking_block(m.reasoning, _signature(rng)))
             if m.text:
-                blocks.append({"type": "text", "text": m.text})
+                blocks.append(shapes.text_block(m.text))
             blocks += [
-                {
-                    "type": "tool_use",
-                    "id": "toolu_" + c.id[5:],
-                    "name": _GENERIC_NAMES[c.kind],
-                    "input": _args(c, _GENERIC_NAMES),
-                }
+                shapes.tool_use_block(
+                    "toolu_" + c.id[5:], _GENERIC_NAMES[c.kind], _args(c, _GENERIC_NAMES)
+                )
                 for c in m.calls
             ]
             add("assistant", blocks)
         else:
             assert m.call is not None
-            add(
-                "user",
-                [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": "toolu_" + m.call.id[5:],
-                        "content": m.text,
-                        "is_error": m.is_error,
-                    }
-                ],
-            )
+            add("user", [shapes.tool_result_block("toolu_" + m.call.id[5:], m.text, m.is_error)])
     tools = [
         {
             "name": _GENERIC_NAMES[k],
@@ -890,20 +850,9 @@ def _cc_input(call: Call) -> tuple[str, dict[str, Any]]:
 def _cc_result(call: Call, text: str, err: bool) -> Any:
     if call.kind == "read":
         n = text.count("\n") + 1
-        return {
-            "type": "text",
-            "file": {
-                "filePath": f"{_CWD}/{call.path}",
-                "content": text,
-                "numLines": n,
-                "startLine": call.start,
-                "totalLines": n + call.start - 1,
-            },
-        }
+        return shapes.cc_read_result(f"{_CWD}/{call.path}", text, call.start, n, n + call.start - 1)
     if call.kind == "terminal":
-        if err:
-            return "Error: " + text
-        return {"stdout": text, "stderr": "", "interrupted": False, "isImage": False}
+        return "Error: " + text if err else shapes.cc_bash_result(text)
     return {
         "mode": "content",
         "numFiles": len({ln.split(":", 1)[0] for ln in text.splitlines()}),
@@ -940,42 +889,19 @@ def _render_claude_code(conv: Conversation) -> bytes:
 
     for m in conv.messages:
         if m.role == "user":
-            snap_id = new_uuid()
-            lines.append(
-                {
-                    "type": "file-history-snapshot",
-                    "messageId": snap_id,
-                    "snapshot": {
-                        "messageId": snap_id,
-                        "trackedFileBackups": {},
-                        "timestamp": _ts(m.t),
-                    },
-                    "isSnapshotUpdate": False,
-                }
-            )
+            lines.append(shapes.cc_snapshot(new_uuid(), {}, _ts(m.t)))
             content: str | list[dict[str, Any]] = m.text
             if m.image:
-                content = [
-                    {"type": "text", "text": m.text},
-                    {
-                        "type": "image",
-                        "source": {"type": "base64", "media_type": "image/png", "data": m.image},
-                    },
-                ]
+                content = [shapes.text_block(m.text), shapes.image_block(m.image)]
             emit("user", m.t, {"message": {"role": "user", "content": content}})
         elif m.role == "assistant":
             blocks: list[dict[str, Any]] = []
             if m.reasoning:
-                blocks.append(
-                    {"type": "thinking", "thinking": m.reasoning, "signature": _signature(rng)}
-                )
+                blocks.append(shapes.thinking_block(m.reasoning, _signature(rng)))
             if m.text:
-                blocks.append({"type": "text", "text": m.text})
+                blocks.append(shapes.text_block(m.text))
             for c in m.calls:
-                name, args = _cc_input(c)
-                blocks.append(
-                    {"type": "tool_use", "id": "toolu_" + c.id[5:], "name": name, "input": args}
-                )
+                blocks.append(shapes.tool_use_block("toolu_" + c.id[5:], *_cc_input(c)))
             usage_in += rng.randint(200, 4000)
             usage = {
                 "input_tokens": rng.randint(3, 40),
@@ -988,25 +914,13 @@ def _render_claude_code(conv: Conversation) -> bytes:
             req_id = f"req_011{rng.getrandbits(96):024x}"
             stop = "tool_use" if m.calls else "end_turn"
             for b in blocks:  # one line per content block, repeating id, requestId and usage
-                message = {
-                    "id": msg_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": _MODEL_ANTHROPIC,
-                    "content": [b],
-                    "stop_reason": stop,
-                    "stop_sequence": None,
-                    "usage": usage,
-                }
+                message = shapes.cc_assistant_message(msg_id, _MODEL_ANTHROPIC, b, stop, usage)
                 emit("assistant", m.t, {"message": message, "requestId": req_id})
         else:
             assert m.call is not None
-            block = {
-                "tool_use_id": "toolu_" + m.call.id[5:],
-                "type": "tool_result",
-                "content": m.text,
-                "is_error": m.is_error,
-            }
+            block = shapes.tool_result_block(
+                "toolu_" + m.call.id[5:], m.text, m.is_error, claude_code=True
+            )
             emit(
                 "user",
                 m.t,
@@ -1032,13 +946,10 @@ def _render_codex(conv: Conversation) -> bytes:
     lines: list[dict[str, Any]] = []
 
     def emit(t: float, kind: str, payload: dict[str, Any]) -> None:
-        lines.append({"timestamp": _ts(t), "type": kind, "payload": payload})
+        lines.append(shapes.codex_line(_ts(t), kind, payload))
 
     def user_item(text: str, image: str | None = None) -> dict[str, Any]:
-        content: list[dict[str, Any]] = [{"type": "input_text", "text": text}]
-        if image:
-            content.append({"type": "input_image", "image_url": _data_url(image)})
-        return {"type": "message", "role": "user", "content": content}
+        return shapes.codex_message("user", text, _data_url(image) if image else None)
 
     emit(
         0,
@@ -1100,26 +1011,9 @@ def _render_codex(conv: Conversation) -> bytes:
         elif m.role == "assistant":
             if m.reasoning:
                 enc = base64.b64encode(rng.randbytes(rng.randint(300, 1100))).decode("ascii")
-                emit(
-                    m.t,
-                    "response_item",
-                    {
-                        "type": "reasoning",
-                        "summary": [{"type": "summary_text", "text": m.reasoning}],
-                        "content": None,
-                        "encrypted_content": "gAAAAA" + enc,
-                    },
-                )
+                emit(m.t, "response_item", shapes.codex_reasoning(m.reasoning, "gAAAAA" + enc))
             if m.text:
-                emit(
-                    m.t,
-                    "response_item",
-                    {
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": m.text}],
-                    },
-                )
+                emit(m.t, "response_item", shapes.codex_message("assistant", m.text))
                 if not m.calls:
                     emit(m.t, "event_msg", {"type": "agent_message", "message": m.text})
             for c in m.calls:
@@ -1127,12 +1021,7 @@ def _render_codex(conv: Conversation) -> bytes:
                 emit(
                     m.t,
                     "response_item",
-                    {
-                        "type": "function_call",
-                        "name": "shell",
-                        "arguments": orjson.dumps(args).decode(),
-                        "call_id": c.id,
-                    },
+                    shapes.codex_call("shell", orjson.dumps(args).decode(), c.id),
                 )
             last = {
                 "input_tokens": rng.randint(2000, 90000),
@@ -1165,13 +1054,7 @@ def _render_codex(conv: Conversation) -> bytes:
                 },
             }
             emit(
-                m.t,
-                "response_item",
-                {
-                    "type": "function_call_output",
-                    "call_id": m.call.id,
-                    "output": orjson.dumps(output).decode(),
-                },
+                m.t, "response_item", shapes.codex_output(m.call.id, orjson.dumps(output).decode())
             )
     return _jsonl(lines)
 
@@ -1193,7 +1076,7 @@ def _render_sharegpt(conv: Conversation) -> bytes:
                 "name": _HERMES_NAMES[m.call.kind],
                 "content": m.text,
             }
-            pending.append("<tool_response>\n" + orjson.dumps(body).decode() + "\n</tool_response>")
+            pending.append(shapes.tagged("tool_response", orjson.dumps(body).decode()))
             continue
         flush()
         if m.role == "user":
@@ -1201,12 +1084,12 @@ def _render_sharegpt(conv: Conversation) -> bytes:
         else:
             parts = []
             if m.reasoning:
-                parts.append(f"<think>\n{m.reasoning}\n</think>")
+                parts.append(shapes.tagged("think", m.reasoning))
             if m.text:
                 parts.append(m.text)
             for c in m.calls:
                 call = {"name": _HERMES_NAMES[c.kind], "arguments": _args(c, _HERMES_NAMES)}
-                parts.append("<tool_call>\n" + orjson.dumps(call).decode() + "\n</tool_call>")
+                parts.append(shapes.tagged("tool_call", orjson.dumps(call).decode()))
             turns.append({"from": "gpt", "value": "\n".join(parts)})
     flush()
     tools = orjson.dumps(_openai_tools(_HERMES_NAMES)).decode()

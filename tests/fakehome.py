@@ -16,6 +16,11 @@ from pathlib import Path
 #: The fixed "now" of tests that show ages; files are this many seconds older.
 NOW = 1_795_000_000.0
 
+#: opencode's tables, as the sample generator writes them (one copy of the schema).
+OPENCODE_SCHEMA = (
+    Path(__file__).resolve().parents[1] / "scripts/samples/data/text/opencode_schema.sql"
+).read_text(encoding="utf-8")
+
 ROOT_VARS = (
     "TJUI_CLAUDE_HOME",
     "TJUI_CODEX_HOME",
@@ -274,17 +279,7 @@ def _opencode(base: Path) -> None:
     base.mkdir(parents=True, exist_ok=True)
     db = base / "opencode.db"
     with sqlite3.connect(db) as conn:
-        conn.execute(
-            "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT, parent_id TEXT,"
-            " directory TEXT, title TEXT, version TEXT, time_created INTEGER, time_updated INTEGER)"
-        )
-        conn.execute(
-            "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER,"
-            " data TEXT)"
-        )
-        conn.execute(
-            "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, data TEXT)"
-        )
+        conn.executescript(OPENCODE_SCHEMA)  # the sample generator's copy
         conn.execute(
             "INSERT INTO session VALUES (?,?,?,?,?,?,?,?)",
             (
@@ -300,13 +295,14 @@ def _opencode(base: Path) -> None:
         )
         texts = ("Why are the quarry tests slow?", "Fixtures rebuild the DB.", "Cache it then.")
         for i, (role, text) in enumerate(zip(("user", "assistant", "user"), texts, strict=True)):
+            message = json.dumps({"role": role, "time": {"created": i}})
+            part = json.dumps({"type": "text", "text": text})
             conn.execute(
-                "INSERT INTO message VALUES (?,?,?,?)",
-                (f"msg_{i}", "ses_0001", i, json.dumps({"role": role, "time": {"created": i}})),
+                "INSERT INTO message VALUES (?,?,?,?,?)", (f"msg_{i}", "ses_0001", i, i, message)
             )
             conn.execute(
-                "INSERT INTO part VALUES (?,?,?,?)",
-                (f"prt_{i}", f"msg_{i}", "ses_0001", json.dumps({"type": "text", "text": text})),
+                "INSERT INTO part VALUES (?,?,?,?,?,?)",
+                (f"prt_{i}", f"msg_{i}", "ses_0001", i, i, part),
             )
     conn.close()
     os.utime(db, (NOW - 3 * 86400, NOW - 3 * 86400))

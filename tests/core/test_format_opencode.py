@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fakehome import OPENCODE_SCHEMA
 
 from tinyjuice.formats import LoadError, detect, load, opencode
 from tinyjuice.model import Role, Trigger
@@ -99,17 +100,7 @@ def conversation() -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
 
 def make_db(path: Path) -> Path:
     conn = sqlite3.connect(path)
-    conn.executescript(
-        """
-        CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT,
-          directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT,
-          time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);
-        CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
-          time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
-        CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
-          time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
-        """
-    )
+    conn.executescript(OPENCODE_SCHEMA)
     conn.execute(
         "INSERT INTO session VALUES (?,?,?,?,?,?,?,?)",
         (OLD, "global", None, "/p", "older chat", "1.0", 1, 2),

@@ -1,0 +1,204 @@
+"""Generate tjui's bundled sample sessions in ``sessions/``, byte for byte deterministic.
+
+Every file is written in its agent's NATIVE shape (plain dicts and JSON lines, never
+through tinyjuice's writers) so the samples exercise our readers. The story is the same
+throughout: a developer asks an agent to get the failing test suite of ``ledgerline``,
+a small Python invoicing web service, green again after a float-to-Decimal migration.
+
+The stories are data (``data/stories/*.jsonl``, see ``stories/steps.py``) replayed
+through the writers of ``writers.py``; the package's ``__init__`` maps the modules.
+
+    python scripts/make_sessions.py            # (re)write sessions/
+    python scripts/make_sessions.py --check    # regenerate into a temp dir, exit 1 on drift
+
+Determinism: every random choice comes from ``random.Random`` seeded with a fixed string
+per file, all timestamps derive from fixed start times, JSON is written with insertion
+ordered keys, the screenshots users paste are fixed PNG files (``data/images/``), and
+the SQLite file is written with fixed rowids and VACUUMed. SQLite
+bytes can differ between SQLite library versions (the header records the version), so
+``--check`` compares ``hermes-state.db`` byte for byte first and falls back to comparing
+its schema and every row when the bytes differ.
+
+``sessions/manifest.json`` records, per file, what a faithful reader should produce. The
+counts come from the builders' own bookkeeping while they write, never from re-reading
+the files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from .common import ROLE_ORDER, SEED, SESSIONS, data_json, data_text, write_json, write_text
+from .stories.agents import (
+    build_aider,
+    build_cline,
+    build_gemini_cli,
+    build_glaive,
+    build_mini_swe_agent,
+    build_opencode,
+    build_swe_agent,
+)
+from .stories.chat import build_anthropic, build_openai, build_sharegpt
+from .stories.claude_code import build_claude_code
+from .stories.codex import build_codex
+from .stories.demo import build_demo
+from .stories.hermes import build_gateway, build_state_db
+
+# ================================================================= manifest, README, main
+
+BUILDERS: tuple[tuple[str, Callable[[Path], dict[str, Any]]], ...] = (
+    ("demo.json", build_demo),
+    ("openai-chat.json", build_openai),
+    ("anthropic-messages.json", build_anthropic),
+    ("hermes-gateway.jsonl", build_gateway),
+    ("hermes-state.db", build_state_db),
+    ("claude-code.jsonl", build_claude_code),
+    ("codex-rollout.jsonl", build_codex),
+    ("sharegpt.jsonl", build_sharegpt),
+    ("swe-agent.traj", build_swe_agent),
+    ("gemini-cli-session.jsonl", build_gemini_cli),
+    ("cline-task/api_conversation_history.json", build_cline),
+    ("opencode.db", build_opencode),
+    ("aider-chat-history.md", build_aider),
+    ("sharegpt-glaive.jsonl", build_glaive),
+    ("mini-swe-agent.traj.json", build_mini_swe_agent),
+)
+
+
+#: Files a builder writes besides the one it is listed under.
+_ALSO_WRITTEN = {
+    "cline-task/api_conversation_history.json": (
+        "cline-task/ui_messages.json",
+        "cline-task/task_metadata.json",
+    )
+}
+
+#: Every file the generator writes (and ``--check`` compares), in manifest order.
+FILE_NAMES: tuple[str, ...] = (
+    *(n for name, _ in BUILDERS for n in (name, *_ALSO_WRITTEN.get(name, ()))),
+    "manifest.json",
+    "README.md",
+)
+
+
+_DESCRIPTIONS: dict[str, str] = data_json("descriptions.json")
+
+
+def _readme(manifest: dict[str, Any]) -> str:
+    rows = "\n".join(
+        f"| `{name}` | {entry['format']} | {entry['messages']} | {entry['tool_calls']} | {len(entry['compactions'])} | {entry['images']} |"
+        for name, entry in manifest["files"].items()
+    )
+    details = "\n".join(f"- **`{name}`** — {_DESCRIPTIONS[name]}" for name in manifest["files"])
+    return data_text("text/sessions_readme.md").format(rows=rows, details=details)
+
+
+#: Formats whose files keep the history a compaction replaced: the agent's live context
+#: starts again at the last compaction's summary. The other samples hold the compacted
+#: list itself (a summary between a protected head and the tail), all of it live.
+_RESETTING_FORMATS = frozenset({"claude-code", "codex", "gemini-cli", "cline", "opencode", "aider"})
+
+
+def _live(entry: dict[str, Any]) -> dict[str, Any]:
+    """The ``live`` / ``history`` split a reader should report for a manifest entry."""
+    start = 0
+    if entry["format"] in _RESETTING_FORMATS and entry.get("compactions"):
+        start = entry["compactions"][-1]["index"]
+    return {
+        "live": {"from_index": start, "messages": entry["messages"] - start},
+        "history": {"messages": start},
+    }
+
+
+#: Per sample, how a faithful reader turns the file into messages (the manifest's ``rule``).
+_RULES: dict[str, str] = data_json("rules.json")
+
+
+def _with_rule(name: str, entry: dict[str, Any]) -> dict[str, Any]:
+    return {"format": entry.pop("format"), "rule": _RULES[name], **entry}
+
+
+def generate(out_dir: Path) -> dict[str, Any]:
+    """Write every sample, the manifest and the README into ``out_dir``; return the manifest."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {name: _with_rule(name, builder(out_dir)) for name, builder in BUILDERS}
+    for entry in files.values():
+        entry.update(_live(entry))
+    manifest = {
+        "generator": "scripts/make_sessions.py",
+        "seed": SEED,
+        "roles_order": list(ROLE_ORDER),
+        "files": files,
+    }
+    write_json(out_dir / "manifest.json", manifest)
+    write_text(out_dir / "README.md", _readme(manifest))
+    return manifest
+
+
+def _db_rows(path: Path) -> list[str]:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
+        return list(con.iterdump())
+
+
+def check(sessions: Path, workdir: Path | None = None) -> list[str]:
+    """Regenerate into a temporary directory and list every difference from ``sessions``."""
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        fresh = Path(tmp)
+        generate(fresh)
+        for name in FILE_NAMES:
+            new, old = fresh / name, sessions / name
+            if not old.exists():
+                problems.append(f"{name}: missing from {sessions}")
+                continue
+            if new.read_bytes() == old.read_bytes():
+                continue
+            if name.endswith(".db"):
+                try:
+                    same = _db_rows(new) == _db_rows(old)
+                except sqlite3.DatabaseError as exc:
+                    problems.append(f"{name}: not a readable SQLite database ({exc})")
+                    continue
+                if same:
+                    continue  # same schema and rows; only SQLite's own header bytes differ
+            problems.append(f"{name}: differs from a fresh generation")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Generate tjui's sample sessions deterministically."
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="regenerate into a temp dir; exit 1 on any difference"
+    )
+    parser.add_argument(
+        "--sessions",
+        type=Path,
+        default=SESSIONS,
+        help="the sessions directory (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="parent directory for --check's temp dir"
+    )
+    args = parser.parse_args(argv)
+    if args.check:
+        problems = check(args.sessions, args.workdir)
+        for problem in problems:
+            print(f"drift: {problem}", file=sys.stderr)
+        if problems:
+            print("run `python scripts/make_sessions.py` and commit the result", file=sys.stderr)
+            return 1
+        print(f"{args.sessions}: up to date ({len(FILE_NAMES)} files)")
+        return 0
+    manifest = generate(args.sessions)
+    for name, entry in manifest["files"].items():
+        print(f"{name:26} {entry['format']:12} {entry['messages']:>4} messages")
+    return 0

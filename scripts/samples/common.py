@@ -1,0 +1,232 @@
+"""Shared plumbing of the generator: paths, seeds, ids, clocks, JSON, fake secrets."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import sqlite3
+import string
+import uuid
+from collections.abc import Iterable
+from contextlib import closing
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SESSIONS = ROOT / "sessions"
+DATA = Path(__file__).resolve().parent / "data"
+SEED = "tjui-sessions-v1"
+CWD = "/home/maya/src/ledgerline"
+SUMMARY_PREFIX = "[CONTEXT COMPACTION — REFERENCE ONLY]"
+LEGACY_SUMMARY_PREFIX = "[CONTEXT SUMMARY]:"
+LATEST_ASK = "Now make the retry logic in src/app/payments/client.py idempotent and add a test."
+ROLE_ORDER = ("system", "developer", "user", "assistant", "tool")
+
+# =============================================================================== utilities
+
+
+def data_bytes(name: str) -> bytes:
+    """A data file's bytes (the screenshots stories paste are ``images/*.png``)."""
+    return (DATA / name).read_bytes()
+
+
+def data_text(name: str) -> str:
+    """A data file's text, byte for byte (no newline translation)."""
+    return data_bytes(name).decode("utf-8")
+
+
+def data_json(name: str) -> Any:
+    return json.loads(data_text(name))
+
+
+def rng_for(name: str) -> random.Random:
+    """A generator seeded per file, so editing one sample never shifts another."""
+    return random.Random(f"{SEED}:{name}")
+
+
+_B62 = string.digits + string.ascii_letters
+
+
+class Ids:
+    """Provider-shaped identifiers drawn from one seeded generator."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def b62(self, n: int) -> str:
+        return "".join(self.rng.choice(_B62) for _ in range(n))
+
+    def hex(self, n: int) -> str:
+        return "".join(self.rng.choice("0123456789abcdef") for _ in range(n))
+
+    def uuid(self) -> str:
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def toolu(self) -> str:
+        return "toolu_01" + self.b62(22)
+
+    def call(self) -> str:
+        return "call_" + self.b62(24)
+
+    def msg(self) -> str:
+        return "msg_01" + self.b62(22)
+
+    def req(self) -> str:
+        return "req_011C" + self.b62(20)
+
+
+class Clock:
+    """A fixed-start UTC clock that moves forward by seeded amounts."""
+
+    def __init__(self, start: datetime, rng: random.Random) -> None:
+        self.now = start
+        self.rng = rng
+
+    def tick(self, lo: float = 1.0, hi: float = 6.0) -> datetime:
+        ms = int(self.rng.uniform(lo, hi) * 1000)
+        self.now += timedelta(milliseconds=ms)
+        return self.now
+
+    def z(self) -> str:
+        """ISO-8601 with milliseconds and ``Z`` (Claude Code, Codex)."""
+        return self.now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.now.microsecond // 1000:03d}Z"
+
+    def local(self) -> str:
+        """Naive ISO-8601 with microseconds (Hermes session logs)."""
+        return self.now.replace(tzinfo=None).isoformat(timespec="microseconds")
+
+
+def dumps_compact(obj: Any) -> str:
+    """One JSON line the way the agents write them (no spaces, UTF-8 kept)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def dumps_args(obj: Any) -> str:
+    """Tool-call arguments as Python's json.dumps renders them (what most agents send)."""
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def fill(template: Any, **values: Any) -> Any:
+    """A copy of a JSON ``template`` with each ``"$name"`` string replaced by ``values[name]``;
+    a ``"...name"`` key (its value ignored) puts the items of the dict ``values[name]`` there."""
+    if isinstance(template, str):
+        return values[template[1:]] if template.startswith("$") else template
+    if isinstance(template, list):
+        return [fill(v, **values) for v in template]
+    if not isinstance(template, dict):
+        return template
+    out: dict[str, Any] = {}
+    for k, v in template.items():
+        if k.startswith("..."):
+            out.update(values[k[3:]])
+        else:
+            out[k] = fill(v, **values)
+    return out
+
+
+def write_text(path: Path, text: str) -> None:
+    path.write_bytes(text.encode("utf-8"))
+
+
+def write_json(path: Path, doc: Any, indent: int | None = 2) -> None:
+    """``doc`` as JSON (UTF-8 kept, indented unless ``indent`` is None), newline-terminated."""
+    write_text(path, json.dumps(doc, ensure_ascii=False, indent=indent) + "\n")
+
+
+def write_jsonl(path: Path, lines: Iterable[Any]) -> None:
+    """One compact JSON object a line, newline-terminated."""
+    write_text(path, "\n".join(dumps_compact(line) for line in lines) + "\n")
+
+
+def write_db(
+    path: Path, schema: str, tables: dict[str, list[tuple[Any, ...]]], *pragma: str
+) -> None:
+    """A fresh SQLite file: ``pragma`` statements, ``schema``, then each table's rows,
+    VACUUMed so its bytes depend only on what went in."""
+    path.unlink(missing_ok=True)
+    with closing(sqlite3.connect(path)) as con:
+        for statement in (*pragma, schema):
+            con.executescript(statement)
+        for table, rows in tables.items():
+            con.executemany(f"INSERT INTO {table} VALUES ({','.join('?' * len(rows[0]))})", rows)
+        con.commit()
+        con.execute("VACUUM")
+
+
+def chat_counts(messages: list[dict[str, Any]], tool_calls: int) -> dict[str, Any]:
+    """A manifest entry's counts for a list of role-tagged messages."""
+    return roles_counts([m["role"] for m in messages], tool_calls)
+
+
+def parallel_calls(messages: list[dict[str, Any]]) -> int:
+    """How many messages hold more than one tool call."""
+    return sum(1 for m in messages if len(m.get("tool_calls") or ()) > 1)
+
+
+def roles_counts(roles: list[str], tool_calls: int) -> dict[str, Any]:
+    """A manifest entry's counts for the reader's roles, one a message."""
+    return {
+        "messages": len(roles),
+        "roles": role_counts(roles),
+        "tool_calls": tool_calls,
+        "tool_results": roles.count("tool"),
+    }
+
+
+def compaction(
+    index: int, trigger: str = "unknown", pre_tokens: int | None = None
+) -> dict[str, Any]:
+    """A manifest compaction: the index of its summary message, its trigger, the prompt
+    size before it when the file records one."""
+    return {"index": index, "trigger": trigger, "pre_tokens": pre_tokens}
+
+
+def prompt_span(prompts: list[int]) -> dict[str, int]:
+    """The first, largest and last prompt sizes of a session's model calls."""
+    return {"first": prompts[0], "peak": max(prompts), "last": prompts[-1]}
+
+
+def role_counts(roles: Iterable[str]) -> dict[str, int]:
+    counts = {r: 0 for r in ROLE_ORDER}
+    for r in roles:
+        counts[r] += 1
+    return {r: n for r, n in counts.items() if n}
+
+
+def data_url(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+# ================================================================================ secrets
+
+
+#: Realistically shaped, entirely fake credentials for the ``.env`` the agent reads: per
+#: secret its ``.env`` field, the kind the manifest names, a prefix and random characters.
+SECRETS: list[dict[str, Any]] = data_json("secrets.json")
+
+
+def make_secrets(rng: random.Random) -> dict[str, str]:
+    """A value for each of :data:`SECRETS`; the JWT's is its prefix and a signature drawn
+    first."""
+    sig = bytes(rng.getrandbits(8) for _ in range(32))
+    signature = base64.urlsafe_b64encode(sig).decode("ascii").rstrip("=")
+    out: dict[str, str] = {}
+    for s in SECRETS:
+        if "chars" in s:
+            out[s["name"]] = s["prefix"] + "".join(
+                rng.choice(s["chars"]) for _ in range(s["length"])
+            )
+        else:
+            out[s["name"]] = s["prefix"] + signature
+    return out
+
+
+def env_file(secrets: dict[str, str]) -> str:
+    return data_text("text/env_file.txt").format(**secrets)
+
+
+def noise(rng: random.Random, lo: int, hi: int) -> bytes:
+    """Between ``lo`` and ``hi`` random bytes (signatures, encrypted reasoning)."""
+    return bytes(rng.getrandbits(8) for _ in range(rng.randint(lo, hi)))

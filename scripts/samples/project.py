@@ -1,0 +1,346 @@
+"""The made-up project ledgerline: its files (data/ledgerline/) and its simulated test suite."""
+
+from __future__ import annotations
+
+import difflib
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .common import data_json, data_text
+
+# ========================================================================= virtual repo
+
+
+class Repo:
+    """The project's files as text, edited in step with the story so reads stay consistent."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = dict(files)
+
+    def text(self, path: str) -> str:
+        return self.files[path]
+
+    def lines(self, path: str) -> list[str]:
+        return self.files[path].removesuffix("\n").split("\n")
+
+    def numbered(
+        self, path: str, offset: int = 1, limit: int | None = None, arrow: bool = False
+    ) -> str:
+        lines = self.lines(path)
+        end = len(lines) if limit is None else min(len(lines), offset - 1 + limit)
+        sep = "→" if arrow else "|"
+        return "\n".join(f"{i:>6}{sep}{lines[i - 1]}" for i in range(offset, end + 1))
+
+    def find_line(self, path: str, needle: str) -> int:
+        for i, line in enumerate(self.lines(path), start=1):
+            if needle in line:
+                return i
+        raise KeyError(f"{needle!r} not in {path}")
+
+    def patch(self, path: str, old: str, new: str) -> str:
+        """Replace the one occurrence of ``old`` in ``path``; return the unified diff."""
+        return self.patch_many(path, [(old, new)])
+
+    @staticmethod
+    def diff(path: str, before: str, after: str) -> str:
+        return "\n".join(
+            difflib.unified_diff(
+                before.splitlines(),
+                after.splitlines(),
+                fromfile=f"a/{path}",
+                tofile=f"b/{path}",
+                lineterm="",
+            )
+        )
+
+    def patch_many(self, path: str, edits: Sequence[tuple[str, str]]) -> str:
+        """Apply several unique replacements to one file; return one unified diff."""
+        before = self.files[path]
+        text = before
+        for old, new in edits:
+            if text.count(old) != 1:
+                raise ValueError(f"edit for {path} matches {text.count(old)} times: {old[:60]!r}")
+            text = text.replace(old, new)
+        self.files[path] = text
+        return self.diff(path, before, text)
+
+    def write(self, path: str, text: str) -> None:
+        self.files[path] = text
+
+
+# ===================================================================== project sources
+
+#: The project's files at the start of every story (data/ledgerline/), in this order.
+PROJECT_FILES: dict[str, str] = {
+    path: data_text(f"ledgerline/{path}")
+    for path in (
+        "src/app/billing/invoice.py",
+        "src/app/utils/money.py",
+        "src/app/billing/tax.py",
+        "src/app/payments/client.py",
+        "src/app/payments/webhooks.py",
+        "src/app/billing/dunning.py",
+        "src/app/billing/proration.py",
+        "src/app/api/schemas.py",
+        "src/app/config.py",
+        "src/app/cli.py",
+        "src/app/db/models.py",
+        "src/app/api/routes_invoices.py",
+        "tests/conftest.py",
+        "pytest.ini",
+    )
+}
+
+
+# ============================================================================ test suite
+
+# module -> tests; "name[a|b|c]" expands to parametrized ids.
+_INVENTORY_SPEC: list[list[Any]] = data_json("test_inventory.json")
+
+
+def _expand(name: str) -> list[str]:
+    if "[" not in name:
+        return [name]
+    base, params = name[:-1].split("[", 1)
+    return [f"{base}[{p}]" for p in params.split("|")]
+
+
+def build_inventory() -> list[str]:
+    out: list[str] = []
+    for module, names in _INVENTORY_SPEC:
+        for name in names:
+            out.extend(f"{module}::{n}" for n in _expand(name))
+    return out
+
+
+@dataclass
+class Bug:
+    """One cause of red tests: per failing id, pytest's report (``block``, ``where``:
+    "tests/...py:31: AssertionError" and any captured log, ``short``: the summary reason)."""
+
+    key: str
+    reports: dict[str, dict[str, str]]
+    error: bool = False  # an error at setup rather than a failure
+
+    @property
+    def tests(self) -> tuple[str, ...]:
+        return tuple(self.reports)
+
+    def render(self, repo: Repo, test: str) -> tuple[str, str, str]:
+        """``test``'s report, its source quotes read from ``repo`` as it is now:
+        ``«line PATH|NEEDLE»`` is the number of PATH's first line holding NEEDLE,
+        ``«frame PATH|NEEDLE»`` pytest's excerpt of the function up to that line."""
+
+        def quote(m: re.Match[str]) -> str:
+            kind, path, needle = m.groups()
+            if kind == "line":
+                return str(repo.find_line(path, needle))
+            return frame(repo, path, needle, [])
+
+        report = self.reports[test]
+        block, where = (_QUOTE.sub(quote, report[k]) for k in ("block", "where"))
+        return block, where, report["short"]
+
+
+_QUOTE = re.compile(r"«(line|frame) ([^|»]+)\|([^»]+)»")
+
+
+@dataclass
+class Suite:
+    inventory: list[str]
+    rng: random.Random
+    repo: Repo
+    bugs: dict[str, Bug] = field(default_factory=dict)
+    active: set[str] = field(default_factory=set)
+    skipped: tuple[str, ...] = (
+        "tests/test_migrations.py::test_downgrade_one",
+        "tests/billing/test_invoice_repository.py::test_lines_keep_order",
+    )
+
+    def add(self, bug: Bug, active: bool = True) -> None:
+        for t in bug.tests:
+            if t not in self.inventory:
+                raise KeyError(f"{bug.key}: {t} is not in the inventory")
+        self.bugs[bug.key] = bug
+        if active:
+            self.active.add(bug.key)
+
+    def fix(self, key: str) -> None:
+        self.active.discard(key)
+
+    def failing(self) -> dict[str, Bug]:
+        out: dict[str, Bug] = {}
+        for key in sorted(self.active):
+            for t in self.bugs[key].tests:
+                out[t] = self.bugs[key]
+        return out
+
+    def duration(self, n: int) -> str:
+        return f"{n * self.rng.uniform(0.012, 0.03) + 0.4:.2f}s"
+
+    def run(self, targets: Sequence[str] = ("tests",), stop_first: bool = False) -> tuple[str, int]:
+        """``pytest -q`` over ``targets``: progress dots, failure reports, summary."""
+        selected = [t for t in self.inventory if any(t == x or t.startswith(x) for x in targets)]
+        failing = self.failing()
+        chars: list[str] = []
+        bad: list[str] = []
+        for t in selected:
+            if t not in failing:
+                chars.append("s" if t in self.skipped else ".")
+                continue
+            chars.append("E" if failing[t].error else "F")
+            bad.append(t)
+            if stop_first:
+                break
+        lines: list[str] = []
+        total = len(selected)
+        for start in range(0, len(chars), 72):
+            chunk = "".join(chars[start : start + 72])
+            pct = round(100 * min(start + 72, len(chars)) / max(total, 1))
+            lines.append(f"{chunk:<72} [{pct:>3}%]")
+        out = "\n".join(lines)
+        if bad:
+            out += self._reports(bad, failing, selected)
+        elif "s" in chars:
+            out += "\n" + " short test summary info ".center(80, "=") + "\n"
+            out += "\n".join(self._skip_lines(selected))
+        n_fail = sum(1 for t in bad if not failing[t].error)
+        n_err = len(bad) - n_fail
+        n_skip, n_pass = chars.count("s"), chars.count(".")
+        words = ((n_fail, "failed"), (n_pass, "passed"), (n_skip, "skipped"), (n_err, "error"))
+        parts = [f"{n} {w}" for n, w in words if n or w == "passed"]
+        if n_err > 1:
+            parts[-1] += "s"
+        if stop_first and bad:
+            out += (
+                "\n!!!!!!!!!!!!!!!!!!!!!!!!!! stopping after 1 failures !!!!!!!!!!!!!!!!!!!!!!!!!!!"
+            )
+        out += f"\n{', '.join(parts)} in {self.duration(len(chars))}"
+        return out, (1 if bad else 0)
+
+    def _reports(
+        self, bad: Sequence[str], failing: dict[str, Bug], selected: Sequence[str] | None = None
+    ) -> str:
+        if not bad:
+            return ""
+        out: list[str] = []
+        errors = [t for t in bad if failing[t].error]
+        fails = [t for t in bad if not failing[t].error]
+        rendered = {t: failing[t].render(self.repo, t) for t in bad}
+        lead = "\n"  # before the first section's heading only
+        for tests, heading, title, pad in (
+            (errors, " ERRORS ", " ERROR at setup of {} ", ()),
+            (fails, " FAILURES ", " {} ", ("",)),
+        ):
+            if tests:
+                out.append(lead + heading.center(80, "="))
+                lead = ""
+            for t in tests:
+                block, where, _ = rendered[t]
+                out.append(title.format(t.split("::", 1)[1]).center(80, "_"))
+                out.extend((*pad, block, "", where))
+        out.append(" short test summary info ".center(80, "="))
+        out.extend(self._skip_lines(selected))
+        out += [f"ERROR {t} - {rendered[t][2]}" for t in errors]
+        out += [f"FAILED {t} - {rendered[t][2]}" for t in fails]
+        return "\n".join(out)
+
+    def _skip_lines(self, selected: Sequence[str] | None = None) -> list[str]:
+        return [
+            f"SKIPPED [1] {t.split('::')[0]}:{31 if 'migrations' in t else 52}: needs the postgres container"
+            for t in self.skipped
+            if selected is None or t in selected
+        ]
+
+    def verbose_log(self, total_lines: int) -> tuple[str, int]:
+        """``pytest -vv --log-cli-level=DEBUG -p randomly ... | tail -n total_lines``."""
+        rng = self.rng
+        failing = self.failing()
+        order = list(self.inventory)
+        rng.shuffle(order)
+        lines = data_text("text/pytest_vv_header.txt").format(n=len(order)).split("\n")[:-1]
+        bad: list[str] = []
+        for i, t in enumerate(order, start=1):
+            lines.append(f"{t} ")
+            lines.append("-" * 32 + " live log setup " + "-" * 32)
+            lines.extend(_log_lines(rng, t, "setup"))
+            lines.append("-" * 33 + " live log call " + "-" * 32)
+            lines.extend(_log_lines(rng, t, "call"))
+            pct = f"[{round(100 * i / len(order)):>3}%]"
+            if t in failing:
+                bad.append(t)
+                word = "FAILED"
+            elif t in self.skipped:
+                word = "SKIPPED (needs the postgres container)"
+            else:
+                word = "PASSED"
+            lines.append(f"{word:<72} {pct}")
+            if rng.random() < 0.3:
+                lines.append("-" * 31 + " live log teardown " + "-" * 30)
+                lines.extend(_log_lines(rng, t, "teardown"))
+        report = self._reports(bad, failing).strip("\n").split("\n")
+        lines.extend(report)
+        n_fail = len(bad)
+        n_skip = sum(1 for t in order if t in self.skipped)
+        summary = f"{n_fail} failed, {len(order) - n_fail - n_skip} passed, {n_skip} skipped in 61.84s (0:01:01)"
+        lines.append(f" {summary} ".center(80, "="))
+        if len(lines) < total_lines:
+            raise ValueError(f"verbose log too short: {len(lines)} < {total_lines}")
+        tail = lines[-total_lines:]
+        return "\n".join(tail), (1 if bad else 0)
+
+
+_LOG_TEMPLATES: dict[str, list[str]] = data_json("log_templates.json")
+
+
+def _log_lines(rng: random.Random, test: str, phase: str) -> list[str]:
+    area = test.split("/")[1] if test.count("/") > 1 else "other"
+    if area not in _LOG_TEMPLATES:
+        area = "other"
+    lo, hi = {"setup": (1, 3), "call": (1, 5), "teardown": (1, 2)}[phase]
+    out = []
+    for _ in range(rng.randint(lo, hi)):
+        a = rng.randint(1000, 99999) / 100
+        b = round(a * 0.0725, 2)
+        out.append(
+            rng.choice(_LOG_TEMPLATES[area]).format(
+                n=rng.randint(40, 330),
+                h="".join(rng.choice("0123456789abcdef") for _ in range(8)),
+                h2="".join(rng.choice("0123456789abcdef") for _ in range(6)),
+                a=f"{a:.2f}",
+                b=f"{b:.2f}",
+                c=f"{a + b:.2f}",
+                seq=f"{rng.randint(1, 400):04d}",
+                s=f"{rng.uniform(0.001, 2.5):.4f}",
+                ts=1757927524 + rng.randint(0, 500),
+                k=rng.randint(1, 4),
+            )
+        )
+    return out
+
+
+# ===================================================================== report excerpts
+
+
+def frame(repo: Repo, path: str, needle: str, errors: Sequence[str], header: str = "") -> str:
+    """A pytest traceback frame: the enclosing function up to the failing line, then E lines."""
+    lines = repo.lines(path)
+    at = repo.find_line(path, needle)
+    start = at
+    while start > 1 and not lines[start - 1].lstrip().startswith(("def ", "async def ")):
+        start -= 1
+    if start > 1 and lines[start - 2].strip() == ")":
+        while start > 1 and not lines[start - 2].lstrip().startswith("@"):
+            start -= 1
+    while start > 1 and lines[start - 2].lstrip().startswith("@"):
+        start -= 1
+    body = []
+    for n in range(start, at + 1):
+        line = lines[n - 1]
+        body.append((">   " if n == at else "    ") + line if line else "")
+    out = ([header, ""] if header else []) + body
+    out += [f"E       {e}" for e in errors]
+    return "\n".join(out)

@@ -1,0 +1,1 @@
+"""One module per sample story (or family of small ones)."""

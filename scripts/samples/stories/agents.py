@@ -1,0 +1,371 @@
+"""SWE-agent, Gemini CLI, Cline, opencode, aider, glaive and mini-SWE-agent samples."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..common import (
+    CWD,
+    Clock,
+    Ids,
+    chat_counts,
+    data_json,
+    data_text,
+    dumps_compact,
+    fill,
+    rng_for,
+    roles_counts,
+    write_db,
+    write_json,
+    write_jsonl,
+    write_text,
+)
+from ..common import compaction as new_compaction
+
+#: Each agent's fixed record shapes, ``"$name"`` marking what the builder fills in.
+RECORDS: dict[str, dict[str, Any]] = data_json("agent_records.json")
+
+# ============================================================================= SWE-agent
+
+
+def _swe_doc(
+    steps: list[dict[str, Any]],
+    history: list[dict[str, Any]],
+    submission: str,
+    usage: tuple[int, int, int],
+) -> dict[str, Any]:
+    """The .traj document (data/swe_agent_doc.json) around the trajectory and history;
+    ``usage`` is (tokens sent, tokens received, API calls)."""
+    tokens_sent, tokens_received, api_calls = usage
+    doc: dict[str, Any] = data_json("swe_agent_doc.json")
+    doc["trajectory"], doc["history"] = steps, history
+    doc["info"]["submission"] = submission
+    doc["info"]["model_stats"] = {
+        "instance_cost": round(tokens_sent * 3e-6 + tokens_received * 15e-6, 4),
+        "tokens_sent": tokens_sent,
+        "tokens_received": tokens_received,
+        "api_calls": api_calls,
+    }
+    doc["replay_config"] = json.dumps(doc["replay_config"])
+    return doc
+
+
+def _swe_turn(
+    ids: Ids, history: list[dict[str, Any]], steps: list[dict[str, Any]], step: Sequence[str]
+) -> tuple[int, int]:
+    """One action and its observation, into ``history`` and ``steps``; returns the tokens
+    sent and received for it."""
+    thought, action, observation, open_file = step
+    shape, cid = RECORDS["swe-agent"], ids.call()
+    arguments = json.dumps({"command": action})
+    history.append(
+        fill(shape["action"], thought=thought, action=action, arguments=arguments, id=cid)
+    )
+    history.append(fill(shape["observation"], content=f"OBSERVATION:\n{observation}", id=cid))
+    sent = 6_200 + sum(len(json.dumps(m)) for m in history) // 4
+    received = len(thought) // 4 + len(action) // 4 + 40
+    time = round(ids.rng.uniform(0.05, 3.5), 3)
+    path = f"/testbed/src/app/api/{open_file}" if open_file else "n/a"
+    values = {"thought": thought, "action": action, "observation": observation}
+    steps.append(fill(shape["step"], **values, time=time, open_file=path))
+    return sent, received
+
+
+def build_swe_agent(out_dir: Path) -> dict[str, Any]:
+    ids, shape = Ids(rng_for("swe-agent")), RECORDS["swe-agent"]
+    # the system prompt, the demonstration (thought/action style, observations as user
+    # messages) and the issue
+    history = [fill(shape["system"], text=data_text("text/swe_agent_system.txt"))]
+    history += [{**m, "agent": "main"} for m in data_json("stories/swe_agent_demonstration.json")]
+    history.append(fill(shape["issue"], text=data_text("text/swe_agent_issue.txt")))
+    steps: list[dict[str, Any]] = []
+    obs: list[list[str]] = data_json("stories/swe_agent_steps.json")
+    usage = [_swe_turn(ids, history, steps, step) for step in obs]  # (sent, received) a step
+    sent, received = (sum(u[i] for u in usage) for i in (0, 1))
+    submission = obs[3][2].split("\n", 1)[1] + data_text("text/swe_agent_test_diff.txt")
+    doc = _swe_doc(steps, history, submission, (sent, received, len(obs)))
+    write_json(out_dir / "swe-agent.traj", doc)
+    return {
+        "format": "swe-agent",
+        **chat_counts(history, len(obs)),
+        "compactions": [],
+        "images": 0,
+        "model": "anthropic/claude-sonnet-4-20250514",
+        "trajectory_steps": len(steps),
+        "demonstration_messages": sum(1 for m in history if m.get("is_demo")),
+        "model_stats": doc["info"]["model_stats"],
+    }
+
+
+# ============================================================ newer agents and datasets
+#
+# One short task, told once as data and rendered in each agent's own shape: Maya asks to
+# stop the invoices CSV export printing yen totals with two decimals. Each step is
+# (kind, target, output); the builders map kinds to their agent's tool names and count
+# what a faithful reader must produce while they write.
+
+#: The task: Maya's ask, the steps, the summary a compaction writes before step
+#: ``compact_before_step``, the last reply, per agent its tool (name, argument) per step
+#: kind, and the thought before each step.
+TASK: dict[str, Any] = data_json("agent_task.json")
+AGENT_ASK: str = TASK["ask"]
+AGENT_STEPS: list[list[str]] = TASK["steps"]
+AGENT_PRE: int = TASK["compact_before_step"]
+AGENT_SUMMARY: str = TASK["summary"]
+AGENT_DONE: str = TASK["done"]
+
+
+def _thought(kind: str, target: str) -> str:
+    return str(TASK["thoughts"][kind].format(target=target))
+
+
+def _agent_manifest(
+    fmt: str,
+    roles: list[str],
+    calls: int,
+    compactions: list[dict[str, Any]],
+    model: str,
+    **more: Any,
+) -> dict[str, Any]:
+    return {
+        "format": fmt,
+        **roles_counts(roles, calls),
+        "compactions": compactions,
+        "images": 0,
+        "model": model,
+        **more,
+    }
+
+
+def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("gemini-cli")
+    ids, clock = Ids(rng), Clock(datetime(2025, 9, 19, 9, 12, tzinfo=UTC), rng)
+    shape, tools, model = RECORDS["gemini-cli"], TASK["tools"]["gemini-cli"], "gemini-2.5-pro"
+    sid = ids.uuid()
+    lines: list[dict[str, Any]] = [fill(shape["session"], sid=sid, hash=ids.hex(64), t=clock.z())]
+    roles, prompt = ["user"], 2_400
+
+    def msg(kind: str, content: Any, **more: Any) -> dict[str, Any]:
+        clock.tick()
+        return {"id": ids.uuid(), "timestamp": clock.z(), "type": kind, "content": content, **more}
+
+    lines.append(msg("user", [{"text": AGENT_ASK}]))
+    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        if k == AGENT_PRE:
+            lines.append(msg("user", "/compress"))
+            roles.append("user")
+            lines.append(msg("info", f"Chat history compressed from {prompt:,} to 640 tokens."))
+            snapshot = shape["snapshot"].format(summary=AGENT_SUMMARY)
+            kept = [msg("user", [{"text": snapshot}]), msg("gemini", [{"text": shape["ack"]}])]
+            lines.append({"$set": {"messages": kept}})
+            compaction = new_compaction(len(roles), "manual", prompt)
+            roles += ["user", "assistant"]
+        name, key = tools[kind]
+        cid, thought, t = f"{name}-{ids.b62(10)}", _thought(kind, target), clock.z()
+        call = fill(shape["call"], id=cid, name=name, args={key: target}, t=t)
+        thoughts = fill(shape["thoughts"], subject=kind.title(), thought=thought, t=t)
+        record = msg("gemini", thought, toolCalls=[call], model=model, thoughts=thoughts)
+        lines.append(record)  # first written while the call runs, then again with its result
+        prompt += len(output) // 3 + 180
+        result = fill(shape["result"], id=cid, name=name, output=output)
+        tokens = fill(shape["tokens"], prompt=prompt, cached=prompt - 400, total=prompt + 84)
+        done = {**call, "status": "success", "result": result}
+        lines.append({**record, "toolCalls": [done], "tokens": tokens})
+        roles += ["assistant", "tool"]
+    lines.append(msg("gemini", AGENT_DONE, model=model))
+    roles.append("assistant")
+    stray = msg("user", "also bump the version")
+    lines += [stray, {"$rewindTo": stray["id"]}, {"$set": {"lastUpdated": clock.z()}}]
+    write_jsonl(out_dir / "gemini-cli-session.jsonl", lines)
+    return _agent_manifest("gemini-cli", roles, len(AGENT_STEPS), [compaction], model)
+
+
+def build_cline(out_dir: Path) -> dict[str, Any]:
+    ids = Ids(rng_for("cline"))
+    shape, tools = RECORDS["cline"], TASK["tools"]["cline"]
+    ts = 1_758_272_400_000
+    history = [fill(shape["task"], ts=ts, task=f"<task>\n{AGENT_ASK}\n</task>")]
+    ui: list[dict[str, Any]] = [{"ts": ts, "type": "say", "say": "text", "text": AGENT_ASK}]
+    roles, prompt, condense = ["user"], 11_800, "c" + ids.b62(8)
+    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        at = ts + 10 * k
+        if k == AGENT_PRE:
+            for m in history[1:]:
+                m["condenseParent"] = condense
+            text = f"## Conversation Summary\n{AGENT_SUMMARY}"
+            history.append(fill(shape["summary"], ts=at, condense=condense, text=text))
+            ui.append(fill(shape["condense"], ts=at, prompt=prompt, summary=AGENT_SUMMARY))
+            compaction = new_compaction(len(roles), pre_tokens=prompt)
+            roles.append("user")
+        name, key = tools[kind]
+        tid = ids.toolu()
+        prompt += len(output) // 3 + 220
+        req = dumps_compact(fill(shape["api_req"], request=f"[{name}]", reads=prompt - 709))
+        ui.append({"ts": at + 1, "type": "say", "say": "api_req_started", "text": req})
+        thought = _thought(kind, target)
+        call = fill(
+            shape["call"], ts=at + 2, thought=thought, id=tid, name=name, input={key: target}
+        )
+        history += [call, fill(shape["result"], ts=at + 3, id=tid, output=output)]
+        roles += ["assistant", "tool"]
+    history.append(
+        {"role": "assistant", "ts": ts + 99, "content": [{"type": "text", "text": AGENT_DONE}]}
+    )
+    roles.append("assistant")
+    task = out_dir / "cline-task"
+    task.mkdir(exist_ok=True)
+    write_json(task / "api_conversation_history.json", history, indent=None)
+    write_json(task / "ui_messages.json", ui, indent=None)
+    write_json(task / "task_metadata.json", fill(shape["meta"], ts=ts))
+    model = "claude-sonnet-4-20250514"
+    return _agent_manifest("cline", roles, len(AGENT_STEPS), [compaction], model)
+
+
+_OPENCODE_SCHEMA = data_text("text/opencode_schema.sql")
+
+
+def _oc_tokens(fresh: int, output: int, read: int, write: int) -> dict[str, Any]:
+    return {
+        "input": fresh,
+        "output": output,
+        "reasoning": 0,
+        "cache": {"read": read, "write": write},
+    }
+
+
+def _oc_write(
+    path: Path,
+    sessions: list[tuple[Any, ...]],
+    messages: list[tuple[str, str, int, dict[str, Any]]],
+    parts: list[tuple[str, str, str, int, dict[str, Any]]],
+) -> None:
+    rows = {
+        "session": sessions,
+        "message": [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
+        "part": [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts],
+    }
+    write_db(path, _OPENCODE_SCHEMA, rows)
+
+
+def build_opencode(out_dir: Path) -> dict[str, Any]:
+    ids = Ids(rng_for("opencode"))
+    shape, tools = RECORDS["opencode"], TASK["tools"]["opencode"]
+    t0, sid, old = 1_758_272_400_000, "ses_" + ids.b62(26), "ses_" + ids.b62(26)
+    messages: list[tuple[str, str, int, dict[str, Any]]] = []
+    parts: list[tuple[str, str, str, int, dict[str, Any]]] = []
+
+    def message(session: str, data: dict[str, Any], *body: dict[str, Any]) -> None:
+        mid, at = "msg_" + f"{len(messages):04d}" + ids.b62(20), t0 + 1000 * len(messages)
+        messages.append((mid, session, at, {**data, "time": {"created": at}}))
+        for p in body:
+            parts.append(("prt_" + f"{len(parts):05d}" + ids.b62(19), mid, session, at, p))
+
+    asst = shape["assistant"]
+    message(old, {"role": "user"}, {"type": "text", "text": "what does `make seed` load?"})
+    message(sid, {"role": "user"}, {"type": "text", "text": AGENT_ASK})
+    roles, prompt = ["user"], 9_600
+    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        if k == AGENT_PRE:
+            message(sid, {"role": "user"}, {"type": "compaction", "auto": False})
+            compaction = new_compaction(len(roles), "manual")
+            summary = {**asst, "mode": "compaction", "summary": True}
+            summary["tokens"] = _oc_tokens(40, 180, prompt, 0)
+            message(sid, summary, {"type": "text", "text": AGENT_SUMMARY})
+            roles.append("assistant")
+        name, key = tools[kind]
+        prompt += len(output) // 3 + 200
+        state = fill(
+            shape["state"], input={key: target}, output=output, title=target, start=t0, end=t0 + 900
+        )
+        message(
+            sid,
+            {**asst, "tokens": _oc_tokens(12, 64, prompt, 300)},
+            {"type": "step-start"},
+            {"type": "text", "text": _thought(kind, target)},
+            {"type": "tool", "callID": ids.toolu(), "tool": name, "state": state},
+            {"type": "step-finish", "reason": "tool-calls", "cost": 0},
+        )
+        roles += ["assistant", "tool"]
+    done = {**asst, "tokens": _oc_tokens(8, 40, prompt, 0)}
+    message(sid, done, {"type": "text", "text": AGENT_DONE})
+    roles.append("assistant")
+    sessions = [
+        (old, "global", None, CWD, "make seed", "0.15.0", t0, t0 + 500),
+        (sid, "global", None, CWD, "JPY CSV export", "0.15.0", t0, t0 + 99_000),
+    ]
+    _oc_write(out_dir / "opencode.db", sessions, messages, parts)
+    model = "claude-sonnet-4-5"
+    return _agent_manifest("opencode", roles, len(AGENT_STEPS), [compaction], model, sessions=2)
+
+
+def build_aider(out_dir: Path) -> dict[str, Any]:
+    """Two runs of aider's chat history (data/text/aider_chat.md), the task's ask and its
+    test run filled in: "#### " lines are typed input, "> " lines tool output."""
+    run = "".join(f"> {ln}  \n" if ln else ">  \n" for ln in AGENT_STEPS[4][2].splitlines())
+    text = data_text("text/aider_chat.md").format(
+        ask="  \n#### ".join(AGENT_ASK.splitlines()), run=run
+    )
+    write_text(out_dir / "aider-chat-history.md", text)
+    # The last run's messages: banner, /add and its output, ask, reply, its tool output,
+    # /run and its output, /clear; then (after the compaction) an ask and its reply.
+    roles = ["user"] * 4 + ["assistant", "tool"] + ["user"] * 3
+    compaction = new_compaction(len(roles), "manual")
+    roles += ["user", "assistant"]
+    return _agent_manifest(
+        "aider", roles, 1, [compaction], "anthropic/claude-sonnet-4-20250514", runs=2
+    )
+
+
+_GLAIVE_TOOLS = data_json("glaive_tools.json")
+
+_GLAIVE_ROWS = data_json("glaive_rows.json")
+
+
+def build_glaive(out_dir: Path) -> dict[str, Any]:
+    row, tools = RECORDS["sharegpt-glaive"]["row"], json.dumps(_GLAIVE_TOOLS)
+    lines = [
+        fill(
+            row,
+            ask=ask,
+            call=json.dumps({"name": name, "arguments": args}),
+            result=json.dumps(result),
+            answer=answer,
+            tools=tools,
+        )
+        for ask, name, args, result, answer in _GLAIVE_ROWS
+    ]
+    write_jsonl(out_dir / "sharegpt-glaive.jsonl", lines)
+    roles = ["user", "assistant", "tool", "assistant"]
+    return _agent_manifest("sharegpt", roles, 1, [], None, conversations=len(lines))
+
+
+def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
+    shape, model = RECORDS["mini-swe-agent"], "anthropic/claude-sonnet-4-20250514"
+    ask = f"<pr_description>\n{AGENT_ASK}\n</pr_description>"
+    msgs = [{"role": "system", "content": shape["system"]}, {"role": "user", "content": ask}]
+    roles, calls = ["system", "user"], 0
+    commands = TASK["tools"]["mini-swe-agent"]
+
+    def say(role: str, content: str) -> None:
+        msgs.append({"role": role, "content": content})
+
+    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+        action = commands[kind].format(target)
+        say("assistant", shape["step"].format(thought=_thought(kind, target), action=action))
+        code = 1 if "FAILED" in output else 0
+        say("user", shape["observation"].format(code=code, output=output))
+        roles += ["assistant", "tool"]
+        calls += 1
+        if k == 1:  # a reply without an action, and the agent's format-error notice
+            say("assistant", shape["no_action"])
+            say("user", shape["format_error"])
+            roles += ["assistant", "user"]
+    say("assistant", shape["submit"])
+    roles.append("assistant")
+    doc = fill(shape["doc"], api_calls=len(roles) // 2, messages=msgs)
+    write_json(out_dir / "mini-swe-agent.traj.json", doc)
+    return _agent_manifest("swe-agent", roles, calls, [], model)

@@ -1,0 +1,192 @@
+"""The OpenAI Chat, Anthropic Messages and ShareGPT samples."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from ..common import (
+    Ids,
+    chat_counts,
+    data_bytes,
+    data_json,
+    data_text,
+    data_url,
+    fill,
+    parallel_calls,
+    rng_for,
+    role_counts,
+    write_json,
+    write_jsonl,
+)
+from ..project import PROJECT_FILES, Repo
+from ..tools import Call
+from ..writers import AnthropicLog, ChatLog, ShareGPTLog
+from .steps import LogStory
+
+# =========================================================================== OpenAI chat
+
+
+def _shell(out: str, code: int = 0, err: str = "") -> str:
+    return json.dumps({"stdout": out, "stderr": err, "exit_code": code})
+
+
+class OpenAITools:
+    """The OpenAI story's tools (see ``steps``): reads and patches on the webhook module."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+
+    def read(self, path: str, start: int | None = None, end: int | None = None) -> Call:
+        args: dict[str, Any] = {"path": path}
+        lines = self.repo.lines(path)
+        a, b = start or 1, end or len(lines)
+        if start is not None:
+            args["start"], args["end"] = a, b
+        return ("read_file", args, self.repo.numbered(path, a, b - a + 1))
+
+    def apply(self, path: str, old: str, new: str) -> Call:
+        diff = self.repo.patch(path, old, new)
+        out = json.dumps({"applied": True, "files": [path]})
+        return ("apply_patch", {"diff": diff + "\n"}, out)
+
+    shell = staticmethod(_shell)
+
+    @staticmethod
+    def image() -> str:
+        return data_url(data_bytes("images/openai_ci_dashboard.png"))
+
+
+def build_openai(out_dir: Path) -> dict[str, Any]:
+    wh = "src/app/payments/webhooks.py"
+    c = ChatLog(Ids(rng_for("openai")))
+    LogStory({"chat": c}, OpenAITools(Repo({wh: PROJECT_FILES[wh]}))).replay("openai")
+    doc = {
+        "model": "gpt-4.1-2025-04-14",
+        "messages": c.messages,
+        "tools": data_json("tool_schemas.json")["openai-chat.json"],
+    }
+    write_json(out_dir / "openai-chat.json", doc)
+    return {
+        "format": "openai",
+        **chat_counts(c.messages, c.tool_calls),
+        "compactions": [],
+        "images": c.images,
+        "model": doc["model"],
+        "invalid_tool_arguments": [{"message_index": i} for i in c.invalid_arguments],
+        "parallel_tool_call_messages": parallel_calls(c.messages),
+    }
+
+
+AnthropicCall = tuple[str, dict[str, Any], str, bool]
+
+
+class AnthropicTools:
+    """The Anthropic story's tools (see ``steps``): views and edits of the web filters."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+
+    def view(self, path: str, start: int | None = None, end: int | None = None) -> AnthropicCall:
+        args: dict[str, Any] = {"path": path}
+        if start:
+            args["view_range"] = [start, end]
+        lines = self.repo.lines(path)
+        s, e = start or 1, end or len(lines)
+        return ("view_file", args, self.repo.numbered(path, s, e - s + 1, arrow=True), False)
+
+    def edit(self, path: str, old: str, new: str) -> AnthropicCall:
+        diff = self.repo.patch(path, old, new)
+        out = json.dumps({"path": path, "replaced": 1, "diff": diff})
+        return ("edit_file", {"path": path, "old_str": old, "new_str": new}, out, False)
+
+    def edit_many(self, path: str, edits: list[tuple[str, str]]) -> AnthropicCall:
+        diff = self.repo.patch_many(path, edits)
+        out = json.dumps({"path": path, "applied": True})
+        return ("edit_file", {"path": path, "diff": diff}, out, False)
+
+    @staticmethod
+    def image() -> str:
+        return base64.b64encode(data_bytes("images/anthropic_invoice.png")).decode()
+
+
+def _blocks(messages: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
+    """The content blocks of ``role``'s messages that hold a list of blocks."""
+    return [
+        b
+        for m in messages
+        if m["role"] == role and isinstance(m["content"], list)
+        for b in m["content"]
+    ]
+
+
+def build_anthropic(out_dir: Path) -> dict[str, Any]:
+    a = AnthropicLog(Ids(rng_for("anthropic")))
+    fp = "src/app/web/filters.py"
+    repo = Repo({fp: data_text(f"ledgerline/{fp}")})
+    LogStory({"messages": a}, AnthropicTools(repo)).replay("anthropic")
+
+    #: the request around the messages: model, system blocks and tool schemas
+    doc = fill(data_json("anthropic_request.json"), messages=a.messages)
+    if a.pending:
+        raise AssertionError("anthropic: unanswered tool_use blocks")
+    write_json(out_dir / "anthropic-messages.json", doc)
+    errors = sum(1 for b in _blocks(a.messages, "user") if b.get("is_error"))
+    thinking = sum(1 for b in _blocks(a.messages, "assistant") if b["type"] == "thinking")
+    return {
+        "format": "anthropic",
+        "messages": len(a.normalized_roles),
+        "raw_messages": len(a.messages),
+        "roles": role_counts(a.normalized_roles),
+        "tool_calls": a.tool_calls,
+        "tool_results": a.normalized_roles.count("tool"),
+        "tool_errors": errors,
+        "compactions": [],
+        "images": a.images,
+        "thinking_blocks": thinking,
+        "model": doc["model"],
+    }
+
+
+class ShareGPTTools:
+    """The ShareGPT story's tools (see ``steps``): reads and patches on named repos."""
+
+    def __init__(self) -> None:
+        wh = "src/app/payments/webhooks.py"
+        self.repos = {
+            "main": Repo(PROJECT_FILES),
+            "pristine": Repo(PROJECT_FILES),
+            "webhooks": Repo({wh: PROJECT_FILES[wh]}),
+        }
+
+    def read(self, repo: str, path: str, offset: int = 1, limit: int | None = None) -> str:
+        return self.repos[repo].numbered(path, offset, limit)
+
+    def patch(self, repo: str, path: str, old: str, new: str) -> str:
+        return self.repos[repo].patch(path, old, new)
+
+
+#: The three conversations of sharegpt.jsonl: prompt index, model and timestamp of each.
+_SHAREGPT_ENTRIES = (
+    (0, "anthropic/claude-sonnet-4", "2025-09-15T14:52:10.418822"),
+    (1, "anthropic/claude-sonnet-4", "2025-09-16T16:20:44.001273"),
+    (2, "anthropic/claude-sonnet-4", "2025-09-16T18:03:27.770104"),
+)
+
+
+def build_sharegpt(out_dir: Path) -> dict[str, Any]:
+    ids = Ids(rng_for("sharegpt"))
+    logs = {f"c{i}": ShareGPTLog(ids) for i in (1, 2, 3)}
+    LogStory(logs, ShareGPTTools()).replay("sharegpt")
+    entries = [t.entry(*e) for t, e in zip(logs.values(), _SHAREGPT_ENTRIES, strict=True)]
+    per = [t.manifest() for t in logs.values()]
+
+    write_jsonl(out_dir / "sharegpt.jsonl", entries)
+    return {
+        "format": "sharegpt",
+        **per[0],
+        "model": "anthropic/claude-sonnet-4",
+        "trajectories": per,
+    }

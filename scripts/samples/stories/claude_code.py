@@ -1,0 +1,146 @@
+"""The Claude Code sample: a JSONL project log with a subagent, a rewind and two compactions.
+
+The story is data (``data/stories/claude_code.jsonl``, see ``steps``), replayed here."""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import random
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..common import CWD, Clock, Ids, noise, prompt_span, rng_for, roles_counts, write_jsonl
+from ..project import PROJECT_FILES, Repo
+from ..shapes import cc_bash_result, cc_read_result
+from ..writers import CC_MODEL, ClaudeCodeLog
+from .steps import LogStory
+
+
+def _cc_read_result(
+    repo: Repo, path: str, offset: int = 1, limit: int | None = None
+) -> tuple[str, dict[str, Any]]:
+    lines = repo.lines(path)
+    end = len(lines) if limit is None else min(len(lines), offset - 1 + limit)
+    text = repo.numbered(path, offset, limit, arrow=True)
+    raw = "\n".join(lines[offset - 1 : end])
+    return text, cc_read_result(f"{CWD}/{path}", raw, offset, end - offset + 1, len(lines))
+
+
+#: A ``structuredPatch`` hunk's keys, in Claude Code's order.
+_HUNK_KEYS = ("oldStart", "oldLines", "newStart", "newLines", "lines")
+
+
+def _cc_edit_result(repo: Repo, path: str, old: str, new: str) -> tuple[str, dict[str, Any]]:
+    before = repo.text(path)
+    repo.patch(path, old, new)
+    after = repo.text(path)
+    a, b = before.splitlines(), after.splitlines()
+    hunks = []
+    for group in difflib.SequenceMatcher(None, a, b).get_grouped_opcodes(3):
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        lines = []
+        for tag, x1, x2, y1, y2 in group:
+            if tag == "equal":
+                lines += [" " + line for line in a[x1:x2]]
+            else:
+                lines += ["-" + line for line in a[x1:x2]] + ["+" + line for line in b[y1:y2]]
+        values = (i1 + 1, i2 - i1, j1 + 1, j2 - j1, lines)
+        hunks.append(dict(zip(_HUNK_KEYS, values, strict=True)))
+    start = repo.find_line(path, new.splitlines()[0]) if new.strip() else 1
+    window = repo.numbered(path, max(1, start - 2), 8, arrow=True)
+    msg = f"The file {CWD}/{path} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{window}"
+    return msg, {
+        "filePath": f"{CWD}/{path}",
+        "oldString": old,
+        "newString": new,
+        "originalFile": before,
+        "structuredPatch": hunks,
+        "userModified": False,
+        "replaceAll": False,
+    }
+
+
+class ClaudeCodeTools:
+    """What the Claude Code steps compute at replay time (``$tool``): a ``result``'s
+    arguments (tool-use id, content, ``toolUseResult``) for a read or edit on one of the
+    story's repos or a Bash output, and thinking blocks (their signatures drawn here)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        wh = "src/app/payments/webhooks.py"
+        self.repos = {"client": Repo(PROJECT_FILES), "webhooks": Repo({wh: PROJECT_FILES[wh]})}
+
+    def read(self, tid: str, repo: str, *args: Any) -> tuple[str, str, dict[str, Any]]:
+        return (tid, *_cc_read_result(self.repos[repo], *args))
+
+    def edit(self, tid: str, repo: str, *args: str) -> tuple[str, str, dict[str, Any]]:
+        return (tid, *_cc_edit_result(self.repos[repo], *args))
+
+    @staticmethod
+    def bash(tid: str, output: str) -> tuple[str, str, dict[str, Any]]:
+        return (tid, output, cc_bash_result(output))
+
+    def thinking(self, text: str) -> dict[str, Any]:
+        signature = base64.b64encode(noise(self.rng, 200, 360)).decode()
+        return {"type": "thinking", "thinking": text, "signature": signature}
+
+
+class ClaudeCodeStory(LogStory):
+    """Replays the Claude Code steps (see ``steps``) through a :class:`ClaudeCodeLog`: its
+    methods (``prompt``, ``assistant``, ``result``, ``snapshot``, ``compact``, ``finish``),
+    and three steps of its own: ``patch`` (the repo before the session: ``[repo, path, old,
+    new]``), ``save_tip`` (name the log's tip) and ``set_line`` (a key of a written line)."""
+
+    def __init__(self) -> None:
+        rng = rng_for("claude-code")
+        ids = Ids(rng)
+        clock = Clock(datetime(2025, 9, 18, 13, 2, 11, 0, tzinfo=UTC), rng)
+        self.session = ids.uuid()
+        log = ClaudeCodeLog(ids, clock, self.session)
+        self.cc_tools = ClaudeCodeTools(rng)
+        super().__init__({"log": log}, self.cc_tools, ids)
+        self.cc = log
+
+    def play(self, step: dict[str, Any]) -> None:
+        kind, value = next(iter(step.items()))
+        if kind == "patch":
+            repo, *args = value
+            self.cc_tools.repos[repo].patch(*args)
+        elif kind == "save_tip":
+            self.names[value] = self.cc.tip
+        elif kind == "set_line":
+            *path, last = step["keys"]
+            target = self.cc.lines[value]
+            for key in path:
+                target = target[key]
+            target[last] = self.resolve(step["value"])
+        else:
+            super().play(step)
+
+
+def build_claude_code(out_dir: Path) -> dict[str, Any]:
+    story = ClaudeCodeStory()
+    story.replay("claude_code")
+    cc, session = story.cc, story.session
+    title = "Idempotent payment retries and webhook dedupe fix"
+    cc.lines.insert(0, {"type": "summary", "summary": title, "leafUuid": cc.tip})
+
+    write_jsonl(out_dir / "claude-code.jsonl", cc.lines)
+    return {
+        "format": "claude-code",
+        **roles_counts(cc.roles, cc.tool_calls),
+        "compactions": cc.compactions,
+        "images": cc.images,
+        "model": CC_MODEL,
+        "session_id": session,
+        "lines": len(cc.lines),
+        "injected_user_messages": cc.injected,
+        # The sidechain lines above all belong to one subagent.
+        "subagents": ["a7c2e91f"],
+        "excluded": cc.excluded,
+        "usage_turns": len(cc.main_prompts),
+        "prompt_tokens": prompt_span(cc.main_prompts),
+        "live_messages_after_last_compaction": len(cc.roles) - cc.compactions[-1]["index"],
+    }

@@ -1,0 +1,127 @@
+"""demo.json: the Hermes session the inspector and the pipeline are shown on.
+
+The story is data: ``data/stories/demo.jsonl``, one step a line (see ``steps``), replayed
+here through the Hermes log, the virtual repo and the simulated test suite. A step is a user message, an
+assistant message with its tool calls, or a change to the world between messages (a bug
+fixed, a file written, tests added, a mark for the manifest). Tool calls name a tool of
+:class:`~.hermes_steps.HermesTools` and its arguments, so reads, edits, searches and test runs are computed
+from the repo and suite as they stand at that step, never copied.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..bugs import demo_bugs
+from ..common import (
+    LATEST_ASK,
+    SECRETS,
+    Clock,
+    Ids,
+    chat_counts,
+    data_bytes,
+    data_json,
+    data_text,
+    data_url,
+    env_file,
+    fill,
+    make_secrets,
+    parallel_calls,
+    rng_for,
+    write_json,
+)
+from ..project import PROJECT_FILES, Repo, Suite, build_inventory
+from ..tools import HERMES_TOOLS, hermes_system_prompt
+from ..writers import HermesLog
+from .hermes_steps import HermesStory, HermesTools, suite_part
+
+START = datetime(2025, 9, 16, 8, 41, 7, 118233, tzinfo=UTC)
+
+#: The screenshots users paste, by the name steps give them.
+IMAGES = {
+    "ci_dashboard": lambda: data_url(data_bytes("images/demo_ci_dashboard.png")),
+    "invoice": lambda: data_url(data_bytes("images/demo_invoice.png")),
+}
+
+
+class DemoStory(HermesStory):
+    """The demo's world: the repo, the simulated test suite and the screenshots."""
+
+    def __init__(self) -> None:
+        rng = rng_for("demo")
+        self.ids = Ids(rng)
+        self.clock = Clock(START, rng)
+        self.repo = Repo(PROJECT_FILES)
+        self.repo.write("CHANGELOG.md", data_text("ledgerline/CHANGELOG.md"))
+        self.repo.write(".env", env_file(make_secrets(rng_for("demo-secrets"))))
+        self.suite = Suite(build_inventory(), rng_for("demo-suite"), self.repo)
+        for bug in demo_bugs():
+            self.suite.add(bug, active=bug.key != "flaky_dedupe")
+        log, tools = HermesLog(self.ids, self.clock), HermesTools(self.repo, self.suite)
+        super().__init__({"demo": log}, tools, self.ids)
+        self.marks["invoice_reads"] = []
+
+    def part(self, part: dict[str, Any]) -> str:
+        if "image" in part:
+            return IMAGES[part["image"]]()
+        if "verbose_log" in part:
+            return self.suite.verbose_log(part["verbose_log"])[0]
+        return suite_part(self.suite, part)
+
+    def play_world(self, kind: str, value: Any) -> None:
+        suite = self.suite
+        if kind == "fix":
+            suite.fix(value)
+        elif kind == "write":
+            self.repo.write(*self.resolve(value))
+        elif kind == "extend":
+            suite.inventory.extend(value)
+        elif kind == "activate":
+            suite.active.add(value)
+        elif kind == "deactivate":
+            suite.active.discard(value)
+        elif kind == "skip_hex":  # an id the story drew here (a background process id)
+            self.ids.hex(value)
+        else:
+            super().play_world(kind, value)
+
+
+def build_demo(out_dir: Path) -> dict[str, Any]:
+    story = DemoStory()
+    story.replay("demo")
+    h, marks = story.log, story.marks
+    shape = data_json("demo_session.json")  # the session log and its manifest entry
+    doc = fill(
+        shape["session"],
+        start=START.replace(tzinfo=None).isoformat(),
+        updated=story.clock.local(),
+        system_prompt=hermes_system_prompt(),
+        tools=HERMES_TOOLS,
+        count=len(h.messages),
+        messages=h.messages,
+    )
+    write_json(out_dir / "demo.json", doc)
+
+    reads = [h.messages[i]["content"] for i in marks["invoice_reads"]]
+    if len(set(reads)) != 1 or len(reads) != 3:
+        raise AssertionError("demo: the three invoice.py reads must be identical")
+    if len(json.loads(h.messages[marks["long_output"]]["content"])["output"].split("\n")) != 3000:
+        raise AssertionError("demo: the long output must be exactly 3,000 lines")
+    entry: dict[str, Any] = fill(
+        shape["manifest"],
+        counts=chat_counts(h.messages, h.tool_calls),
+        compactions=h.compactions,
+        images=h.images,
+        model=doc["model"],
+        session_id=doc["session_id"],
+        prompt_chars=len(doc["system_prompt"]),
+        tool_count=len(HERMES_TOOLS),
+        parallel=parallel_calls(h.messages),
+        secret_kinds=[s["kind"] for s in SECRETS],
+        latest_text=LATEST_ASK,
+        **marks,
+    )
+    return entry

@@ -1,0 +1,239 @@
+"""The Hermes gateway session and the Hermes state.db sample."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from tinyjuice.formats._hermes_state import STATE_SCHEMA
+
+from ..bugs import demo_bugs
+from ..common import (
+    Clock,
+    Ids,
+    chat_counts,
+    data_json,
+    fill,
+    rng_for,
+    role_counts,
+    write_db,
+    write_jsonl,
+)
+from ..project import PROJECT_FILES, Repo, Suite, build_inventory
+from ..tools import hermes_system_prompt, tool_by_name
+from ..writers import HermesLog
+from .hermes_steps import HermesStory, HermesTools, suite_part
+
+
+class GatewayStory(HermesStory):
+    """The gateway's steps; ``stamp`` timestamps the messages written since the last one."""
+
+    def __init__(self, log: HermesLog, tools: HermesTools, clock: Clock) -> None:
+        super().__init__({"gateway": log}, tools)
+        self.clock = clock
+        self.stamps: list[str] = []
+
+    def play_world(self, kind: str, value: Any) -> None:
+        if kind != "stamp":
+            super().play_world(kind, value)
+        while len(self.stamps) < len(self.log.messages):
+            self.stamps.append(self.clock.local())
+
+
+def build_gateway(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("gateway")
+    ids = Ids(rng)
+    clock = Clock(datetime(2025, 9, 17, 7, 12, 40, 512000, tzinfo=UTC), rng)
+    h = HermesLog(ids, clock)
+    schemas = data_json("tool_schemas.json")["hermes-gateway.jsonl"]
+    tools = [tool_by_name(n) for n in schemas["hermes"]] + schemas["more"]
+    story = GatewayStory(h, HermesTools(Repo({})), clock)
+    story.replay("gateway")
+    stamps = story.stamps
+
+    session_id = "20250917_071240_tg_5512"
+    meta = {
+        "role": "session_meta",
+        "tools": tools,
+        "model": "anthropic/claude-sonnet-4",
+        "platform": "telegram",
+        "session_id": session_id,
+        "timestamp": datetime(2025, 9, 17, 7, 12, 40, 512000).isoformat(),
+    }
+    stamped = [{**msg, "timestamp": ts} for msg, ts in zip(h.messages, stamps, strict=True)]
+    write_jsonl(out_dir / "hermes-gateway.jsonl", [meta, *stamped])
+    return {
+        "format": "hermes",
+        **chat_counts(h.messages, h.tool_calls),
+        "compactions": [],
+        "images": 0,
+        "model": meta["model"],
+        "tools": len(tools),
+        "session_id": session_id,
+    }
+
+
+# ======================================================================== Hermes state.db
+
+
+class StateStory(HermesStory):
+    """The state.db's four message runs, replayed from ``data/stories/state_db.jsonl``: the old
+    session, the child (before its in-place compaction), the compacted head and the new
+    tail. ``session`` switches the log later messages go to; ``copy`` appends a copy of the
+    last messages of another run (the exchange an in-place compaction keeps)."""
+
+    STARTS: ClassVar[dict[str, datetime]] = {
+        "old": datetime(2025, 9, 15, 14, 10, 22, 0, tzinfo=UTC),
+        "child": datetime(2025, 9, 15, 15, 27, 40, 0, tzinfo=UTC),
+        "head": datetime(2025, 9, 15, 16, 48, 5, 0, tzinfo=UTC),
+        "tail": datetime(2025, 9, 15, 17, 20, 11, 0, tzinfo=UTC),
+    }
+
+    def __init__(self, rng: random.Random) -> None:
+        ids = Ids(rng)
+        repo = Repo(PROJECT_FILES)
+        self.suite = Suite(build_inventory(), rng_for("state-suite"), repo)
+        for bug in demo_bugs():
+            active = bug.key in ("money_rounding", "tax_rate_float", "format_money")
+            self.suite.add(bug, active=active)
+        self.logs = {name: HermesLog(ids, Clock(t, rng)) for name, t in self.STARTS.items()}
+        super().__init__(self.logs, HermesTools(repo, self.suite))
+
+    def part(self, part: dict[str, Any]) -> str:
+        return suite_part(self.suite, part)
+
+    def play_world(self, kind: str, value: Any) -> None:
+        if kind == "fix":
+            self.suite.fix(value)
+        elif kind == "copy":
+            source, n = value
+            last = self.logs[source].messages[-n:]
+            self.log.messages.extend(json.loads(json.dumps(last)))
+        else:
+            super().play_world(kind, value)
+
+
+def _state_sessions(rng: random.Random) -> tuple[HermesLog, HermesLog, HermesLog, HermesLog]:
+    """The four message runs of the db: old session, child (pre in-place), compacted head, new tail."""
+    story = StateStory(rng)
+    story.replay("state_db")
+    logs = story.logs
+    return logs["old"], logs["child"], logs["head"], logs["tail"]
+
+
+def _rows(
+    log: HermesLog,
+    session_id: str,
+    first_id: int,
+    active: int,
+    compacted: int,
+    stamps: Sequence[float] | None = None,
+) -> list[tuple[Any, ...]]:
+    columns: dict[str, Any] = data_json("state_message.json")  # the columns, fixed values set
+    rows = []
+    t0 = log.clock.now.timestamp()
+    for i, m in enumerate(log.messages):
+        text, calls = m.get("content") or "", m.get("tool_calls")
+        row = {**columns, **{k: m.get(k) for k in ("tool_call_id", "tool_name", "finish_reason")}}
+        row.update(id=first_id + i, session_id=session_id, role=m["role"], content=text)
+        row["tool_calls"] = json.dumps(calls, ensure_ascii=False) if calls else None
+        row["timestamp"] = (
+            stamps[i] if stamps is not None else round(t0 - 30 * (len(log.messages) - i), 3)
+        )
+        arguments = sum(len(c["function"]["arguments"]) for c in calls or [])
+        row["token_count"] = max(1, len(text) // 4) + arguments // 4
+        row.update(reasoning=m.get("reasoning"), active=active, compacted=compacted)
+        rows.append(tuple(row.values()))
+    return rows
+
+
+def _session_row(
+    fixed: dict[str, Any],
+    span: tuple[datetime, datetime | None],
+    counts: tuple[int, int, int],
+    usage: tuple[int, int],
+) -> tuple[Any, ...]:
+    """One ``sessions`` row: ``fixed`` its id, parent, end reason and title
+    (data/state_sessions.json), ``counts`` (messages, tool calls, assistant messages) and
+    ``usage`` (messages, tool calls) the basis of the token figures."""
+    msgs, calls = usage
+    tin, tout = calls * 9100 + msgs * 1300, msgs * 160 + calls * 95
+    cread, cwrite = calls * 8200, msgs * 700
+    cost = round(tin * 3e-6 + tout * 15e-6 + cread * 0.3e-6 + cwrite * 3.75e-6, 4)
+    started, ended = span
+    prompt = hermes_system_prompt().replace("Tuesday, September 16", "Monday, September 15")
+    row: dict[str, Any] = {**data_json("state_session.json"), **fixed}  # every column, in order
+    row.update(model_config=json.dumps(row["model_config"]), system_prompt=prompt)
+    row.update(started_at=started.timestamp(), ended_at=ended.timestamp() if ended else None)
+    row.update(message_count=counts[0], tool_call_count=counts[1], input_tokens=tin)
+    row.update(output_tokens=tout, cache_read_tokens=cread, cache_write_tokens=cwrite)
+    row.update(estimated_cost_usd=cost, api_call_count=counts[2])
+    return tuple(row.values())
+
+
+def _assistants(msgs: Sequence[dict[str, Any]]) -> int:
+    return sum(1 for m in msgs if m["role"] == "assistant")
+
+
+def build_state_db(out_dir: Path) -> dict[str, Any]:
+    old, child, head, tail = _state_sessions(rng_for("state"))
+    old_fixed, child_fixed = data_json("state_sessions.json")
+    old_id, child_id = old_fixed["id"], child_fixed["id"]
+    old_rows = _rows(old, old_id, 1, 1, 0)
+    child_rows = _rows(child, child_id, len(old_rows) + 1, 0, 1)
+    starts = StateStory.STARTS  # the in-place compaction happened when the head starts
+    compact_at = starts["head"].timestamp()
+    head_stamps = [round(compact_at + 0.001 * i, 3) for i in range(len(head.messages))]
+    head_rows = _rows(head, child_id, len(old_rows) + len(child_rows) + 1, 1, 0, head_stamps)
+    tail_rows = _rows(tail, child_id, len(old_rows) + len(child_rows) + len(head_rows) + 1, 1, 0)
+    active_child = head.messages + tail.messages
+    old_start, child_start = starts["old"], starts["child"]
+    live_calls = head.tool_calls + tail.tool_calls
+    old_n = (len(old.messages), old.tool_calls)
+    child_counts = (len(active_child), live_calls, _assistants(child.messages + tail.messages))
+    child_usage = (len(child.messages) + len(active_child), child.tool_calls + live_calls)
+    sessions = [
+        _session_row(
+            old_fixed, (old_start, child_start), (*old_n, _assistants(old.messages)), old_n
+        ),
+        _session_row(child_fixed, (child_start, None), child_counts, child_usage),
+    ]
+    lock = (
+        child_id,
+        "pid=48213:tid=140213906761536:agent=9f1c2e:nonce=5a7b19d3",
+        round(compact_at - 4.2, 3),
+        round(compact_at - 4.2 + 300, 3),
+    )
+    rows = old_rows + child_rows + head_rows + tail_rows
+    tables = {"sessions": sessions, "messages": rows, "compression_locks": [lock]}
+    pragmas = ("PRAGMA journal_mode=DELETE", "PRAGMA page_size=4096")
+    write_db(out_dir / "hermes-state.db", STATE_SCHEMA, tables, *pragmas)
+    live_rows = head_rows + tail_rows
+    manifest: dict[str, Any] = fill(
+        data_json("state_manifest.json"),  # what a reader should find in the db
+        old_id=old_id,
+        child_id=child_id,
+        live=_entry(active_child),
+        tool_results=sum(1 for m in active_child if m["role"] == "tool"),
+        inactive=len(child.messages),
+        with_inactive=_entry(child.messages + active_child),
+        old=_entry(old.messages),
+        old_rows=len(old_rows),
+        child_rows=len(child_rows) + len(live_rows),
+        live_rows=len(live_rows),
+        inactive_rows=len(child_rows),
+        lock=lock[0],
+    )
+    return manifest
+
+
+def _entry(msgs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "messages": len(msgs),
+        "roles": role_counts(m["role"] for m in msgs),
+        "tool_calls": sum(len(m.get("tool_calls") or ()) for m in msgs),
+    }

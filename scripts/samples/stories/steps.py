@@ -1,0 +1,106 @@
+"""Stories as data: the steps in ``data/stories/*.jsonl`` and the values inside them.
+
+A story file holds one JSON object a line, a step; each story module replays its steps
+through its agent's writer. Inside a step, three forms stand for values computed at
+replay time rather than copied: ``{"$file": path}`` is a data file's text (a project
+file, a long summary), ``{"$ref": name}`` a value an earlier step named (a tool-use id,
+a message uuid), ``{"$tool": [name, *args]}`` what the story's tool ``name`` returns for
+those arguments (a file read, an edit's diff, a screenshot; a ``"kw"`` key beside it
+gives keyword arguments), and ``{"$": [parts]}`` a
+string joined from literal parts and parts the story computes (:meth:`Values.part`, e.g.
+a simulated test run). Values resolve left to right, depth first: the order the story's
+random draws and edits happened in.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..common import data_text
+
+
+def read_steps(story: str) -> list[dict[str, Any]]:
+    """The steps of ``data/stories/<story>.jsonl`` (split on newlines only: JSON strings
+    may hold U+2028 and other characters ``str.splitlines`` would split on)."""
+    return [json.loads(line) for line in data_text(f"stories/{story}.jsonl").split("\n")[:-1]]
+
+
+class Values:
+    """Resolves the values inside steps; ``names`` holds what earlier steps named."""
+
+    def __init__(self, tools: Any = None) -> None:
+        self.names: dict[str, Any] = {}
+        self.tools = tools
+
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if "$tool" in value:
+            name, *args = value["$tool"]
+            kw = self.resolve(value.get("kw", {}))
+            return getattr(self.tools, name)(*self.resolve(args), **kw)
+        if len(value) == 1:
+            ((key, arg),) = value.items()
+            if key == "$file":
+                return data_text(arg)
+            if key == "$ref":
+                return self.names[arg]
+            if key == "$":
+                return "".join(self.resolve_part(p) for p in arg)
+        return {k: self.resolve(v) for k, v in value.items()}
+
+    def resolve_part(self, part: str | dict[str, Any]) -> str:
+        if isinstance(part, str):
+            return part
+        if len(part) == 1 and next(iter(part)).startswith("$"):
+            text: str = self.resolve(part)
+            return text
+        return self.part(part)
+
+    def part(self, part: dict[str, Any]) -> str:
+        """A story-specific computed part of a string; stories that have some override this."""
+        raise ValueError(f"unknown part {part!r}")
+
+    def name(self, step: dict[str, Any], value: Any) -> None:
+        """Keep ``value`` under the step's ``as`` name (a list of names for a list of values)."""
+        names = step.get("as")
+        if isinstance(names, list):
+            self.names.update(zip(names, value, strict=True))
+        elif names is not None:
+            self.names[names] = value
+
+
+class LogStory(Values):
+    """Replays steps that call a writer's methods: ``{"<method>": [args], "kw": {...}}``, with
+    ``as`` naming what the method returned. Three steps are not method calls: ``session``
+    switches between writers when a story writes several, ``set`` sets a writer's attribute
+    (``[name, value]``) and ``ids`` draws an id (``Ids.<kind>()``) for later steps."""
+
+    def __init__(self, logs: dict[str, Any], tools: Any = None, ids: Any = None) -> None:
+        super().__init__(tools)
+        self.logs = logs
+        self.log = next(iter(logs.values()))
+        self.ids = ids
+
+    def play(self, step: dict[str, Any]) -> None:
+        method = next(iter(step))
+        if method == "session":
+            self.log = self.logs[step[method]]
+            return
+        if method == "set":
+            name, value = step[method]
+            setattr(self.log, name, self.resolve(value))
+            return
+        if method == "ids":
+            self.name(step, getattr(self.ids, step[method])())
+            return
+        args = self.resolve(step[method])
+        out = getattr(self.log, method)(*args, **self.resolve(step.get("kw", {})))
+        self.name(step, out)
+
+    def replay(self, story: str) -> None:
+        for step in read_steps(story):
+            self.play(step)

@@ -1,0 +1,516 @@
+"""Native-shape logs: each builds one agent's transcript and counts what it wrote."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .common import (
+    CWD,
+    LEGACY_SUMMARY_PREFIX,
+    SUMMARY_PREFIX,
+    Clock,
+    Ids,
+    compaction,
+    data_json,
+    dumps_args,
+    dumps_compact,
+    fill,
+    noise,
+    roles_counts,
+)
+from .shapes import (
+    cc_assistant_message,
+    cc_snapshot,
+    codex_call,
+    codex_line,
+    codex_message,
+    codex_output,
+    codex_reasoning,
+    hermes_tool_message,
+    openai_call,
+    openai_tool_message,
+    tagged,
+    text_block,
+    thinking_block,
+    tool_result_block,
+    tool_use_block,
+)
+from .tools import SHAREGPT_TOOLS, Call, sharegpt_system
+
+#: The writers' fixed record shapes; ``"$name"`` strings are filled in.
+_RECORDS: dict[str, Any] = data_json("writer_records.json")
+
+
+def _raw_calls(calls: Sequence[Call], new_id: Callable[[], str]) -> list[tuple[str, str, str]]:
+    """(id, name, JSON arguments) for each call, drawing one new id a call, in order."""
+    return [
+        (new_id(), name, args if isinstance(args, str) else dumps_args(args))
+        for name, args, _ in calls
+    ]
+
+
+class HermesLog:
+    """Builds a Hermes session log message by message and counts what it built."""
+
+    def __init__(self, ids: Ids, clock: Clock) -> None:
+        self.ids = ids
+        self.clock = clock
+        self.messages: list[dict[str, Any]] = []
+        self.tool_calls = 0
+        self.images = 0
+        self.compactions: list[dict[str, Any]] = []
+
+    def user(self, content: str | list[dict[str, Any]]) -> int:
+        self.clock.tick(20, 140)
+        if isinstance(content, list):
+            self.images += sum(1 for p in content if p.get("type") == "image_url")
+        elif content.startswith((SUMMARY_PREFIX, LEGACY_SUMMARY_PREFIX)):
+            self.compactions.append(compaction(len(self.messages)))
+        self.messages.append({"role": "user", "content": content})
+        return len(self.messages) - 1
+
+    def assistant(self, text: str | None, *calls: Call, reasoning: str | None = None) -> list[str]:
+        self.clock.tick(2, 12)
+        msg: dict[str, Any] = {
+            "role": "assistant",
+            "content": text or "",
+            "reasoning": reasoning,
+            "finish_reason": "tool_calls" if calls else "stop",
+        }
+        raw = _raw_calls(calls, self.ids.toolu)
+        if raw:
+            # Hermes' own order: call_id right after id (gen.py's openai_call + call_id differs)
+            msg["tool_calls"] = [{"id": c, "call_id": c, **openai_call(c, n, a)} for c, n, a in raw]
+        ids = [cid for cid, _, _ in raw]
+        self.messages.append(msg)
+        self.tool_calls += len(calls)
+        for cid, (name, _, result) in zip(ids, calls, strict=True):
+            self.clock.tick(0.3, 9)
+            self.messages.append(hermes_tool_message(result, cid, name))
+        return ids
+
+
+class ChatLog:
+    """OpenAI Chat Completions messages, with the counts a reader should reproduce."""
+
+    def __init__(self, ids: Ids) -> None:
+        self.ids = ids
+        self.messages: list[dict[str, Any]] = []
+        self.tool_calls = 0
+        self.images = 0
+        self.invalid_arguments: list[int] = []
+
+    def add(self, msg: dict[str, Any]) -> None:
+        self.messages.append(msg)
+
+    def user(self, content: str | list[dict[str, Any]]) -> None:
+        if isinstance(content, list):
+            self.images += sum(1 for p in content if p.get("type") == "image_url")
+        self.add({"role": "user", "content": content})
+
+    def assistant(self, text: str | None, *calls: Call) -> None:
+        msg: dict[str, Any] = {"role": "assistant", "content": text}
+        raw = _raw_calls(calls, self.ids.call)
+        if raw:
+            msg["tool_calls"] = [openai_call(cid, name, args) for cid, name, args in raw]
+        for _, _, args in raw:
+            try:
+                json.loads(args)
+            except json.JSONDecodeError:
+                self.invalid_arguments.append(len(self.messages))
+        ids = [cid for cid, _, _ in raw]
+        self.add(msg)
+        self.tool_calls += len(calls)
+        for cid, (name, _, result) in zip(ids, calls, strict=True):
+            self.add(openai_tool_message(cid, name, result))
+
+
+# ====================================================================== Anthropic messages
+
+
+class AnthropicLog:
+    """Anthropic Messages with strict user/assistant alternation; counts a reader's view."""
+
+    def __init__(self, ids: Ids) -> None:
+        self.ids = ids
+        self.messages: list[dict[str, Any]] = []
+        self.normalized_roles: list[str] = []
+        self.tool_calls = 0
+        self.images = 0
+        self.pending: list[tuple[str, str, bool]] = []  # (tool_use_id, content, is_error)
+
+    def signature(self) -> str:
+        return base64.b64encode(noise(self.ids.rng, 180, 320)).decode()
+
+    def user(self, *blocks: dict[str, Any] | str) -> None:
+        """Flush pending tool results first (the API requires them to lead), then user blocks."""
+        if self.messages and self.messages[-1]["role"] == "user":
+            raise AssertionError("anthropic: roles must alternate")
+        content: list[dict[str, Any]] = []
+        for tid, text, err in self.pending:
+            content.append(tool_result_block(tid, text, True if err else None))
+            self.normalized_roles.append("tool")
+        self.pending = []
+        extra = [text_block(b) if isinstance(b, str) else b for b in blocks]
+        self.images += sum(1 for b in extra if b.get("type") == "image")
+        content.extend(extra)
+        if extra:
+            self.normalized_roles.append("user")
+        if len(content) == 1 and content[0]["type"] == "text":
+            self.messages.append({"role": "user", "content": content[0]["text"]})
+        else:
+            self.messages.append({"role": "user", "content": content})
+
+    def assistant(
+        self, thinking: str | None, text: str | None, *calls: tuple[str, dict[str, Any], str, bool]
+    ) -> None:
+        if self.messages[-1]["role"] != "user":
+            raise AssertionError("anthropic: roles must alternate")
+        content: list[dict[str, Any]] = []
+        if thinking:
+            content.append(thinking_block(thinking, self.signature()))
+        if text:
+            content.append(text_block(text))
+        for name, args, result, err in calls:
+            tid = self.ids.toolu()
+            content.append(tool_use_block(tid, name, args))
+            self.pending.append((tid, result, err))
+        self.tool_calls += len(calls)
+        self.messages.append({"role": "assistant", "content": content})
+        self.normalized_roles.append("assistant")
+
+
+# ============================================================================ Claude Code
+
+CC_MODEL = "claude-sonnet-4-5-20250929"
+CC_CACHED_SYSTEM = 14_893  # system prompt + tool definitions, cached across sessions
+
+
+@dataclass
+class _CCCall:
+    usage: dict[str, Any]
+    weight: float
+    output: int
+
+
+class ClaudeCodeLog:
+    """Claude Code JSONL lines plus the reader's view (main chain, merged assistant messages)."""
+
+    def __init__(self, ids: Ids, clock: Clock, session_id: str) -> None:
+        self.ids = ids
+        self.clock = clock
+        self.session_id = session_id
+        self.lines: list[dict[str, Any]] = []
+        self.tip: str | None = None
+        self.counting = True
+        self.sidechain = False
+        self.roles: list[str] = []
+        self.tool_calls = 0
+        self.images = 0
+        self.compactions: list[dict[str, Any]] = []
+        self.segment: list[_CCCall] = []
+        self.main_prompts: list[int] = []
+        self.pending_weight = 0.0
+        kinds = ("sidechain", "abandoned_branch")
+        self.excluded = {f"{k}_{n}": 0 for k in kinds for n in ("messages", "lines")}
+        self.injected = 0
+
+    # -- plumbing ------------------------------------------------------------------
+    @property
+    def off_main(self) -> str | None:
+        """The excluded branch lines written now belong to (None on the main chain)."""
+        if self.sidechain:
+            return "sidechain"
+        return None if self.counting else "abandoned_branch"
+
+    def _base(self, kind: str) -> dict[str, Any]:
+        values = {"tip": self.tip, "sidechain": self.sidechain, "session": self.session_id}
+        line: dict[str, Any] = fill(_RECORDS["claude_code_line"], **values, kind=kind)
+        return line
+
+    def _emit(self, line: dict[str, Any]) -> str:
+        if self.off_main:
+            self.excluded[f"{self.off_main}_lines"] += 1
+        uid = self.ids.uuid()
+        line["uuid"] = uid
+        line["timestamp"] = self.clock.z()
+        self.lines.append(line)
+        self.tip = uid
+        return uid
+
+    def _count(self, role: str) -> None:
+        if self.off_main:
+            self.excluded[f"{self.off_main}_messages"] += 1
+        else:
+            self.roles.append(role)
+
+    # -- lines -------------------------------------------------------------------------
+    def prompt(self, text: str | list[dict[str, Any]], **extra: Any) -> str:
+        self.clock.tick(15, 90)
+        line = self._base("user")
+        line["message"] = {"role": "user", "content": text}
+        line.update(extra)
+        self._count("user")
+        if not self.off_main:
+            if extra.get("isMeta") or (
+                isinstance(text, str)
+                and text.lstrip().startswith(("<command-name>", "<local-command-stdout>"))
+            ):
+                self.injected += 1
+            if isinstance(text, list):
+                self.images += sum(1 for b in text if b.get("type") == "image")
+        self.pending_weight += len(json.dumps(text)) / 3.2
+        return self._emit(line)
+
+    def snapshot(self, message_id: str, files: dict[str, int]) -> None:
+        backups = {
+            path: {
+                "backupFileName": f"{self.ids.hex(16)}@v{v}",
+                "version": v,
+                "backupTime": self.clock.z(),
+            }
+            for path, v in files.items()
+        }
+        self.lines.append(cc_snapshot(message_id, backups, self.clock.z()))
+
+    def assistant(self, *blocks: dict[str, Any], output: int | None = None) -> list[str]:
+        """One API response: each content block on its own line, sharing id, requestId and usage."""
+        self.clock.tick(3, 25)
+        msg_id, req = self.ids.msg(), self.ids.req()
+        size = sum(len(json.dumps(b)) for b in blocks) // 3
+        out_tokens = output if output is not None else max(60, size + self.ids.rng.randint(20, 200))
+        usage: dict[str, Any] = fill(_RECORDS["claude_code_usage"], output=out_tokens)
+        if not self.off_main:
+            self.segment.append(_CCCall(usage, self.pending_weight, out_tokens))
+        self.pending_weight = out_tokens
+        ids: list[str] = []
+        for i, block in enumerate(blocks):
+            if block["type"] == "tool_use":
+                block = {**block, "id": self.ids.toolu()}
+                ids.append(block["id"])
+            line = self._base("assistant")
+            last = i == len(blocks) - 1
+            stop = ("tool_use" if block["type"] == "tool_use" else "end_turn") if last else None
+            line["message"] = cc_assistant_message(msg_id, CC_MODEL, block, stop, usage)
+            line["requestId"] = req
+            self._emit(line)
+            if i:
+                self.clock.tick(0.2, 2)
+        self._count("assistant")
+        if not self.off_main:
+            self.tool_calls += len(ids)
+        return ids
+
+    def result(
+        self,
+        tool_use_id: str,
+        content: str | list[dict[str, Any]],
+        tool_use_result: Any,
+        is_error: bool = False,
+    ) -> None:
+        self.clock.tick(0.3, 20)
+        block = tool_result_block(
+            tool_use_id, content, True if is_error else None, claude_code=True
+        )
+        line = self._base("user")
+        line["message"] = {"role": "user", "content": [block]}
+        line["toolUseResult"] = tool_use_result
+        self._count("tool")
+        self.pending_weight += len(json.dumps(content)) / 3.2
+        self._emit(line)
+
+    def compact(self, trigger: str, pre_tokens: int, summary: str) -> None:
+        self._fill_usage(target=pre_tokens - self.ids.rng.randint(600, 1800))
+        self.clock.tick(20, 60)
+        # a new chain: no parent, the old tip kept as the logical parent
+        boundary = {"parentUuid": None, "logicalParentUuid": self.tip, **self._base("system")}
+        boundary.update(parentUuid=None, isSidechain=False, subtype="compact_boundary")
+        boundary.update(content="Conversation compacted", isMeta=False, level="info")
+        boundary["compactMetadata"] = {"trigger": trigger, "preTokens": pre_tokens}
+        self._emit(boundary)
+        self.clock.tick(0.5, 2)
+        self.compactions.append(compaction(len(self.roles), trigger, pre_tokens))
+        line = self._base("user")
+        line["message"] = {"role": "user", "content": summary}
+        line["isVisibleInTranscriptOnly"] = True
+        line["isCompactSummary"] = True
+        self.roles.append("user")
+        self.pending_weight = len(summary) / 3.2
+        self._emit(line)
+
+    def _fill_usage(self, target: int) -> None:
+        """Give this segment's calls prompt sizes that grow from the cached system prompt to ``target``."""
+        calls, self.segment = self.segment, []
+        if not calls:
+            return
+        rng = self.ids.rng
+        first = CC_CACHED_SYSTEM + 3_800 + int(calls[0].weight) + rng.randint(200, 900)
+        weights = [c.weight + rng.uniform(600, 5200) for c in calls[1:]]
+        total = sum(weights) or 1.0
+        prompts = [first]
+        acc = 0.0
+        for w in weights:
+            acc += w
+            prompts.append(int(first + (target - first) * acc / total))
+        prev = None
+        for call, prompt in zip(calls, prompts, strict=True):
+            fresh = rng.randint(1, 12)
+            read = CC_CACHED_SYSTEM if prev is None else prev
+            created = max(0, prompt - read - fresh)
+            call.usage["input_tokens"] = fresh
+            call.usage["cache_read_input_tokens"] = read
+            call.usage["cache_creation_input_tokens"] = created
+            call.usage["cache_creation"]["ephemeral_5m_input_tokens"] = created
+            self.main_prompts.append(fresh + read + created)
+            prev = prompt
+
+    def finish(self, target: int) -> None:
+        self._fill_usage(target)
+
+
+class CodexLog:
+    """Codex rollout lines plus the reader's message view and usage events."""
+
+    def __init__(self, ids: Ids, clock: Clock) -> None:
+        self.ids = ids
+        self.clock = clock
+        self.lines: list[dict[str, Any]] = []
+        self.roles: list[str] = []
+        self.tool_calls = 0
+        self.last_kind: str | None = None  # "calls" while inside a run of call items
+        self.compactions: list[dict[str, Any]] = []
+        self.prompt = 0
+        keys = ("input", "cached_input", "output", "reasoning_output", "total")
+        self.total = {f"{k}_tokens": 0 for k in keys}
+        self.usage_events: list[int] = []
+        self.injected = 0
+
+    def emit(
+        self, kind: str, payload: dict[str, Any], tick: tuple[float, float] = (0.05, 1.5)
+    ) -> None:
+        self.clock.tick(*tick)
+        self.lines.append(codex_line(self.clock.z(), kind, payload))
+
+    def item(self, payload: dict[str, Any]) -> None:
+        kind = payload["type"]
+        if kind == "message":
+            self.roles.append(payload["role"])
+            self.last_kind = None
+        elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
+            if self.last_kind != "calls":
+                self.roles.append("assistant")
+            self.last_kind = "calls"
+            self.tool_calls += 1
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            self.roles.append("tool")
+            self.last_kind = None
+        self.emit("response_item", payload)
+
+    def user(self, text: str, injected: bool = False) -> None:
+        self.item(codex_message("user", text))
+        if injected:
+            self.injected += 1
+        else:
+            self.emit("event_msg", {"type": "user_message", "message": text, "images": []})
+
+    def reasoning(self, title: str, body: str) -> None:
+        text = f"**{title}**\n\n{body}"
+        enc = "gAAAAAB" + base64.urlsafe_b64encode(noise(self.ids.rng, 380, 900)).decode()
+        self.emit("response_item", codex_reasoning(text, enc), (2, 9))
+        self.emit("event_msg", {"type": "agent_reasoning", "text": text})
+
+    def say(self, text: str) -> None:
+        self.item(codex_message("assistant", text))
+        self.emit("event_msg", {"type": "agent_message", "message": text})
+
+    def shell(self, command: str, timeout_ms: int = 120_000) -> str:
+        cid = self.ids.call()
+        args = {"command": ["bash", "-lc", command], "workdir": CWD, "timeout_ms": timeout_ms}
+        self.item(codex_call("shell", dumps_compact(args), cid))
+        return cid
+
+    def output(self, cid: str, text: str, code: int = 0, custom: bool = False) -> None:
+        meta = {"exit_code": code, "duration_seconds": round(self.ids.rng.uniform(0.05, 4.0), 1)}
+        out = dumps_compact({"output": text, "metadata": meta})
+        self.item(codex_output(cid, out, custom))
+
+    def tokens(self, grow: int, output: int, reasoning: int) -> None:
+        """One model response finished: a token_count event with the prompt it used."""
+        cached = self.prompt - self.prompt % 128 if self.prompt else 0
+        self.prompt += grow
+        values = (self.prompt, cached, output, reasoning, self.prompt + output)
+        last = dict(zip(self.total, values, strict=True))
+        for k in self.total:
+            self.total[k] += last[k]
+        self.usage_events.append(self.prompt)
+        n = len(self.usage_events)
+        used, resets = round(4 + n * 0.7, 1), 14_020 - 61 * n
+        counts = {"total": dict(self.total), "last": last, "used": used, "resets": resets}
+        self.emit("event_msg", fill(_RECORDS["codex_token_count"], **counts))
+        self.prompt += output
+
+    def compacted(self, summary: str) -> None:
+        self.compactions.append(compaction(len(self.roles), pre_tokens=self.usage_events[-1]))
+        self.roles.append("user")
+        self.last_kind = None
+        self.emit("compacted", {"message": summary}, (8, 20))
+        self.emit("event_msg", {"type": "context_compacted"})
+
+
+class ShareGPTLog:
+    def __init__(self, ids: Ids) -> None:
+        self.ids = ids
+        self.turns: list[dict[str, str]] = [{"from": "system", "value": sharegpt_system()}]
+        self.roles: list[str] = ["system"]
+        self.tool_calls = 0
+        self.compactions: list[dict[str, Any]] = []
+        self.pending: list[tuple[str, str]] = []
+
+    def human(self, text: str) -> None:
+        if text.startswith(LEGACY_SUMMARY_PREFIX):
+            self.compactions.append(compaction(len(self.roles)))
+        self.turns.append({"from": "human", "value": text})
+        self.roles.append("user")
+
+    def gpt(self, think: str | None, text: str, *calls: tuple[str, dict[str, Any], Any]) -> None:
+        parts = []
+        if think:
+            parts.append(tagged("think", think))
+        if text:
+            parts.append(text)
+        for name, args, result in calls:
+            call = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
+            parts.append(tagged("tool_call", call))
+            self.pending.append((name, result))
+        self.turns.append({"from": "gpt", "value": "\n".join(parts)})
+        self.roles.append("assistant")
+        self.tool_calls += len(calls)
+        if self.pending:
+            blocks = []
+            for name, result in self.pending:
+                body = {"tool_call_id": self.ids.call(), "name": name, "content": result}
+                blocks.append(tagged("tool_response", json.dumps(body, ensure_ascii=False)))
+                self.roles.append("tool")
+            self.turns.append({"from": "tool", "value": "\n".join(blocks)})
+            self.pending = []
+
+    def entry(self, prompt_index: int, model: str, stamp: str) -> dict[str, Any]:
+        entry: dict[str, Any] = fill(
+            _RECORDS["sharegpt_entry"],
+            prompt_index=prompt_index,
+            turns=self.turns,
+            tools=json.dumps(SHAREGPT_TOOLS, ensure_ascii=False),
+            model=model,
+            stamp=stamp,
+            api_calls=self.roles.count("assistant"),
+        )
+        return entry
+
+    def manifest(self) -> dict[str, Any]:
+        counts = roles_counts(self.roles, self.tool_calls)
+        messages = {"messages": counts.pop("messages"), "raw_turns": len(self.turns)}
+        return {**messages, **counts, "compactions": self.compactions, "images": 0}

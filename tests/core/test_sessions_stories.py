@@ -1,0 +1,346 @@
+"""The sample generator's stories are data: ``scripts/samples/data`` holds what they quote,
+``data/stories/*.jsonl`` the steps, and ``samples.stories.steps`` resolves the values inside
+steps. (That the replayed stories write exactly the committed samples is
+``test_sessions_generated``'s ``--check``.)"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "scripts"
+DATA = SCRIPTS / "samples" / "data"
+
+
+@pytest.fixture(scope="module")
+def steps() -> Any:
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.stories import steps as module
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    return module
+
+
+class _Tools:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+
+    def read(self, path: str, line: int = 1) -> str:
+        self.calls.append(("read", (path, line)))
+        return f"<{path}:{line}>"
+
+
+def test_values_resolve_files_refs_tools_and_parts(steps: Any) -> None:
+    class Story(steps.Values):
+        def part(self, part: dict[str, Any]) -> str:
+            return f"[{part['run']}]"
+
+    tools = _Tools()
+    story = Story(tools)
+    story.names["t1"] = "toolu_01"
+    step = {
+        "file": {"$file": "text/codex_agents.txt"},
+        "ref": {"$ref": "t1"},
+        "tool": {"$tool": ["read", "a.py", 3]},
+        "joined": {"$": ["head ", {"run": "tests"}, " ", {"$tool": ["read", "b.py"]}]},
+        "plain": {"$x": 1, "y": [{"$ref": "t1"}]},
+    }
+    got = story.resolve(step)
+    assert got["file"] == (DATA / "text" / "codex_agents.txt").read_bytes().decode("utf-8")
+    assert got["ref"] == "toolu_01"
+    assert got["tool"] == "<a.py:3>"
+    assert got["joined"] == "head [tests] <b.py:1>"
+    assert got["plain"] == {"$x": 1, "y": ["toolu_01"]}
+    # left to right, depth first: the order the story's draws and edits happened in
+    assert tools.calls == [("read", ("a.py", 3)), ("read", ("b.py", 1))]
+
+
+def test_tool_values_take_keyword_arguments(steps: Any) -> None:
+    """``{"$tool": [name, *args], "kw": {...}}``: the Hermes stories' calls with options."""
+    tools = _Tools()
+    story = steps.Values(tools)
+    story.names["n"] = 7
+    assert story.resolve({"$tool": ["read", "a.py"], "kw": {"line": {"$ref": "n"}}}) == "<a.py:7>"
+    assert tools.calls == [("read", ("a.py", 7))]
+
+
+def test_hermes_stories_are_log_calls_replayed_by_the_shared_engine(steps: Any) -> None:
+    """user/assistant steps are HermesLog calls (their arguments a list) run by LogStory."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.stories.hermes_steps import HermesStory
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    assert issubclass(HermesStory, steps.LogStory)
+    for name in ("demo", "gateway", "state_db"):
+        text = (DATA / "stories" / f"{name}.jsonl").read_bytes().decode("utf-8")
+        for line in text.split("\n")[:-1]:
+            step = json.loads(line)
+            if next(iter(step)) in ("user", "assistant"):
+                assert isinstance(next(iter(step.values())), list), (name, line[:80])
+                assert set(step) <= {"user", "assistant", "kw"}, (name, line[:80])
+
+
+def test_log_story_calls_writer_methods_and_names_results(steps: Any) -> None:
+    class Log:
+        def __init__(self) -> None:
+            self.seen: list[Any] = []
+            self.prompt = 0
+
+        def say(self, text: str, **kw: Any) -> list[str]:
+            self.seen.append((text, kw))
+            return [f"id{len(self.seen)}"]
+
+    class Ids:
+        def call(self) -> str:
+            return "call_9"
+
+    log = Log()
+    story = steps.LogStory({"main": log}, None, Ids())
+    for step in (
+        {"say": ["hello"], "kw": {"loud": True}, "as": ["s1"]},
+        {"set": ["prompt", 12]},
+        {"ids": "call", "as": "c1"},
+        {"say": [{"$ref": "s1"}]},
+        {"say": [{"$ref": "c1"}]},
+    ):
+        story.play(step)
+    assert log.seen == [("hello", {"loud": True}), ("id1", {}), ("call_9", {})]
+    assert log.prompt == 12
+
+
+def test_every_story_file_is_json_lines_of_single_kind_steps() -> None:
+    stories = sorted((DATA / "stories").glob("*.jsonl"))
+    assert {p.stem for p in stories} >= {"demo", "claude_code", "codex", "openai", "anthropic"}
+    for path in stories:
+        text = path.read_bytes().decode("utf-8")
+        assert text.endswith("\n"), path.name
+        for line in text.split("\n")[:-1]:
+            step = json.loads(line)
+            assert isinstance(step, dict) and step, (path.name, line[:80])
+
+
+def test_claude_code_steps_are_log_calls_replayed_by_the_shared_engine(steps: Any) -> None:
+    """The Claude Code story runs on the generic LogStory: every step but its three own
+    (``patch``, ``save_tip``, ``set_line``) is a ClaudeCodeLog method or a LogStory step."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.stories.claude_code import ClaudeCodeStory
+        from samples.writers import ClaudeCodeLog
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    assert issubclass(ClaudeCodeStory, steps.LogStory)
+    own = {"patch", "save_tip", "set_line", "ids", "set"}
+    text = (DATA / "stories" / "claude_code.jsonl").read_bytes().decode("utf-8")
+    for line in text.split("\n")[:-1]:
+        kind = next(iter(json.loads(line)))
+        assert kind in own or callable(getattr(ClaudeCodeLog, kind, None)), kind
+
+
+def test_every_data_file_is_used_by_the_generator() -> None:
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (SCRIPTS / "samples").rglob("*.py"))
+    stories = "\n".join(p.read_text(encoding="utf-8") for p in (DATA / "stories").glob("*.jsonl"))
+    quoted = set(re.findall(r'"\$file": "([^"]+)"', stories))
+    for path in DATA.rglob("*"):
+        if not path.is_file():
+            continue
+        name = path.relative_to(DATA).as_posix()
+        if name.startswith("ledgerline/") and name.removeprefix("ledgerline/") in code:
+            continue  # a project file, read by its path (PROJECT_FILES, ...)
+        stem = name.removeprefix("stories/").removesuffix(".jsonl")
+        used = name in code or name in quoted or f'"{stem}"' in code
+        assert used, f"{name} is not read by the generator"
+
+
+def test_make_sessions_runs_as_a_script_from_anywhere(tmp_path: Path) -> None:
+    # scripts/make_sessions.py finds its package (scripts/samples) whatever the cwd.
+    out = subprocess.run(
+        [sys.executable, str(SCRIPTS / "make_sessions.py"), "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "--check" in out.stdout
+
+
+def test_shapes_are_shared_by_both_generators() -> None:
+    # One spelling of each native shape: benchmarks/gen.py and the sample writers use it.
+    from benchmarks import gen
+    from scripts.samples import shapes
+
+    assert gen.shapes is shapes
+    writers = (SCRIPTS / "samples" / "writers.py").read_text(encoding="utf-8")
+    assert "from .shapes import" in writers
+    plain = shapes.tool_result_block("t1", "out")
+    assert list(plain) == ["type", "tool_use_id", "content"]
+    cc = shapes.tool_result_block("t1", "out", False, claude_code=True)
+    assert list(cc) == ["tool_use_id", "type", "content", "is_error"]
+    assert shapes.tagged("think", "x") == "<think>\nx\n</think>"
+    assert shapes.codex_message("user", "hi", "data:x")["content"][1] == {
+        "type": "input_image",
+        "image_url": "data:x",
+    }
+
+
+def test_bug_reports_are_data_that_quote_the_current_source() -> None:
+    # data/bugs.txt: the reports are text; «line»/«frame» read the file as it is now.
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.bugs import _parse
+        from samples.project import Repo
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    text = (
+        "@@ bug b1 error\n@@ test t.py::a\n@@ short Boom\n@@ where\nm.py:«line m.py|x = 1»: E\n"
+        "@@ block\nhead\n\n«frame m.py|x = 1»\nE       Boom\n@@ bug b2\n@@ test t.py::b\n"
+        "@@ short ok\n@@ where\n\n@@ block\n"
+    )
+    b1, b2 = _parse(text)
+    assert (b1.key, b1.error, b1.tests, b2.error, b2.tests) == (
+        "b1",
+        True,
+        ("t.py::a",),
+        False,
+        ("t.py::b",),
+    )
+    repo = Repo({"m.py": "def f():\n    x = 1\n"})
+    assert b1.render(repo, "t.py::a") == (
+        "head\n\n    def f():\n>       x = 1\nE       Boom",
+        "m.py:2: E",
+        "Boom",
+    )
+    repo.patch("m.py", "def f():\n", "def f():\n    y = 0\n")
+    assert b1.render(repo, "t.py::a")[1] == "m.py:3: E"
+    assert b2.render(repo, "t.py::b") == ("", "", "ok")
+
+
+def test_manifest_rules_are_data_one_per_sample() -> None:
+    rules = json.loads((DATA / "rules.json").read_text(encoding="utf-8"))
+    manifest = json.loads((ROOT / "sessions" / "manifest.json").read_text(encoding="utf-8"))
+    assert list(rules) == list(manifest["files"])
+    for name, entry in manifest["files"].items():
+        assert list(entry)[:2] == ["format", "rule"] and entry["rule"] == rules[name]
+
+
+def test_agent_records_are_templates_filled_by_name() -> None:
+    # data/agent_records.json: fixed record shapes; "$name" strings are filled in, whole.
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.common import fill
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    got = fill({"a": "$x", "b": ["$y", "lit", 3], "$k": {"c": "$x"}}, x={"v": "$y"}, y=2)
+    assert got == {"a": {"v": "$y"}, "b": [2, "lit", 3], "$k": {"c": {"v": "$y"}}}
+    with pytest.raises(KeyError):
+        fill(["$missing"])
+    spread = fill({"a": 1, "...more": None, "z": "$x"}, more={"b": 2, "c": 3}, x=0)
+    assert list(spread.items()) == [("a", 1), ("b", 2), ("c", 3), ("z", 0)]
+    records = json.loads((DATA / "agent_records.json").read_text(encoding="utf-8"))
+    assert {"gemini-cli", "cline", "opencode", "mini-swe-agent"} <= set(records)
+
+
+def test_noise_draws_its_length_then_the_bytes() -> None:
+    """``common.noise`` keeps the random draws of the loops it replaced (length first)."""
+    import random
+
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.common import noise
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    a, b = random.Random(7), random.Random(7)
+    expected = bytes(b.getrandbits(8) for _ in range(b.randint(180, 320)))
+    assert noise(a, 180, 320) == expected
+    assert a.random() == b.random()
+
+
+def test_pasted_screenshots_are_the_png_data_files() -> None:
+    """The screenshots in the samples are data/images/*.png, byte for byte."""
+    import base64
+
+    images = {p.stem: p.read_bytes() for p in (DATA / "images").glob("*.png")}
+    assert set(images) == {
+        "demo_ci_dashboard",
+        "demo_invoice",
+        "openai_ci_dashboard",
+        "anthropic_invoice",
+    }
+    sessions = "\n".join(
+        (ROOT / "sessions" / n).read_text(encoding="utf-8")
+        for n in ("demo.json", "openai-chat.json", "anthropic-messages.json")
+    )
+    for name, png in images.items():
+        assert png.startswith(b"\x89PNG\r\n\x1a\n"), name
+        assert base64.b64encode(png).decode() in sessions, name
+
+
+def test_write_db_writes_the_same_bytes_for_the_same_rows(tmp_path: Path) -> None:
+    """One SQLite writer serves state.db and opencode.db: fresh file, VACUUMed."""
+    import sqlite3
+
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.common import write_db
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    schema = "CREATE TABLE t (a INTEGER, b TEXT);"
+    first, second = tmp_path / "a.db", tmp_path / "b.db"
+    second.write_bytes(b"stale")
+    for path in (first, second):
+        write_db(path, schema, {"t": [(1, "x"), (2, "y")]}, "PRAGMA page_size=4096")
+    assert first.read_bytes() == second.read_bytes()
+    con = sqlite3.connect(second)
+    assert con.execute("SELECT * FROM t").fetchall() == [(1, "x"), (2, "y")]
+    con.close()
+
+
+def test_claude_code_log_counts_excluded_lines_under_the_manifest_keys() -> None:
+    """Sidechain and abandoned-branch messages and lines are counted under the manifest's
+    own keys, so the entry takes ``excluded`` as it is."""
+    import random
+    from datetime import UTC, datetime
+
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        from samples.common import Clock, Ids
+        from samples.writers import ClaudeCodeLog
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    rng = random.Random(3)
+    log = ClaudeCodeLog(Ids(rng), Clock(datetime(2025, 1, 1, tzinfo=UTC), rng), "s")
+    log.prompt("main")
+    log.sidechain = True
+    log.prompt("sub")
+    log.sidechain, log.counting = False, False
+    log.prompt("abandoned")
+    log.prompt("abandoned again")
+    assert log.roles == ["user"]
+    assert log.excluded == {
+        "sidechain_messages": 1,
+        "sidechain_lines": 1,
+        "abandoned_branch_messages": 2,
+        "abandoned_branch_lines": 2,
+    }
+
+
+def test_state_db_session_facts_are_data() -> None:
+    """hermes-state.db's two sessions take their ids, parents, end reasons and titles from
+    data/state_sessions.json."""
+    import sqlite3
+
+    fixed = json.loads((DATA / "state_sessions.json").read_text(encoding="utf-8"))
+    con = sqlite3.connect(f"file:{ROOT / 'sessions' / 'hermes-state.db'}?mode=ro", uri=True)
+    rows = con.execute(
+        "SELECT id, parent_session_id, end_reason, title FROM sessions ORDER BY started_at"
+    ).fetchall()
+    con.close()
+    assert [tuple(s.values()) for s in fixed] == rows
