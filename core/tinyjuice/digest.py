@@ -366,7 +366,7 @@ def _one_line(text: str) -> str:
 _CLIP_READ = 16_384
 
 
-def _clip(text: str, limit: int) -> str:
+def _clip_end(text: str, limit: int) -> str:
     flat = _one_line(text)
     if len(flat) <= limit:
         return flat
@@ -435,7 +435,7 @@ def _terminal(name: str, args: Any, out: _Output) -> str:
     if raw is None and isinstance(args, str):
         raw = args
     cmd = _command_text(raw)
-    what = f"ran `{_clip(cmd, _CMD_CHARS)}`" if cmd else "ran a command"
+    what = f"ran `{_clip_end(cmd, _CMD_CHARS)}`" if cmd else "ran a command"
     workdir = _first(args, "workdir", "cwd", "working_directory")
     if isinstance(workdir, str):
         what += f" in {_clip_middle(workdir, 60)}"
@@ -523,7 +523,7 @@ def _search(name: str, args: Any, out: _Output) -> str:
         label = "search"
     what = label
     if pattern is not None:
-        what += f" for {_quote(_clip(str(pattern), _PATTERN_CHARS))}"
+        what += f" for {_quote(_clip_end(str(pattern), _PATTERN_CHARS))}"
     if isinstance(path, str):
         what += f" in {_clip_middle(path, 60)}"
 
@@ -563,7 +563,7 @@ def _search(name: str, args: Any, out: _Output) -> str:
     status = _status(out, show_exit=False)
     line = f"[{name}] {what} -> {', '.join([*status, count, _plural(_byte_len(out.body), 'byte')])}"
     if evidence:
-        line += "; top: " + " | ".join(_clip(e, _EVIDENCE_CHARS) for e in evidence)
+        line += "; top: " + " | ".join(_clip_end(e, _EVIDENCE_CHARS) for e in evidence)
     return line
 
 
@@ -577,7 +577,9 @@ def _web(name: str, args: Any, out: _Output) -> str:
     else:
         query = _first(args, "query", "q", "search_term", "prompt")
         what = (
-            f"searched {_quote(_clip(str(query), _PATTERN_CHARS))}" if query else "fetched a page"
+            f"searched {_quote(_clip_end(str(query), _PATTERN_CHARS))}"
+            if query
+            else "fetched a page"
         )
     return f"[{name}] {what} -> {_tail(out, show_exit=False)}"
 
@@ -586,14 +588,14 @@ def _delegate(name: str, args: Any, out: _Output) -> str:
     goal = _first(args, "description", "goal", "task", "prompt", "instructions", "message")
     if goal is None and isinstance(args, str):
         goal = args
-    what = f"delegated {_quote(_clip(str(goal), _GOAL_CHARS))}" if goal else "delegated a task"
+    what = f"delegated {_quote(_clip_end(str(goal), _GOAL_CHARS))}" if goal else "delegated a task"
     agent = _first(args, "subagent_type", "agent", "agent_type", "role")
     if isinstance(agent, str):
-        what += f" to {_clip(agent, 40)}"
+        what += f" to {_clip_end(agent, 40)}"
     extra: list[str] = []
     status = _first(out.doc, "status", "state") if out.doc is not None else None
     if isinstance(status, str):
-        extra.append(f"status {_clip(status, 20)}")
+        extra.append(f"status {_clip_end(status, 20)}")
     return f"[{name}] {what} -> {_tail(out, show_exit=False, extra=extra)}"
 
 
@@ -604,16 +606,16 @@ _ID_KEYS = (
 
 def _process(name: str, args: Any, out: _Output) -> str:
     action = _first(args, "action", "operation", "op", "mode")
-    what = _clip(str(action), 30) if action is not None else "call"
+    what = _clip_end(str(action), 30) if action is not None else "call"
     for key in _ID_KEYS:
         value = _first(args, key)
         if value is not None and not isinstance(value, dict | list):
-            what += f" {key}={_clip(str(value), 40)}"
+            what += f" {key}={_clip_end(str(value), 40)}"
             break
     extra: list[str] = []
     status = _first(out.doc, "status", "state") if out.doc is not None else None
     if isinstance(status, str):
-        extra.append(f"status {_clip(status, 20)}")
+        extra.append(f"status {_clip_end(status, 20)}")
     return f"[{name}] {what} -> {_tail(out, show_exit=False, extra=extra)}"
 
 
@@ -636,7 +638,7 @@ def _edit(name: str, args: Any, out: _Output) -> str:
     else:
         where = "a file"
     command = _first(args, "command")
-    verb = _clip(str(command), 20) if isinstance(command, str) else "edited"
+    verb = _clip_end(str(command), 20) if isinstance(command, str) else "edited"
     return f"[{name}] {verb} {where} -> {_tail(out, show_exit=False)}"
 
 
@@ -653,10 +655,12 @@ def _generic(name: str, args: Any, out: _Output) -> str:
         ]
         scalars.sort(key=lambda kv: 0 if _PREFERRED_ARG.search(kv[0]) else 1)  # stable
         for k, v in scalars[:3]:
-            value = _quote(_clip(v, _ARG_CHARS)) if isinstance(v, str) else orjson.dumps(v).decode()
-            shown.append(f"{_clip(k, 30)}={value}")
+            value = (
+                _quote(_clip_end(v, _ARG_CHARS)) if isinstance(v, str) else orjson.dumps(v).decode()
+            )
+            shown.append(f"{_clip_end(k, 30)}={value}")
     elif isinstance(args, str) and args.strip():
-        shown.append(_quote(_clip(args, _ARG_CHARS)))
+        shown.append(_quote(_clip_end(args, _ARG_CHARS)))
     what = (" " + ", ".join(shown)) if shown else ""
     return f"[{name}]{what} -> {_tail(out, show_exit=False)}"
 
@@ -696,7 +700,7 @@ def digest_line(
         [read_file] read src/app.py lines 1-120 -> 120 lines, 5,230 bytes
         [Grep] content search for 'TODO' in src -> 14 matches, 900 bytes; top: a.py:3: ...
     """
-    name = _clip(tool_name, 60) if tool_name else "tool"
+    name = _clip_end(tool_name, 60) if tool_name else "tool"
     args = _args_value(arguments)
     kind = tool_kind(tool_name, args)
     return _RENDER[kind](name, args, _inspect(output, is_error))
@@ -723,7 +727,7 @@ class _Names:
         seen = self._seen.get(tool_name)
         if seen is None:
             kind = None if _depends_on_arguments(tool_name) else tool_kind(tool_name)
-            seen = self._seen[tool_name] = (_clip(tool_name, 60), kind)
+            seen = self._seen[tool_name] = (_clip_end(tool_name, 60), kind)
         return seen
 
 

@@ -1,7 +1,7 @@
 """Small text helpers: one line, cut to a length at the end or in the middle.
 
 These do not redact. Clips that may cut a secret in half go through
-:func:`tinyjuice.redact.redact_clip` around them (``digest._clip``,
+:func:`tinyjuice.redact.redact_clip` around them (``digest._clip_end``,
 ``summary.fallback._one_line``).
 """
 

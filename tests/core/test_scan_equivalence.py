@@ -51,7 +51,7 @@ from tinyjuice.summary.fallback import (
     FactsMemo,
     TextRedactor,
     _call_summary,
-    _clip,
+    _clip_lines,
     _collect,
     _Collector,
     _errors_in,
@@ -173,7 +173,7 @@ def _reference_collect(middle: Sequence[Message], last_turns: int) -> _Collector
         text = m.text
         real = m.is_real_user and not m.meta.generated_by and not is_summary_message(m)
         if real and text.strip():
-            asks.append(_clip(text, _ASK_CHARS))
+            asks.append(_clip_lines(text, _ASK_CHARS))
         if text:
             for p in _paths_in(text):
                 out.add("paths", p)

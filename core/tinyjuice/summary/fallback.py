@@ -186,7 +186,7 @@ def _one_line(text: str, limit: int) -> str:
     return redact_clip(text[: max(_CLIP_READ, 4 * limit)], lambda r: one_line(r, limit))
 
 
-def _clip(text: str, limit: int) -> str:
+def _clip_lines(text: str, limit: int) -> str:
     """Multi-line (a user's ask keeps its lines), redacted, the cut counted in characters."""
     text = text.strip()
     if len(text) <= limit:
@@ -389,7 +389,7 @@ def _extract(
             and not is_summary_message(m)
             and text.strip()
         ):
-            ask = _clip(text, _ASK_CHARS)
+            ask = _clip_lines(text, _ASK_CHARS)
         if role is tool_role:
             name = m.tool_name
             if name:
@@ -705,7 +705,7 @@ def _allocate(
                     used += cost
                 elif key == "asks" and i == 0 and room - used > 40:
                     # The newest ask never disappears entirely: keep as much as fits.
-                    clipped = _clip(picked[key][0], (room - used) * 3)
+                    clipped = _clip_lines(picked[key][0], (room - used) * 3)
                     picked[key][0] = clipped
                     taken[key][0] = True
                     used += counter.count(_bullet(clipped)) + 1

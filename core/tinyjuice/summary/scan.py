@@ -114,7 +114,7 @@ def _accept_path(raw: str) -> str | None:
     return p  # a bare name with a known extension, or a dotfile
 
 
-#: What a clipped text ends with (``_clip`` here and in digests).
+#: What a clipped text ends with (``_clip_lines`` here and ``_clip_end`` in digests).
 _CLIPPED = "…"
 
 
