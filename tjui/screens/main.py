@@ -38,6 +38,7 @@ from tinyjuice.store import CommitRecord, LoadedSource, SourceKind, load_source
 from tinyjuice.subagents import Subagent, list_subagents, open_subagent
 from tinyjuice.tokens import (
     RoughCounter,
+    TokenCounter,
     TranscriptTokens,
     count_transcript,
     default_counter,
@@ -395,14 +396,7 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
             live_tokens = stored.tail(split.start)
             history = stored.per_message[: split.start]
             self.post_message(self.Loaded(live, live_tokens, split, history, estimated=False))
-            session = InspectorSession.build(
-                live,
-                live_tokens,
-                default_counter(),
-                context_window=req.context_window,
-                split=split,
-                subagents=len(subagents),
-            )
+            session = self._session(live, live_tokens, default_counter(), split, len(subagents))
             self.post_message(self.SessionReady(session))
             if first is None:
                 firstpaint.remember(req, identity, session, history)
@@ -425,14 +419,7 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
         history = rough.per_message[: split.start]
         self.post_message(self.Loaded(live, rough.tail(split.start), split, history))
         # 2. ...then the boundary index, plan and breakdown...
-        session = InspectorSession.build(
-            live,
-            rough.tail(split.start),
-            rough_counter,
-            context_window=req.context_window,
-            split=split,
-            subagents=subagents,
-        )
+        session = self._session(live, rough.tail(split.start), rough_counter, split, subagents)
         self.post_message(self.SessionReady(session))
         # 3. ...and refine to exact counts without holding up input.
         counter = default_counter()
@@ -445,15 +432,27 @@ class MainScreen(ForwardWorkerErrors, Screen[None]):
             self.post_message(self.HistoryCounted(exact.per_message[: split.start]))
             if firstpaint.wanted(req, identity):
                 # What the next open's full load will show: planned on the exact counts.
-                warm = InspectorSession.build(
-                    live,
-                    exact.tail(split.start),
-                    counter,
-                    context_window=req.context_window,
-                    split=split,
-                    subagents=subagents,
-                )
+                warm = self._session(live, exact.tail(split.start), counter, split, subagents)
                 firstpaint.remember(req, identity, warm, exact.per_message[: split.start])
+
+    def _session(
+        self,
+        live: Transcript,
+        tokens: TranscriptTokens,
+        counter: TokenCounter,
+        split: LiveSplit,
+        subagents: int,
+    ) -> InspectorSession:
+        """The inspector session of a load: the live context, its counts, the request's
+        window."""
+        return InspectorSession.build(
+            live,
+            tokens,
+            counter,
+            context_window=self.request.context_window,
+            split=split,
+            subagents=subagents,
+        )
 
     def show_failure(self, worker: Worker[Any]) -> bool:
         """A failure opens the App's error dialog; a failed load first hides the bar."""
