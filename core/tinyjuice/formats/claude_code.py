@@ -876,14 +876,17 @@ def read(source: Source, options: LoadOptions) -> Transcript:
         warnings.append(f"{linked} line(s) without parentUuid follow the previous line")
     nodes = tree.nodes.values()
     on_path = chain.uuids
+    # What only an extension reads (the tree's ids and results) is built for a followed
+    # file alone: a plain load never extends its reading.
+    follow = kept is not None and source.kind == "jsonl" and bool(lines)
     state = _State(
         lenient=options.lenient,
         count=len(lines),
         last=lines[-1] if lines else JsonLine(0, None),
         bad=len(parse_bad),
         head_warnings=warnings,
-        uuids=set(tree.nodes),
-        parents={ln.parent for ln in nodes if ln.parent},
+        uuids=set(tree.nodes) if follow else set(),
+        parents={ln.parent for ln in nodes if ln.parent} if follow else set(),
         chain=chain,
         groups=tree.groups,
         names=names,
@@ -893,8 +896,10 @@ def read(source: Source, options: LoadOptions) -> Transcript:
             for ln in nodes
             if not ln.sidechain and (ln.uuid or "") not in on_path
             for i in ln.result_ids
-        },
-        all_results={i for ln in parsed for i in ln.result_ids},
+        }
+        if follow
+        else set(),
+        all_results={i for ln in parsed for i in ln.result_ids} if follow else set(),
         messages=messages,
         usage=usage,
         events=events,
@@ -907,7 +912,7 @@ def read(source: Source, options: LoadOptions) -> Transcript:
         skipped=skipped,
         path=str(source.path),
     )
-    if kept is not None and source.kind == "jsonl" and lines:
+    if follow and kept is not None:
         kept[_STATE] = state
     return _transcript(state)
 
