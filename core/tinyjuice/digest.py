@@ -879,7 +879,8 @@ def digest_tool_results(
 
 
 #: Digests remembered across calls on one transcript: ``id(result) → (result, its call,
-#: digest text, digest message or None when not shorter)`` (see digest_tool_results).
+#: digest text, digest message or None when not shorter)`` (see digest_tool_results);
+#: under ``-id(result)``, its last duplicate pointer ``(result, None, text, message)``.
 DigestMemo = dict[int, tuple[Message, ToolCall | None, str, Message | None]]
 
 #: A tool result to digest: its index, its text and its call (None: missing).
@@ -953,6 +954,16 @@ def _digest_candidates(
             )
             change: Literal["digest", "duplicate"] = "duplicate"
             digested = None
+            if memo is not None:
+                # Remembered under -id (ids are positive): the same pointer written on the
+                # last run is the same object, so what is keyed by identity downstream
+                # (token counts, rules, redaction) does not grow on every run.
+                dup = memo.get(-id(msg))
+                if dup is not None and dup[0] is msg and dup[2] == new_text:
+                    digested = dup[3]
+                elif len(new_text) < len(text):
+                    digested = _with_text(msg, new_text)
+                    memo[-id(msg)] = (msg, None, new_text, digested)
         else:
             hit = memo.get(id(msg)) if memo is not None else None
             if hit is not None and hit[0] is msg and hit[1] is call:

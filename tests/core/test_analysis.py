@@ -155,6 +155,30 @@ def test_digest_memo_gives_what_a_fresh_digest_gives(tmp_path: Path, seed: int) 
     assert memo
 
 
+@pytest.mark.parametrize("seed", [5])
+def test_digest_memo_remembers_duplicate_pointers_by_text(tmp_path: Path, seed: int) -> None:
+    """A de-duplicated result's pointer is the same object on the next run (so memos
+    keyed by identity downstream do not grow), and is written afresh when its newest
+    copy moved (another pointer text)."""
+    from tinyjuice.digest import DigestMemo, digest_tool_results
+
+    msgs = load(_generated(tmp_path, 600, seed)).messages
+    memo: DigestMemo = {}
+    first = digest_tool_results(msgs, protect_from=500, memo=memo)
+    dups = [r.index for r in first.records if r.kind == "duplicate"]
+    assert dups
+    again = digest_tool_results(msgs, protect_from=500, memo=memo)
+    assert again == first
+    assert all(again.messages[i] is first.messages[i] for i in dups)
+    size = len(memo)
+    digest_tool_results(msgs, protect_from=500, memo=memo)
+    assert len(memo) == size  # nothing new remembered for the same run
+    # The same results one place earlier: each pointer names another index.
+    for shifted in (msgs[1:], msgs, msgs[2:]):
+        fresh = digest_tool_results(shifted, protect_from=490)
+        assert digest_tool_results(shifted, protect_from=490, memo=memo) == fresh
+
+
 def test_rules_memo_gives_what_a_fresh_scan_gives() -> None:
     from tinyjuice.survival import RulesMemo, find_rules
 
