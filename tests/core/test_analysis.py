@@ -213,6 +213,13 @@ def test_appendix_id_hashed_in_pieces_equals_the_id_of_the_built_appendix() -> N
         lambda: calls.pop(0),  # the fill takes them back
         lambda: calls.pop(0),
         lambda: calls.pop(0),
+        # A category before the ones that change: the hash states kept after it are stale.
+        lambda: left["paths"].__setitem__(0, "src/v.py"),
+        lambda: left["paths"].append("s/t.md"),
+        lambda: left["artifacts"].append("wrote a.py"),  # a new first category
+        lambda: left["digests"].append("read x"),  # a new last one (the rest reused)
+        lambda: left["digests"].clear(),  # the last one gone: the kept prefix is the id
+        lambda: left["artifacts"].clear(),
         lambda: left["paths"].clear(),
         lambda: calls.__setitem__(1, "other"),  # neither a tail nor a head: hashed afresh
         lambda: left["urls"].append("https://x.y/z"),
