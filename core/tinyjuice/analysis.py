@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tinyjuice.digest import DigestMemo
+from tinyjuice.digest import DigestMemo, OutcomeMemo
 from tinyjuice.model import Message
 from tinyjuice.redact import redact_messages
 from tinyjuice.summary.fallback import TextRedactor
@@ -38,6 +38,8 @@ class TranscriptAnalysis:
         self.error_lines: dict[int, tuple[Message, Message, Message]] = {}
         #: Each tool result's digest (tinyjuice.digest.digest_tool_results).
         self.digests: DigestMemo = {}
+        #: Each tool result's outcome in the digest pass (tinyjuice.digest.OutcomeMemo).
+        self.digest_outcomes: OutcomeMemo = {}
         self._derived: dict[int, tuple[Message, Message, Message]] = {}
         #: The last tokens_by_id: its two sequences, their lengths and the result.
         self._by_id: (

@@ -1201,6 +1201,7 @@ def _step_prune(
         shrink_args_over=opts.shrink_args_over,
         shrink_args_to=opts.shrink_args_to,
         memo=None if run.analysis is None else run.analysis.digests,
+        outcomes=None if run.analysis is None else run.analysis.digest_outcomes,
     )
     w.digests = tuple(r for r in dres.records if start <= r.index < end)
     pruned = list(dres.messages[start:end])

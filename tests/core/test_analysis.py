@@ -101,6 +101,7 @@ def test_preview_sequences_with_and_without_analysis_are_identical(
     assert analysis.redact_text.memo  # and its text redaction was remembered
     assert analysis.redact_text.paths  # and the paths found in each text
     assert analysis.digests  # and each tool result's digest
+    assert analysis.digest_outcomes  # and its outcome
     assert analysis._tokens  # and the token counts of the digests written
     assert any(r is not d for _, d, r in analysis.error_lines.values())  # error lines
     remembered = analysis.redact_text
@@ -177,6 +178,47 @@ def test_digest_memo_remembers_duplicate_pointers_by_text(tmp_path: Path, seed: 
     for shifted in (msgs[1:], msgs, msgs[2:]):
         fresh = digest_tool_results(shifted, protect_from=490)
         assert digest_tool_results(shifted, protect_from=490, memo=memo) == fresh
+
+
+@pytest.mark.parametrize("seed", [5])
+def test_digest_outcome_memo_gives_what_a_fresh_digest_gives(tmp_path: Path, seed: int) -> None:
+    """Each part of an outcome's key matters: the result's index, its call, its newest
+    copy's index and that copy's call id."""
+    from dataclasses import replace
+
+    from tinyjuice.digest import DigestMemo, OutcomeMemo, digest_tool_results
+
+    msgs = list(load(_generated(tmp_path, 600, seed)).messages)
+    first = digest_tool_results(msgs, protect_from=500)
+    dup = next(r for r in first.records if r.kind == "duplicate" and r.ref_index)
+    assert dup.ref_index is not None
+    dig = next(r for r in first.records if r.kind == "digest" and r.call_id)
+    at = next(j for j in range(dig.index) if any(c.id == dig.call_id for c in msgs[j].tool_calls))
+    recalled = list(msgs)  # the same call id, other arguments (a new call object)
+    recalled[at] = replace(
+        msgs[at],
+        tool_calls=tuple(
+            replace(c, arguments='{"command": "ls other", "file_path": "o/t.py"}')
+            if c.id == dig.call_id
+            else c
+            for c in msgs[at].tool_calls
+        ),
+    )
+    renamed = list(msgs)  # the newest copy answers another call id
+    renamed[dup.ref_index] = replace(msgs[dup.ref_index], tool_call_id="call-renamed")
+    trimmed = msgs[: dup.ref_index] + msgs[dup.ref_index + 1 :]  # the newest copy gone
+    k = dup.index + 1  # the duplicate one place earlier, its newest copy where it was
+    moved = [*msgs[1:k], msgs[0], *msgs[k:]]
+    memo: DigestMemo = {}
+    outcomes: OutcomeMemo = {}
+    for variant in (msgs, msgs[1:], msgs, recalled, msgs, renamed, msgs, trimmed, msgs, moved):
+        for protect_from in (500, 300):
+            fresh = digest_tool_results(variant, protect_from=protect_from)
+            reused = digest_tool_results(
+                variant, protect_from=protect_from, memo=memo, outcomes=outcomes
+            )
+            assert reused == fresh
+    assert outcomes
 
 
 def test_rules_memo_gives_what_a_fresh_scan_gives() -> None:
@@ -381,6 +423,7 @@ def test_a_repeated_preview_sequence_remembers_nothing_new(tmp_path: Path) -> No
         return (
             len(analysis._tokens),
             len(analysis.digests),
+            len(analysis.digest_outcomes),
             len(analysis._derived),
             len(analysis.redact_text.rules),
         )
