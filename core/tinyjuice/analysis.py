@@ -10,9 +10,9 @@ its own beyond the results, and only for the messages it was asked about).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from tinyjuice.digest import DigestMemo
+from tinyjuice.digest import DigestMemo, OutcomeMemo
 from tinyjuice.model import Message
 from tinyjuice.redact import redact_messages
 from tinyjuice.summary.fallback import TextRedactor
@@ -38,7 +38,13 @@ class TranscriptAnalysis:
         self.error_lines: dict[int, tuple[Message, Message, Message]] = {}
         #: Each tool result's digest (tinyjuice.digest.digest_tool_results).
         self.digests: DigestMemo = {}
+        #: Each tool result's outcome in the digest pass (tinyjuice.digest.OutcomeMemo).
+        self.digest_outcomes: OutcomeMemo = {}
         self._derived: dict[int, tuple[Message, Message, Message]] = {}
+        #: The last tokens_by_id: its two sequences, their lengths and the result.
+        self._by_id: (
+            tuple[Sequence[Message], Sequence[int], tuple[int, int], dict[int, int]] | None
+        ) = None
         #: Text redaction of the fallback summary's items (a pure function, remembered).
         self.redact_text = TextRedactor()
 
@@ -101,5 +107,43 @@ class TranscriptAnalysis:
         if hit is not None and hit[0] is message and hit[1] is counter:
             return hit[2]
         n = message_tokens(message, counter)
-        self._tokens[id(message)] = (message, counter, n)
+        if message.meta.generated_by != "summary":
+            # A summary is written afresh for each middle: kept, it would only pile up.
+            self._tokens[id(message)] = (message, counter, n)
         return n
+
+    def tokens_of(
+        self, messages: Sequence[Message], counter: TokenCounter, known: Mapping[int, int]
+    ) -> list[int]:
+        """Each message's count: ``known[id(m)]`` when there, else :meth:`message_tokens`."""
+        memo = self._tokens
+        out: list[int] = []
+        append = out.append
+        for m in messages:
+            k = id(m)
+            n = known.get(k)
+            if n is None:
+                hit = memo.get(k)
+                if hit is not None and hit[0] is m and hit[1] is counter:
+                    n = hit[2]
+                else:
+                    n = self.message_tokens(m, counter)
+            append(n)
+        return out
+
+    def tokens_by_id(
+        self, messages: Sequence[Message], per_message: Sequence[int]
+    ) -> dict[int, int]:
+        """``{id(m): n for m, n in zip(messages, per_message)}``, remembered for the same
+        two sequences (the same objects, unchanged in length); do not mutate the result."""
+        kept = self._by_id
+        if (
+            kept is not None
+            and kept[0] is messages
+            and kept[1] is per_message
+            and kept[2] == (len(messages), len(per_message))
+        ):
+            return kept[3]
+        by_id = {id(m): n for m, n in zip(messages, per_message, strict=True)}
+        self._by_id = (messages, per_message, (len(messages), len(per_message)), by_id)
+        return by_id

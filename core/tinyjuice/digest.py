@@ -844,6 +844,7 @@ def digest_tool_results(
     shrink_args_over: int | None = DEFAULT_SHRINK_OVER,
     shrink_args_to: int = DEFAULT_SHRINK_TO,
     memo: DigestMemo | None = None,
+    outcomes: OutcomeMemo | None = None,
 ) -> DigestResult:
     """Digest old tool results and shrink old tool-call arguments.
 
@@ -865,6 +866,8 @@ def digest_tool_results(
     ``memo`` (one per transcript, :data:`DigestMemo`) remembers each result's digest
     message by the result and call objects it was made from (a pure function of them);
     duplicate back-references depend on the rest of the list and are always recomputed.
+    ``outcomes`` (one per transcript) remembers each result's outcome with the index,
+    call and newest copy it was decided by.
     """
     n = len(messages)
     protect_from = max(0, min(protect_from, n))
@@ -873,7 +876,7 @@ def digest_tool_results(
     )
     if not candidates and not shrink_at:
         return DigestResult(tuple(messages), ())
-    out, records = _digest_candidates(messages, candidates, newest, dedup, memo)
+    out, records = _digest_candidates(messages, candidates, newest, dedup, memo, outcomes)
     if shrink_at:
         assert shrink_args_over is not None
         for i in shrink_at:
@@ -883,8 +886,18 @@ def digest_tool_results(
 
 
 #: Digests remembered across calls on one transcript: ``id(result) → (result, its call,
-#: digest text, digest message or None when not shorter)`` (see digest_tool_results).
+#: digest text, digest message or None when not shorter)`` (see digest_tool_results);
+#: under ``-id(result)``, its last duplicate pointer ``(result, None, text, message)``.
 DigestMemo = dict[int, tuple[Message, ToolCall | None, str, Message | None]]
+
+#: Each candidate's outcome on the last run: ``id(result) → (result, its call, its index,
+#: its newest copy's index, that copy's call id (None: itself), the message written
+#: (or the result itself), its record or None when left as it was)``. The outcome is a
+#: function of exactly these, so a run that finds them all the same reuses it.
+OutcomeMemo = dict[
+    int,
+    tuple[Message, ToolCall | None, int, int, str | None, Message, "DigestRecord | None"],
+]
 
 #: A tool result to digest: its index, its text and its call (None: missing).
 _Candidate = tuple[int, str, ToolCall | None]
@@ -939,24 +952,50 @@ def _digest_candidates(
     newest: dict[str, int],
     dedup: bool,
     memo: DigestMemo | None = None,
+    outcomes: OutcomeMemo | None = None,
 ) -> tuple[list[Message], list[DigestRecord]]:
     """The messages with each candidate digested (or pointed at its newest copy) when
-    that is shorter, and a record of each change."""
+    that is shorter, and a record of each change; ``outcomes`` remembers both per
+    candidate (see :data:`OutcomeMemo`)."""
     out = list(messages)
     records: list[DigestRecord] = []
     names = _Names()
     for i, text, call in candidates:
         msg = messages[i]
+        ref = newest.get(text, i) if dedup else i
+        ref_call = messages[ref].tool_call_id if ref != i else None
+        if outcomes is not None:
+            seen = outcomes.get(id(msg))
+            if (
+                seen is not None
+                and seen[0] is msg
+                and seen[1] is call
+                and seen[2] == i
+                and seen[3] == ref
+                and seen[4] == ref_call
+            ):
+                if seen[6] is not None:
+                    out[i] = seen[5]
+                    records.append(seen[6])
+                continue
         name = call.name if call is not None else msg.tool_name
         label, kind = names.get(name)
-        ref = newest.get(text, i) if dedup else i
         if ref != i:
-            ref_call = messages[ref].tool_call_id
             new_text = f"[{label}] same output as message #{ref}" + (
                 f" (call {ref_call})" if ref_call else ""
             )
             change: Literal["digest", "duplicate"] = "duplicate"
             digested = None
+            if memo is not None:
+                # Remembered under -id (ids are positive): the same pointer written on the
+                # last run is the same object, so what is keyed by identity downstream
+                # (token counts, rules, redaction) does not grow on every run.
+                dup = memo.get(-id(msg))
+                if dup is not None and dup[0] is msg and dup[2] == new_text:
+                    digested = dup[3]
+                elif len(new_text) < len(text):
+                    digested = _with_text(msg, new_text)
+                    memo[-id(msg)] = (msg, None, new_text, digested)
         else:
             hit = memo.get(id(msg)) if memo is not None else None
             if hit is not None and hit[0] is msg and hit[1] is call:
@@ -972,17 +1011,20 @@ def _digest_candidates(
                     memo[id(msg)] = (msg, call, new_text, digested)
             change = "digest"
         if len(new_text) >= len(text):
+            if outcomes is not None:
+                outcomes[id(msg)] = (msg, call, i, ref, ref_call, msg, None)
             continue
         out[i] = digested if digested is not None else _with_text(msg, new_text)
-        records.append(
-            DigestRecord(
-                i,
-                msg.tool_call_id,
-                name,
-                change,
-                len(text),
-                len(new_text),
-                ref if change == "duplicate" else None,
-            )
+        record = DigestRecord(
+            i,
+            msg.tool_call_id,
+            name,
+            change,
+            len(text),
+            len(new_text),
+            ref if change == "duplicate" else None,
         )
+        records.append(record)
+        if outcomes is not None:
+            outcomes[id(msg)] = (msg, call, i, ref, ref_call, out[i], record)
     return out, records

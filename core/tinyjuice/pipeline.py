@@ -567,15 +567,30 @@ def _redact_before_digest(
     output that is about to be dropped. Returns the messages, the number changed, and
     the ids of the messages already redacted.
     """
-    names = {c.id: c.name for m in messages for c in m.tool_calls}
+    names: dict[str, str] | None = None  # call id → tool name, built when first needed
+    kinds: dict[str | None, ToolKind] = {}  # tool_kind by name, for this call
+    min_chars, tool_role, search = opts.digest_min_chars, Role.TOOL, ToolKind.SEARCH
     now: list[int] = []
     for i, m in enumerate(messages):
-        if not (
-            m.role is Role.TOOL
-            and len(m.text) >= opts.digest_min_chars
-            and tool_kind(m.tool_name or names.get(m.tool_call_id or "")) is not ToolKind.SEARCH
-        ):
-            now.append(i)  # the rest is digested next, and redacted afterwards if it survives
+        if m.role is not tool_role:
+            now.append(i)
+            continue
+        parts = m.parts
+        text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else m.text
+        if len(text) < min_chars:
+            now.append(i)
+            continue
+        name = m.tool_name
+        if not name:
+            if names is None:
+                names = {c.id: c.name for x in messages for c in x.tool_calls}
+            name = names.get(m.tool_call_id or "")
+        kind = kinds.get(name)
+        if kind is None:
+            kind = kinds[name] = tool_kind(name)
+        if kind is search:
+            now.append(i)
+        # the rest is digested next, and redacted afterwards if it survives
     redacted, changed = redact_many([messages[i] for i in now])
     out = list(messages)
     for i, r in zip(now, redacted, strict=True):
@@ -1131,6 +1146,12 @@ class _Work:
             return self.analysis.message_tokens(m, self.counter)
         return message_tokens(m, self.counter)
 
+    def costs(self, ms: Sequence[Message]) -> list[int]:
+        """``[self.cost(m) for m in ms]``, in one loop through the analysis."""
+        if self.analysis is None:
+            return [self.cost(m) for m in ms]
+        return self.analysis.tokens_of(ms, self.counter, self.old_tokens)
+
 
 #: A pipeline step: reads and replaces the work's messages, records what it saved, and
 #: returns a result only to stop the run with the messages unchanged (a failed summary).
@@ -1198,6 +1219,7 @@ def _step_prune(
         shrink_args_over=opts.shrink_args_over,
         shrink_args_to=opts.shrink_args_to,
         memo=None if run.analysis is None else run.analysis.digests,
+        outcomes=None if run.analysis is None else run.analysis.digest_outcomes,
     )
     w.digests = tuple(r for r in dres.records if start <= r.index < end)
     pruned = list(dres.messages[start:end])
@@ -1218,8 +1240,16 @@ def _step_prune(
     # the middle when it is: only the summary budget reads it, see _summarise).
     per_message = run.tokens.per_message
     cost = _rough_cost if run.estimated else w.cost
-    pruned_tokens = plan.middle_tokens + sum(
-        cost(m) - per_message[start + i] for i, m in enumerate(pruned) if m is not msgs[start + i]
+    replaced = list(
+        itertools.compress(range(len(pruned)), map(operator.is_not, pruned, msgs[start:end]))
+    )
+    new_costs = (
+        [cost(pruned[i]) for i in replaced]
+        if run.estimated
+        else w.costs([pruned[i] for i in replaced])
+    )
+    pruned_tokens = (
+        plan.middle_tokens + sum(new_costs) - sum(per_message[start + i] for i in replaced)
     )
     w.steps.append(
         StepSaving(
@@ -1319,7 +1349,11 @@ def _compress(run: _Run, provider: SummaryProvider | None, now: float) -> Compac
         middle=list(msgs[plan.start : plan.end]),
         tail=list(msgs[plan.end :]),
         middle_tokens=plan.middle_tokens,
-        old_tokens={id(m): n for m, n in zip(msgs, run.tokens.per_message, strict=True)},
+        old_tokens=(
+            run.analysis.tokens_by_id(msgs, run.tokens.per_message)
+            if run.analysis is not None
+            else {id(m): n for m, n in zip(msgs, run.tokens.per_message, strict=True)}
+        ),
         counter=run.counter,
         analysis=run.analysis,
     )

@@ -101,6 +101,7 @@ def test_preview_sequences_with_and_without_analysis_are_identical(
     assert analysis.redact_text.memo  # and its text redaction was remembered
     assert analysis.redact_text.paths  # and the paths found in each text
     assert analysis.digests  # and each tool result's digest
+    assert analysis.digest_outcomes  # and its outcome
     assert analysis._tokens  # and the token counts of the digests written
     assert any(r is not d for _, d, r in analysis.error_lines.values())  # error lines
     remembered = analysis.redact_text
@@ -155,6 +156,71 @@ def test_digest_memo_gives_what_a_fresh_digest_gives(tmp_path: Path, seed: int) 
     assert memo
 
 
+@pytest.mark.parametrize("seed", [5])
+def test_digest_memo_remembers_duplicate_pointers_by_text(tmp_path: Path, seed: int) -> None:
+    """A de-duplicated result's pointer is the same object on the next run (so memos
+    keyed by identity downstream do not grow), and is written afresh when its newest
+    copy moved (another pointer text)."""
+    from tinyjuice.digest import DigestMemo, digest_tool_results
+
+    msgs = load(_generated(tmp_path, 600, seed)).messages
+    memo: DigestMemo = {}
+    first = digest_tool_results(msgs, protect_from=500, memo=memo)
+    dups = [r.index for r in first.records if r.kind == "duplicate"]
+    assert dups
+    again = digest_tool_results(msgs, protect_from=500, memo=memo)
+    assert again == first
+    assert all(again.messages[i] is first.messages[i] for i in dups)
+    size = len(memo)
+    digest_tool_results(msgs, protect_from=500, memo=memo)
+    assert len(memo) == size  # nothing new remembered for the same run
+    # The same results one place earlier: each pointer names another index.
+    for shifted in (msgs[1:], msgs, msgs[2:]):
+        fresh = digest_tool_results(shifted, protect_from=490)
+        assert digest_tool_results(shifted, protect_from=490, memo=memo) == fresh
+
+
+@pytest.mark.parametrize("seed", [5])
+def test_digest_outcome_memo_gives_what_a_fresh_digest_gives(tmp_path: Path, seed: int) -> None:
+    """Each part of an outcome's key matters: the result's index, its call, its newest
+    copy's index and that copy's call id."""
+    from dataclasses import replace
+
+    from tinyjuice.digest import DigestMemo, OutcomeMemo, digest_tool_results
+
+    msgs = list(load(_generated(tmp_path, 600, seed)).messages)
+    first = digest_tool_results(msgs, protect_from=500)
+    dup = next(r for r in first.records if r.kind == "duplicate" and r.ref_index)
+    assert dup.ref_index is not None
+    dig = next(r for r in first.records if r.kind == "digest" and r.call_id)
+    at = next(j for j in range(dig.index) if any(c.id == dig.call_id for c in msgs[j].tool_calls))
+    recalled = list(msgs)  # the same call id, other arguments (a new call object)
+    recalled[at] = replace(
+        msgs[at],
+        tool_calls=tuple(
+            replace(c, arguments='{"command": "ls other", "file_path": "o/t.py"}')
+            if c.id == dig.call_id
+            else c
+            for c in msgs[at].tool_calls
+        ),
+    )
+    renamed = list(msgs)  # the newest copy answers another call id
+    renamed[dup.ref_index] = replace(msgs[dup.ref_index], tool_call_id="call-renamed")
+    trimmed = msgs[: dup.ref_index] + msgs[dup.ref_index + 1 :]  # the newest copy gone
+    k = dup.index + 1  # the duplicate one place earlier, its newest copy where it was
+    moved = [*msgs[1:k], msgs[0], *msgs[k:]]
+    memo: DigestMemo = {}
+    outcomes: OutcomeMemo = {}
+    for variant in (msgs, msgs[1:], msgs, recalled, msgs, renamed, msgs, trimmed, msgs, moved):
+        for protect_from in (500, 300):
+            fresh = digest_tool_results(variant, protect_from=protect_from)
+            reused = digest_tool_results(
+                variant, protect_from=protect_from, memo=memo, outcomes=outcomes
+            )
+            assert reused == fresh
+    assert outcomes
+
+
 def test_rules_memo_gives_what_a_fresh_scan_gives() -> None:
     from tinyjuice.survival import RulesMemo, find_rules
 
@@ -189,6 +255,13 @@ def test_appendix_id_hashed_in_pieces_equals_the_id_of_the_built_appendix() -> N
         lambda: calls.pop(0),  # the fill takes them back
         lambda: calls.pop(0),
         lambda: calls.pop(0),
+        # A category before the ones that change: the hash states kept after it are stale.
+        lambda: left["paths"].__setitem__(0, "src/v.py"),
+        lambda: left["paths"].append("s/t.md"),
+        lambda: left["artifacts"].append("wrote a.py"),  # a new first category
+        lambda: left["digests"].append("read x"),  # a new last one (the rest reused)
+        lambda: left["digests"].clear(),  # the last one gone: the kept prefix is the id
+        lambda: left["artifacts"].clear(),
         lambda: left["paths"].clear(),
         lambda: calls.__setitem__(1, "other"),  # neither a tail nor a head: hashed afresh
         lambda: left["urls"].append("https://x.y/z"),
@@ -250,3 +323,115 @@ def test_error_lines_memo_gives_what_a_fresh_pass_gives(tmp_path: Path, seed: in
         assert any(f is not p for f, p in zip(fresh, pruned, strict=True))  # lines added
     with pytest.raises(ValueError):
         _with_error_lines(msgs[:-1], msgs)
+
+
+def test_token_lookups_give_what_a_fresh_count_gives() -> None:
+    """tokens_by_id is remembered for the same two sequences only; tokens_of prefers
+    the known counts, then the memo (per counter), then a count."""
+    from tinyjuice.tokens import message_tokens
+
+    t = load(DEMO)
+    counter = default_counter()
+    per = count_transcript(t, counter).per_message
+    analysis = TranscriptAnalysis()
+    want = {id(m): n for m, n in zip(t.messages, per, strict=True)}
+    got = analysis.tokens_by_id(t.messages, per)
+    assert got == want
+    assert analysis.tokens_by_id(t.messages, per) is got  # remembered
+    other = tuple(n + 1 for n in per)  # other counts for the same messages
+    assert analysis.tokens_by_id(t.messages, other) == {k: n + 1 for k, n in want.items()}
+    shorter = t.messages[:-1]  # another sequence of the same messages
+    assert analysis.tokens_by_id(shorter, per[:-1]) == {id(m): want[id(m)] for m in shorter}
+
+    msgs = list(t.messages)
+    known = {id(msgs[0]): 7}
+    fresh = [7, *(message_tokens(m, counter) for m in msgs[1:])]
+    assert analysis.tokens_of(msgs, counter, known) == fresh
+    assert analysis.tokens_of(msgs, counter, known) == fresh  # from the memo
+    assert analysis.tokens_of(msgs, counter, {}) == [message_tokens(m, counter) for m in msgs]
+
+    from tinyjuice.tokens import RoughCounter
+
+    rough = RoughCounter()  # another counter: its own counts, not the memo's
+    assert analysis.tokens_of(msgs[1:], rough, {}) == [message_tokens(m, rough) for m in msgs[1:]]
+
+
+def _old_redact_before_digest(messages, opts, redact_many):  # type: ignore[no-untyped-def]
+    """The pipeline's redaction before the digest as it was (the reference)."""
+    from tinyjuice.digest import ToolKind, tool_kind
+    from tinyjuice.model import Role
+
+    names = {c.id: c.name for m in messages for c in m.tool_calls}
+    now = [
+        i
+        for i, m in enumerate(messages)
+        if not (
+            m.role is Role.TOOL
+            and len(m.text) >= opts.digest_min_chars
+            and tool_kind(m.tool_name or names.get(m.tool_call_id or "")) is not ToolKind.SEARCH
+        )
+    ]
+    redacted, changed = redact_many([messages[i] for i in now])
+    out = list(messages)
+    for i, r in zip(now, redacted, strict=True):
+        out[i] = r
+    return out, changed, {id(r) for r in redacted}
+
+
+@pytest.mark.parametrize("name", ["demo.json", "claude-code.jsonl", "openai-chat.json"])
+def test_redaction_before_the_digest_picks_what_it_picked_before(name: str) -> None:
+    from dataclasses import replace
+
+    from tinyjuice.pipeline import _redact_before_digest
+    from tinyjuice.redact import redact_messages
+
+    msgs = list(load(DEMO.parent / name).messages)
+    # Also with the tool names dropped (found through the calls instead) and with
+    # multi-part results.
+    unnamed = [replace(m, tool_name=None) if m.tool_name else m for m in msgs]
+    doubled = [replace(m, parts=(*m.parts, *m.parts)) if m.tool_call_id else m for m in msgs]
+    assert any(m.tool_name for m in msgs) or any(m.tool_call_id for m in msgs)
+    for messages in (msgs, unnamed, doubled):
+        for min_chars in (0, 40, 400):
+            opts = CompactionOptions(digest_min_chars=min_chars)
+            want = _old_redact_before_digest(messages, opts, redact_messages)
+            got = _redact_before_digest(messages, opts, redact_messages)
+            assert got[0] == want[0] and got[1] == want[1]
+            # The same positions marked as redacted already.
+            assert [i for i, m in enumerate(got[0]) if id(m) in got[2]] == [
+                i for i, m in enumerate(want[0]) if id(m) in want[2]
+            ]
+
+
+def test_a_repeated_preview_sequence_remembers_nothing_new(tmp_path: Path) -> None:
+    """Runs already seen add no entry to the memos keyed by message identity (the
+    digests written are the same objects as the first time)."""
+    from tjui.session import InspectorSession
+
+    t = load(_generated(tmp_path, 1500, 4))
+    counter = default_counter()
+    tokens = count_transcript(t, counter)
+    session = InspectorSession.build(t, tokens, counter)
+    runs = [session.compaction_options()]
+    for _ in range(2):
+        session.step_exchange(-1)
+        runs.append(session.compaction_options())
+    analysis = TranscriptAnalysis()
+    kwargs = {"tokens": tokens, "counter": counter, "index": session.index}
+
+    def sizes() -> tuple[int, ...]:
+        return (
+            len(analysis._tokens),
+            len(analysis.digests),
+            len(analysis.digest_outcomes),
+            len(analysis._derived),
+            len(analysis.redact_text.rules),
+        )
+
+    for options in runs:
+        compress(t, options, analysis=analysis, **kwargs)
+    seen = sizes()
+    assert any(d["kind"] == "duplicate" for d in compress(t, runs[0], **kwargs).report.digests)
+    for options in runs:
+        compress(t, options, analysis=analysis, **kwargs)
+    assert sizes() == seen

@@ -905,6 +905,9 @@ class _Draft:
     encoded: dict[str, tuple[list[str], bytes]] = field(default_factory=dict)
     #: Each item's appendix bullet, kept across drafts (TextRedactor.bullets); None: none.
     bullet_memo: dict[str, str] | None = None
+    #: The non-empty categories last hashed, in order: ``(key, items, sha256 state after
+    #: the header and every category up to this one)`` (see appendix_id).
+    states: list[tuple[str, list[str], Any]] = field(default_factory=list)
 
     def render(self) -> tuple[str, str | None, StructuredSummary, str]:
         """``(appendix, appendix id, summary, text)`` for the items as they are now."""
@@ -932,14 +935,37 @@ class _Draft:
             return None
         import hashlib
 
-        h = hashlib.sha256(_appendix_header(self.n_messages).encode())
+        # The fit changes the lowest-priority categories first: the hash state after each
+        # unchanged leading category is kept and copied, not fed its bytes again.
+        states = self.states
+        h: Any = None
+        done = 0
         for key, label in _CATEGORIES:
             lines = left_out.get(key)
-            if lines:
-                h.update(f"\n\n## {label} ({len(lines):,})\n".encode())
-                self._hash(key, lines, h)
+            if not lines:
+                continue
+            if h is None and done < len(states):
+                kept_key, kept_lines, _ = states[done]
+                if kept_key == key and kept_lines == lines:
+                    done += 1
+                    continue
+                del states[done:]
+            if h is None:
+                h = (
+                    states[done - 1][2].copy()
+                    if done
+                    else hashlib.sha256(_appendix_header(self.n_messages).encode())
+                )
+            h.update(f"\n\n## {label} ({len(lines):,})\n".encode())
+            self._hash(key, lines, h)
+            states.append((key, list(lines), h.copy()))
+        if h is None:
+            # Every category as hashed last time.
+            del states[done:]
+            h = states[done - 1][2].copy()
         h.update(b"\n")
-        return h.hexdigest()[:_APPENDIX_ID_CHARS]
+        hex_digest: str = h.hexdigest()
+        return hex_digest[:_APPENDIX_ID_CHARS]
 
     def _hash(self, key: str, lines: list[str], h: Any) -> None:
         """Feeds ``h`` the appendix body of ``lines`` (bullets joined by line breaks).
