@@ -807,10 +807,43 @@ _MESSAGE_QUICK = re.compile(
 )
 
 
-def _message_strings(msg: Message) -> tuple[list[str], bool]:
-    """Every string :func:`redact_message` may change, and whether one of them is JSON
-    whose decoded strings may read differently from its characters (an escape, or a
-    value serialised through ``str``)."""
+def _json_strings(value: Any, out: list[str]) -> bool:
+    """Append to ``out`` every string :func:`redact_json` would pass to
+    :func:`redact_text` in ``value`` (its string leaves, each as it stands); whether a
+    key :func:`is_sensitive_key` calls sensitive occurs (everything under it may change).
+
+    Keys are never read as text by :func:`redact_json`, only judged by name, and values
+    are redacted one by one: a record whose keys merely mention a needle ("input_tokens")
+    or whose leaves hold newlines (escapes once serialised) is judged by its leaves.
+    """
+    sensitive = False
+    stack = [value]
+    pop, push, add = stack.pop, stack.append, out.append
+    while stack:
+        v = pop()
+        if isinstance(v, str):
+            add(v)
+        elif isinstance(v, Mapping):
+            for k, item in v.items():
+                if isinstance(k, str) and not sensitive:
+                    known = _SENSITIVE_KEYS.get(k)
+                    if known is None:
+                        known = is_sensitive_key(k)
+                    if known:
+                        sensitive = True
+                if type(item) not in _SCALARS:
+                    push(item)
+        elif isinstance(v, list | tuple):
+            for item in v:
+                if type(item) not in _SCALARS:
+                    push(item)
+    return sensitive
+
+
+def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
+    """Every string :func:`redact_message` may change, read as it redacts them; whether
+    tool-call arguments hold an escape (their decoded strings may read differently from
+    their characters); and whether a source field holds a sensitive key."""
     parts = msg.parts
     if (
         len(parts) == 1
@@ -820,39 +853,26 @@ def _message_strings(msg: Message) -> tuple[list[str], bool]:
         and not msg.reasoning
         and not msg.extra
     ):
-        return [parts[0].text], False  # the common case: one plain text
+        return [parts[0].text], False, False  # the common case: one plain text
     out: list[str] = []
     opaque = False
-
-    def dump(value: Any) -> str:
-        nonlocal opaque
-        used: list[bool] = []
-
-        def default(o: Any) -> str:
-            used.append(True)
-            return str(o)
-
-        text = orjson.dumps(value, default=default).decode("utf-8", "replace")
-        if used or "\\" in text:
-            opaque = True
-        return text
-
+    sensitive = False
     for p in msg.parts:
         if isinstance(p, TextPart | ThinkingPart):
             out.append(p.text)
-        if p.extra:
-            out.append(dump(p.extra))
+            if p.extra and _json_strings(p.extra, out):
+                sensitive = True
     if msg.reasoning:
         out.append(msg.reasoning)
     for c in msg.tool_calls:
         out.append(c.arguments)
         if "\\" in c.arguments:
             opaque = True
-        if c.extra:
-            out.append(dump(c.extra))
-    if msg.extra:
-        out.append(dump(msg.extra))
-    return out, opaque
+        if c.extra and _json_strings(c.extra, out):
+            sensitive = True
+    if msg.extra and _json_strings(msg.extra, out):
+        sensitive = True
+    return out, opaque, sensitive
 
 
 #: Joins the strings scanned together: no :data:`_CANDIDATE` match can run from one string
@@ -912,22 +932,27 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
     (its decoded readings are scanned the same way, for the messages not flagged yet).
     JSON whose decoded strings may differ from its characters cannot be judged by its
     characters: a message holding such JSON is redacted in full whenever it holds any
-    needle at all. The result is the same as calling :func:`redact_message` on each
+    needle at all. Source fields (``extra``) are read as :func:`redact_json` reads them:
+    each string leaf on its own, keys only by name (a message with a sensitive key is
+    redacted in full). The result is the same as calling :func:`redact_message` on each
     (messages that cannot hold a secret are returned as the same objects), at a fraction
     of the per-message cost.
     """
     entries: list[tuple[int, str]] = []
     escaped: dict[int, list[str]] = {}
     opaque: list[int] = []
+    keyed: set[int] = set()
     for i, m in enumerate(messages):
-        strings, is_opaque = _message_strings(m)
+        strings, is_opaque, has_sensitive_key = _message_strings(m)
         if is_opaque:
             opaque.append(i)
+        if has_sensitive_key:
+            keyed.add(i)
         for text in strings:
             entries.append((i, text))
             if "\\" in text:
                 escaped.setdefault(i, []).append(text)
-    candidates = _flag_strings(entries)
+    candidates = _flag_strings(entries) | keyed
     candidates |= _flag_strings(
         (i, view)
         for i, texts in escaped.items()
@@ -938,7 +963,7 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
     for i in opaque:
         if i in candidates:
             continue
-        strings, _ = _message_strings(messages[i])
+        strings, _, _ = _message_strings(messages[i])
         if _MESSAGE_QUICK.search("\x00".join(s.lower() for s in strings if s)):
             candidates.add(i)
     out = list(messages)
