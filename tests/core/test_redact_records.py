@@ -10,6 +10,7 @@ newlines is no longer redacted in full.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -172,9 +173,9 @@ def test_needle_keys_and_newlines_do_not_send_a_record_down_the_full_path(
     calls: list[Message] = []
     real = redact_mod.redact_message
 
-    def counting(m: Message) -> Message:
+    def counting(m: Message, text: Callable[[str], str] | None = None) -> Message:
         calls.append(m)
-        return real(m)
+        return real(m, text)
 
     monkeypatch.setattr(redact_mod, "redact_message", counting)
     batch, changed = redact_messages(messages)
@@ -185,3 +186,30 @@ def test_needle_keys_and_newlines_do_not_send_a_record_down_the_full_path(
     batch, changed = redact_messages([keyed])
     assert changed == 1 and len(calls) == 1
     assert batch[0].extra["password"] == "[REDACTED:sensitive_key]"
+
+
+def test_a_long_text_held_twice_is_scanned_once_per_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A Claude Code tool result: its output is the text and again in the record's
+    # toolUseResult (equal strings, not the same object), with a candidate ("key: 1").
+    output = "".join(f"row {i}: key: {i}\n" for i in range(8))
+    secret = CATALOGUE[0].text.format(CATALOGUE[0].secret)
+
+    def message(text: str) -> Message:
+        copy = "".join(list(text))  # an equal string, another object
+        return Message(Role.TOOL, (TextPart(text),), extra={"toolUseResult": {"stdout": copy}})
+
+    messages = [message(output), message(output + secret), message(output + secret)]
+    scanned: list[str] = []
+    real = redact_mod._redacted
+
+    def counting(text: str) -> str:
+        scanned.append(text)
+        return real(text)
+
+    monkeypatch.setattr(redact_mod, "_redacted", counting)
+    batch, changed = redact_messages(messages)
+    assert sorted(scanned) == sorted([output, output + secret])
+    monkeypatch.setattr(redact_mod, "_redacted", real)
+    assert batch == [redact_message(m) for m in messages]
+    assert changed == 2 and batch[0] is messages[0]
+    assert CATALOGUE[0].secret not in orjson.dumps(batch[2].extra).decode()
