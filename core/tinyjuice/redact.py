@@ -701,15 +701,17 @@ def _map_list(value: list[Any] | tuple[Any, ...], fn: Callable[[Any], Any]) -> A
 _SCALARS = frozenset((int, float, bool, type(None)))
 
 
-def redact_json(value: Any) -> Any:
+def redact_json(value: Any, text: Callable[[str], str] | None = None) -> Any:
     """A JSON-like value with secrets redacted; the same object when nothing changed.
 
-    String leaves go through :func:`redact_text`; every scalar under a sensitive key
-    (``password``, ``api_key``, ``Authorization``...) becomes a marker string, so the
-    result serialises to valid JSON with the same structure.
+    String leaves go through :func:`redact_text` (or ``text``, which must answer as it
+    does); every scalar under a sensitive key (``password``, ``api_key``,
+    ``Authorization``...) becomes a marker string, so the result serialises to valid
+    JSON with the same structure.
     """
+    redact = redact_text if text is None else text
     if isinstance(value, str):
-        return redact_text(value)
+        return redact(value)
     # One loop per container, strings and numbers handled in it: the source fields of a
     # long transcript hold hundreds of thousands of entries.
     if isinstance(value, Mapping):
@@ -718,11 +720,11 @@ def redact_json(value: Any) -> Any:
             if isinstance(k, str) and is_sensitive_key(k):
                 nv = _redact_all(v)
             elif type(v) is str:
-                nv = redact_text(v)
+                nv = redact(v)
             elif type(v) in _SCALARS:
                 continue
             else:
-                nv = redact_json(v)
+                nv = redact_json(v, text)
             if nv is not v:
                 if out is None:
                     out = dict(value)
@@ -732,11 +734,11 @@ def redact_json(value: Any) -> Any:
         items: list[Any] | None = None
         for i, v in enumerate(value):
             if type(v) is str:
-                nv = redact_text(v)
+                nv = redact(v)
             elif type(v) in _SCALARS:
                 continue
             else:
-                nv = redact_json(v)
+                nv = redact_json(v, text)
             if nv is not v:
                 if items is None:
                     items = list(value)
@@ -747,48 +749,52 @@ def redact_json(value: Any) -> Any:
     return value
 
 
-def _redact_arguments(arguments: str) -> str:
+def _redact_arguments(arguments: str, text: Callable[[str], str]) -> str:
     if not arguments:
         return arguments
     try:
         parsed = orjson.loads(arguments)
     except orjson.JSONDecodeError:
-        return redact_text(arguments)
-    cleaned = redact_json(parsed)
+        return text(arguments)
+    cleaned = redact_json(parsed, text)
     if cleaned is parsed:
         return arguments
     return orjson.dumps(cleaned).decode("utf-8")
 
 
-def _redact_call(call: ToolCall) -> ToolCall:
-    args = _redact_arguments(call.arguments)
-    extra = redact_json(call.extra) if call.extra else call.extra
+def _redact_call(call: ToolCall, text: Callable[[str], str]) -> ToolCall:
+    args = _redact_arguments(call.arguments, text)
+    extra = redact_json(call.extra, text) if call.extra else call.extra
     if args is call.arguments and extra is call.extra:
         return call
     return replace(call, arguments=args, extra=extra)
 
 
-def _redact_part(part: Part) -> Part:
+def _redact_part(part: Part, redact: Callable[[str], str]) -> Part:
     if isinstance(part, TextPart | ThinkingPart):
-        text = redact_text(part.text)
-        extra = redact_json(part.extra) if part.extra else part.extra
+        text = redact(part.text)
+        extra = redact_json(part.extra, redact) if part.extra else part.extra
         if text is part.text and extra is part.extra:
             return part
         return replace(part, text=text, extra=extra)
     return part
 
 
-def redact_message(msg: Message) -> Message:
+def redact_message(msg: Message, text: Callable[[str], str] | None = None) -> Message:
     """``msg`` with secrets redacted in text, thinking, reasoning, tool-call arguments and
-    the source fields kept in ``extra``. The same object when nothing changed."""
-    parts = tuple(_redact_part(p) for p in msg.parts)
+    the source fields kept in ``extra``. The same object when nothing changed.
+
+    Every string goes through :func:`redact_text`, or ``text`` (which must answer as it
+    does: the same object for a string it leaves alone)."""
+    redact = redact_text if text is None else text
+    parts = tuple(_redact_part(p, redact) for p in msg.parts)
     if all(a is b for a, b in zip(parts, msg.parts, strict=True)):
         parts = msg.parts
-    calls = tuple(_redact_call(c) for c in msg.tool_calls)
+    calls = tuple(_redact_call(c, redact) for c in msg.tool_calls)
     if all(a is b for a, b in zip(calls, msg.tool_calls, strict=True)):
         calls = msg.tool_calls
-    reasoning = redact_text(msg.reasoning) if msg.reasoning else msg.reasoning
-    extra = redact_json(msg.extra) if msg.extra else msg.extra
+    reasoning = redact(msg.reasoning) if msg.reasoning else msg.reasoning
+    extra = redact_json(msg.extra, redact) if msg.extra else msg.extra
     if (
         parts is msg.parts
         and calls is msg.tool_calls
@@ -807,10 +813,43 @@ _MESSAGE_QUICK = re.compile(
 )
 
 
-def _message_strings(msg: Message) -> tuple[list[str], bool]:
-    """Every string :func:`redact_message` may change, and whether one of them is JSON
-    whose decoded strings may read differently from its characters (an escape, or a
-    value serialised through ``str``)."""
+def _json_strings(value: Any, out: list[str]) -> bool:
+    """Append to ``out`` every string :func:`redact_json` would pass to
+    :func:`redact_text` in ``value`` (its string leaves, each as it stands); whether a
+    key :func:`is_sensitive_key` calls sensitive occurs (everything under it may change).
+
+    Keys are never read as text by :func:`redact_json`, only judged by name, and values
+    are redacted one by one: a record whose keys merely mention a needle ("input_tokens")
+    or whose leaves hold newlines (escapes once serialised) is judged by its leaves.
+    """
+    sensitive = False
+    stack = [value]
+    pop, push, add = stack.pop, stack.append, out.append
+    while stack:
+        v = pop()
+        if isinstance(v, str):
+            add(v)
+        elif isinstance(v, Mapping):
+            for k, item in v.items():
+                if isinstance(k, str) and not sensitive:
+                    known = _SENSITIVE_KEYS.get(k)
+                    if known is None:
+                        known = is_sensitive_key(k)
+                    if known:
+                        sensitive = True
+                if type(item) not in _SCALARS:
+                    push(item)
+        elif isinstance(v, list | tuple):
+            for item in v:
+                if type(item) not in _SCALARS:
+                    push(item)
+    return sensitive
+
+
+def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
+    """Every string :func:`redact_message` may change, read as it redacts them; whether
+    tool-call arguments hold an escape (their decoded strings may read differently from
+    their characters); and whether a source field holds a sensitive key."""
     parts = msg.parts
     if (
         len(parts) == 1
@@ -820,39 +859,26 @@ def _message_strings(msg: Message) -> tuple[list[str], bool]:
         and not msg.reasoning
         and not msg.extra
     ):
-        return [parts[0].text], False  # the common case: one plain text
+        return [parts[0].text], False, False  # the common case: one plain text
     out: list[str] = []
     opaque = False
-
-    def dump(value: Any) -> str:
-        nonlocal opaque
-        used: list[bool] = []
-
-        def default(o: Any) -> str:
-            used.append(True)
-            return str(o)
-
-        text = orjson.dumps(value, default=default).decode("utf-8", "replace")
-        if used or "\\" in text:
-            opaque = True
-        return text
-
+    sensitive = False
     for p in msg.parts:
         if isinstance(p, TextPart | ThinkingPart):
             out.append(p.text)
-        if p.extra:
-            out.append(dump(p.extra))
+            if p.extra and _json_strings(p.extra, out):
+                sensitive = True
     if msg.reasoning:
         out.append(msg.reasoning)
     for c in msg.tool_calls:
         out.append(c.arguments)
         if "\\" in c.arguments:
             opaque = True
-        if c.extra:
-            out.append(dump(c.extra))
-    if msg.extra:
-        out.append(dump(msg.extra))
-    return out, opaque
+        if c.extra and _json_strings(c.extra, out):
+            sensitive = True
+    if msg.extra and _json_strings(msg.extra, out):
+        sensitive = True
+    return out, opaque, sensitive
 
 
 #: Joins the strings scanned together: no :data:`_CANDIDATE` match can run from one string
@@ -903,6 +929,26 @@ def texts_without_secrets(texts: Iterable[str]) -> set[str]:
     return {t for i, t in enumerate(plain) if i not in flagged}
 
 
+class _BatchText:
+    """:func:`redact_text` remembering long texts for one batch: a Claude Code message
+    holds its tool output twice (the text, and ``toolUseResult`` in its record), and a
+    text left alone is answered as the caller's own object."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self) -> None:
+        self.memo: dict[str, str | None] = {}
+
+    def __call__(self, text: str) -> str:
+        if len(text) <= _SHORT:
+            return redact_text(text)  # remembered there already
+        done = self.memo.get(text, text)
+        if done is text:  # not seen yet (a stored answer is None or another object)
+            done = _redacted(text)
+            self.memo[text] = None if done is text else done
+        return text if done is None else done
+
+
 def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
     """:func:`redact_message` over many messages, and how many changed.
 
@@ -912,22 +958,27 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
     (its decoded readings are scanned the same way, for the messages not flagged yet).
     JSON whose decoded strings may differ from its characters cannot be judged by its
     characters: a message holding such JSON is redacted in full whenever it holds any
-    needle at all. The result is the same as calling :func:`redact_message` on each
+    needle at all. Source fields (``extra``) are read as :func:`redact_json` reads them:
+    each string leaf on its own, keys only by name (a message with a sensitive key is
+    redacted in full). The result is the same as calling :func:`redact_message` on each
     (messages that cannot hold a secret are returned as the same objects), at a fraction
     of the per-message cost.
     """
     entries: list[tuple[int, str]] = []
     escaped: dict[int, list[str]] = {}
     opaque: list[int] = []
+    keyed: set[int] = set()
     for i, m in enumerate(messages):
-        strings, is_opaque = _message_strings(m)
+        strings, is_opaque, has_sensitive_key = _message_strings(m)
         if is_opaque:
             opaque.append(i)
+        if has_sensitive_key:
+            keyed.add(i)
         for text in strings:
             entries.append((i, text))
             if "\\" in text:
                 escaped.setdefault(i, []).append(text)
-    candidates = _flag_strings(entries)
+    candidates = _flag_strings(entries) | keyed
     candidates |= _flag_strings(
         (i, view)
         for i, texts in escaped.items()
@@ -938,13 +989,14 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
     for i in opaque:
         if i in candidates:
             continue
-        strings, _ = _message_strings(messages[i])
+        strings, _, _ = _message_strings(messages[i])
         if _MESSAGE_QUICK.search("\x00".join(s.lower() for s in strings if s)):
             candidates.add(i)
     out = list(messages)
     changed = 0
+    redact = _BatchText()
     for i in sorted(candidates):
-        r = redact_message(out[i])
+        r = redact_message(out[i], redact)
         if r is not out[i]:
             out[i] = r
             changed += 1

@@ -350,9 +350,9 @@ def test_the_region_is_redacted_in_one_batched_scan(
     parts: list[object] = []
     real = redact_module._redact_part
 
-    def spy(part: Any) -> Any:
+    def spy(part: Any, *rest: Any) -> Any:
         parts.append(part)
-        return real(part)
+        return real(part, *rest)
 
     monkeypatch.setattr(redact_module, "_redact_part", spy)
     r = compress_trajectory(
