@@ -175,6 +175,28 @@ def roles_counts(roles: list[str], tool_calls: int) -> dict[str, Any]:
     }
 
 
+def manifest_entry(
+    fmt: str,
+    roles: list[str],
+    tool_calls: int,
+    compactions: list[dict[str, Any]],
+    model: str | None,
+    images: int = 0,
+    **more: Any,
+) -> dict[str, Any]:
+    """A sample's manifest entry: its format, the counts for the reader's roles (one a
+    message), its compactions, images and model, then what else the sample records."""
+    counts = roles_counts(roles, tool_calls)
+    return {
+        "format": fmt,
+        **counts,
+        "compactions": compactions,
+        "images": images,
+        "model": model,
+        **more,
+    }
+
+
 def compaction(
     index: int, trigger: str = "unknown", pre_tokens: int | None = None
 ) -> dict[str, Any]:

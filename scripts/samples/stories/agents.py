@@ -12,13 +12,12 @@ from ..common import (
     CWD,
     Clock,
     Ids,
-    chat_counts,
     data_json,
     data_text,
     dumps_compact,
     fill,
+    manifest_entry,
     rng_for,
-    roles_counts,
     write_db,
     write_json,
     write_jsonl,
@@ -89,16 +88,16 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     submission = obs[3][2].split("\n", 1)[1] + data_text("text/swe_agent_test_diff.txt")
     doc = _swe_doc(steps, history, submission, (sent, received, len(obs)))
     write_json(out_dir / "swe-agent.traj", doc)
-    return {
-        "format": "swe-agent",
-        **chat_counts(history, len(obs)),
-        "compactions": [],
-        "images": 0,
-        "model": "anthropic/claude-sonnet-4-20250514",
-        "trajectory_steps": len(steps),
-        "demonstration_messages": sum(1 for m in history if m.get("is_demo")),
-        "model_stats": doc["info"]["model_stats"],
-    }
+    return manifest_entry(
+        "swe-agent",
+        [m["role"] for m in history],
+        len(obs),
+        [],
+        "anthropic/claude-sonnet-4-20250514",
+        trajectory_steps=len(steps),
+        demonstration_messages=sum(1 for m in history if m.get("is_demo")),
+        model_stats=doc["info"]["model_stats"],
+    )
 
 
 # ============================================================ newer agents and datasets
@@ -121,24 +120,6 @@ AGENT_DONE: str = TASK["done"]
 
 def _thought(kind: str, target: str) -> str:
     return str(TASK["thoughts"][kind].format(target=target))
-
-
-def _agent_manifest(
-    fmt: str,
-    roles: list[str],
-    calls: int,
-    compactions: list[dict[str, Any]],
-    model: str,
-    **more: Any,
-) -> dict[str, Any]:
-    return {
-        "format": fmt,
-        **roles_counts(roles, calls),
-        "compactions": compactions,
-        "images": 0,
-        "model": model,
-        **more,
-    }
 
 
 def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
@@ -181,7 +162,7 @@ def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
     stray = msg("user", "also bump the version")
     lines += [stray, {"$rewindTo": stray["id"]}, {"$set": {"lastUpdated": clock.z()}}]
     write_jsonl(out_dir / "gemini-cli-session.jsonl", lines)
-    return _agent_manifest("gemini-cli", roles, len(AGENT_STEPS), [compaction], model)
+    return manifest_entry("gemini-cli", roles, len(AGENT_STEPS), [compaction], model)
 
 
 def build_cline(out_dir: Path) -> dict[str, Any]:
@@ -222,7 +203,7 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
     write_json(task / "ui_messages.json", ui, indent=None)
     write_json(task / "task_metadata.json", fill(shape["meta"], ts=ts))
     model = "claude-sonnet-4-20250514"
-    return _agent_manifest("cline", roles, len(AGENT_STEPS), [compaction], model)
+    return manifest_entry("cline", roles, len(AGENT_STEPS), [compaction], model)
 
 
 _OPENCODE_SCHEMA = data_text("text/opencode_schema.sql")
@@ -299,7 +280,7 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
     ]
     _oc_write(out_dir / "opencode.db", sessions, messages, parts)
     model = "claude-sonnet-4-5"
-    return _agent_manifest("opencode", roles, len(AGENT_STEPS), [compaction], model, sessions=2)
+    return manifest_entry("opencode", roles, len(AGENT_STEPS), [compaction], model, sessions=2)
 
 
 def build_aider(out_dir: Path) -> dict[str, Any]:
@@ -315,7 +296,7 @@ def build_aider(out_dir: Path) -> dict[str, Any]:
     roles = ["user"] * 4 + ["assistant", "tool"] + ["user"] * 3
     compaction = new_compaction(len(roles), "manual")
     roles += ["user", "assistant"]
-    return _agent_manifest(
+    return manifest_entry(
         "aider", roles, 1, [compaction], "anthropic/claude-sonnet-4-20250514", runs=2
     )
 
@@ -340,7 +321,7 @@ def build_glaive(out_dir: Path) -> dict[str, Any]:
     ]
     write_jsonl(out_dir / "sharegpt-glaive.jsonl", lines)
     roles = ["user", "assistant", "tool", "assistant"]
-    return _agent_manifest("sharegpt", roles, 1, [], None, conversations=len(lines))
+    return manifest_entry("sharegpt", roles, 1, [], None, conversations=len(lines))
 
 
 def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
@@ -368,4 +349,4 @@ def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
     roles.append("assistant")
     doc = fill(shape["doc"], api_calls=len(roles) // 2, messages=msgs)
     write_json(out_dir / "mini-swe-agent.traj.json", doc)
-    return _agent_manifest("swe-agent", roles, calls, [], model)
+    return manifest_entry("swe-agent", roles, calls, [], model)

@@ -9,12 +9,12 @@ from typing import Any
 
 from ..common import (
     Ids,
-    chat_counts,
     data_bytes,
     data_json,
     data_text,
     data_url,
     fill,
+    manifest_entry,
     parallel_calls,
     rng_for,
     role_counts,
@@ -69,15 +69,16 @@ def build_openai(out_dir: Path) -> dict[str, Any]:
         "tools": data_json("tool_schemas.json")["openai-chat.json"],
     }
     write_json(out_dir / "openai-chat.json", doc)
-    return {
-        "format": "openai",
-        **chat_counts(c.messages, c.tool_calls),
-        "compactions": [],
-        "images": c.images,
-        "model": doc["model"],
-        "invalid_tool_arguments": [{"message_index": i} for i in c.invalid_arguments],
-        "parallel_tool_call_messages": parallel_calls(c.messages),
-    }
+    return manifest_entry(
+        "openai",
+        [m["role"] for m in c.messages],
+        c.tool_calls,
+        [],
+        doc["model"],
+        c.images,
+        invalid_tool_arguments=[{"message_index": i} for i in c.invalid_arguments],
+        parallel_tool_call_messages=parallel_calls(c.messages),
+    )
 
 
 AnthropicCall = tuple[str, dict[str, Any], str, bool]

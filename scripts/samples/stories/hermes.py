@@ -15,9 +15,9 @@ from ..bugs import demo_bugs
 from ..common import (
     Clock,
     Ids,
-    chat_counts,
     data_json,
     fill,
+    manifest_entry,
     rng_for,
     role_counts,
     write_db,
@@ -66,15 +66,9 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
     }
     stamped = [{**msg, "timestamp": ts} for msg, ts in zip(h.messages, stamps, strict=True)]
     write_jsonl(out_dir / "hermes-gateway.jsonl", [meta, *stamped])
-    return {
-        "format": "hermes",
-        **chat_counts(h.messages, h.tool_calls),
-        "compactions": [],
-        "images": 0,
-        "model": meta["model"],
-        "tools": len(tools),
-        "session_id": session_id,
-    }
+    roles = [m["role"] for m in h.messages]
+    more = {"tools": len(tools), "session_id": session_id}
+    return manifest_entry("hermes", roles, h.tool_calls, [], meta["model"], **more)
 
 
 # ======================================================================== Hermes state.db
