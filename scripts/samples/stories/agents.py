@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -209,29 +210,6 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
 _OPENCODE_SCHEMA = data_text("text/opencode_schema.sql")
 
 
-def _oc_tokens(fresh: int, output: int, read: int, write: int) -> dict[str, Any]:
-    return {
-        "input": fresh,
-        "output": output,
-        "reasoning": 0,
-        "cache": {"read": read, "write": write},
-    }
-
-
-def _oc_write(
-    path: Path,
-    sessions: list[tuple[Any, ...]],
-    messages: list[tuple[str, str, int, dict[str, Any]]],
-    parts: list[tuple[str, str, str, int, dict[str, Any]]],
-) -> None:
-    rows = {
-        "session": sessions,
-        "message": [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
-        "part": [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts],
-    }
-    write_db(path, _OPENCODE_SCHEMA, rows)
-
-
 def build_opencode(out_dir: Path) -> dict[str, Any]:
     ids = Ids(rng_for("opencode"))
     shape, tools = RECORDS["opencode"], TASK["tools"]["opencode"]
@@ -245,7 +223,7 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
         for p in body:
             parts.append(("prt_" + f"{len(parts):05d}" + ids.b62(19), mid, session, at, p))
 
-    asst = shape["assistant"]
+    asst, tokens = shape["assistant"], partial(fill, shape["tokens"])
     message(old, {"role": "user"}, {"type": "text", "text": "what does `make seed` load?"})
     message(sid, {"role": "user"}, {"type": "text", "text": AGENT_ASK})
     roles, prompt = ["user"], 9_600
@@ -254,31 +232,29 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
             message(sid, {"role": "user"}, {"type": "compaction", "auto": False})
             compaction = new_compaction(len(roles), "manual")
             summary = {**asst, "mode": "compaction", "summary": True}
-            summary["tokens"] = _oc_tokens(40, 180, prompt, 0)
+            summary["tokens"] = tokens(fresh=40, output=180, read=prompt, write=0)
             message(sid, summary, {"type": "text", "text": AGENT_SUMMARY})
             roles.append("assistant")
         name, key = tools[kind]
         prompt += len(output) // 3 + 200
-        state = fill(
-            shape["state"], input={key: target}, output=output, title=target, start=t0, end=t0 + 900
-        )
-        message(
-            sid,
-            {**asst, "tokens": _oc_tokens(12, 64, prompt, 300)},
-            {"type": "step-start"},
-            {"type": "text", "text": _thought(kind, target)},
-            {"type": "tool", "callID": ids.toolu(), "tool": name, "state": state},
-            {"type": "step-finish", "reason": "tool-calls", "cost": 0},
-        )
+        values = {"thought": _thought(kind, target), "id": ids.toolu(), "name": name}
+        values.update(input={key: target}, result=output, title=target, start=t0, end=t0 + 900)
+        step = fill(shape["step"], **values)
+        message(sid, {**asst, "tokens": tokens(fresh=12, output=64, read=prompt, write=300)}, *step)
         roles += ["assistant", "tool"]
-    done = {**asst, "tokens": _oc_tokens(8, 40, prompt, 0)}
+    done = {**asst, "tokens": tokens(fresh=8, output=40, read=prompt, write=0)}
     message(sid, done, {"type": "text", "text": AGENT_DONE})
     roles.append("assistant")
     sessions = [
         (old, "global", None, CWD, "make seed", "0.15.0", t0, t0 + 500),
         (sid, "global", None, CWD, "JPY CSV export", "0.15.0", t0, t0 + 99_000),
     ]
-    _oc_write(out_dir / "opencode.db", sessions, messages, parts)
+    rows = {
+        "session": sessions,
+        "message": [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
+        "part": [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts],
+    }
+    write_db(out_dir / "opencode.db", _OPENCODE_SCHEMA, rows)
     model = "claude-sonnet-4-5"
     return manifest_entry("opencode", roles, len(AGENT_STEPS), [compaction], model, sessions=2)
 
