@@ -53,16 +53,24 @@ def _raw_calls(calls: Sequence[Call], new_id: Callable[[], str]) -> list[tuple[s
     ]
 
 
-class HermesLog:
+class _Log:
+    """What every writer keeps while it writes: the reader's roles (one a message), tool
+    calls, images, compactions and injected (not typed) user messages."""
+
+    def __init__(self, ids: Ids) -> None:
+        self.ids = ids
+        self.roles: list[str] = []
+        self.tool_calls = self.images = self.injected = 0
+        self.compactions: list[dict[str, Any]] = []
+
+
+class HermesLog(_Log):
     """Builds a Hermes session log message by message and counts what it built."""
 
     def __init__(self, ids: Ids, clock: Clock) -> None:
-        self.ids = ids
+        super().__init__(ids)
         self.clock = clock
         self.messages: list[dict[str, Any]] = []
-        self.tool_calls = 0
-        self.images = 0
-        self.compactions: list[dict[str, Any]] = []
 
     def user(self, content: str | list[dict[str, Any]]) -> int:
         self.clock.tick(20, 140)
@@ -94,14 +102,12 @@ class HermesLog:
         return ids
 
 
-class ChatLog:
+class ChatLog(_Log):
     """OpenAI Chat Completions messages, with the counts a reader should reproduce."""
 
     def __init__(self, ids: Ids) -> None:
-        self.ids = ids
+        super().__init__(ids)
         self.messages: list[dict[str, Any]] = []
-        self.tool_calls = 0
-        self.images = 0
         self.invalid_arguments: list[int] = []
 
     def add(self, msg: dict[str, Any]) -> None:
@@ -132,15 +138,13 @@ class ChatLog:
 # ====================================================================== Anthropic messages
 
 
-class AnthropicLog:
-    """Anthropic Messages with strict user/assistant alternation; counts a reader's view."""
+class AnthropicLog(_Log):
+    """Anthropic Messages with strict user/assistant alternation; counts a reader's view
+    (``roles``: tool results split out of the user messages that carry them)."""
 
     def __init__(self, ids: Ids) -> None:
-        self.ids = ids
+        super().__init__(ids)
         self.messages: list[dict[str, Any]] = []
-        self.normalized_roles: list[str] = []
-        self.tool_calls = 0
-        self.images = 0
         self.pending: list[tuple[str, str, bool]] = []  # (tool_use_id, content, is_error)
 
     def signature(self) -> str:
@@ -153,13 +157,13 @@ class AnthropicLog:
         content: list[dict[str, Any]] = []
         for tid, text, err in self.pending:
             content.append(tool_result_block(tid, text, True if err else None))
-            self.normalized_roles.append("tool")
+            self.roles.append("tool")
         self.pending = []
         extra = [text_block(b) if isinstance(b, str) else b for b in blocks]
         self.images += sum(1 for b in extra if b.get("type") == "image")
         content.extend(extra)
         if extra:
-            self.normalized_roles.append("user")
+            self.roles.append("user")
         if len(content) == 1 and content[0]["type"] == "text":
             self.messages.append({"role": "user", "content": content[0]["text"]})
         else:
@@ -181,7 +185,7 @@ class AnthropicLog:
             self.pending.append((tid, result, err))
         self.tool_calls += len(calls)
         self.messages.append({"role": "assistant", "content": content})
-        self.normalized_roles.append("assistant")
+        self.roles.append("assistant")
 
 
 # ============================================================================ Claude Code
@@ -197,27 +201,22 @@ class _CCCall:
     output: int
 
 
-class ClaudeCodeLog:
+class ClaudeCodeLog(_Log):
     """Claude Code JSONL lines plus the reader's view (main chain, merged assistant messages)."""
 
     def __init__(self, ids: Ids, clock: Clock, session_id: str) -> None:
-        self.ids = ids
+        super().__init__(ids)
         self.clock = clock
         self.session_id = session_id
         self.lines: list[dict[str, Any]] = []
         self.tip: str | None = None
         self.counting = True
         self.sidechain = False
-        self.roles: list[str] = []
-        self.tool_calls = 0
-        self.images = 0
-        self.compactions: list[dict[str, Any]] = []
         self.segment: list[_CCCall] = []
         self.main_prompts: list[int] = []
         self.pending_weight = 0.0
         kinds = ("sidechain", "abandoned_branch")
         self.excluded = {f"{k}_{n}": 0 for k in kinds for n in ("messages", "lines")}
-        self.injected = 0
 
     # -- plumbing ------------------------------------------------------------------
     @property
@@ -372,22 +371,18 @@ class ClaudeCodeLog:
         self._fill_usage(target)
 
 
-class CodexLog:
+class CodexLog(_Log):
     """Codex rollout lines plus the reader's message view and usage events."""
 
     def __init__(self, ids: Ids, clock: Clock) -> None:
-        self.ids = ids
+        super().__init__(ids)
         self.clock = clock
         self.lines: list[dict[str, Any]] = []
-        self.roles: list[str] = []
-        self.tool_calls = 0
         self.last_kind: str | None = None  # "calls" while inside a run of call items
-        self.compactions: list[dict[str, Any]] = []
         self.prompt = 0
         keys = ("input", "cached_input", "output", "reasoning_output", "total")
         self.total = {f"{k}_tokens": 0 for k in keys}
         self.usage_events: list[int] = []
-        self.injected = 0
 
     def emit(
         self, kind: str, payload: dict[str, Any], tick: tuple[float, float] = (0.05, 1.5)
@@ -461,13 +456,11 @@ class CodexLog:
         self.emit("event_msg", {"type": "context_compacted"})
 
 
-class ShareGPTLog:
+class ShareGPTLog(_Log):
     def __init__(self, ids: Ids) -> None:
-        self.ids = ids
+        super().__init__(ids)
         self.turns: list[dict[str, str]] = [{"from": "system", "value": sharegpt_system()}]
-        self.roles: list[str] = ["system"]
-        self.tool_calls = 0
-        self.compactions: list[dict[str, Any]] = []
+        self.roles.append("system")
         self.pending: list[tuple[str, str]] = []
 
     def human(self, text: str) -> None:

@@ -138,11 +138,11 @@ def build_anthropic(out_dir: Path) -> dict[str, Any]:
     thinking = sum(1 for b in _blocks(a.messages, "assistant") if b["type"] == "thinking")
     return {
         "format": "anthropic",
-        "messages": len(a.normalized_roles),
+        "messages": len(a.roles),
         "raw_messages": len(a.messages),
-        "roles": role_counts(a.normalized_roles),
+        "roles": role_counts(a.roles),
         "tool_calls": a.tool_calls,
-        "tool_results": a.normalized_roles.count("tool"),
+        "tool_results": a.roles.count("tool"),
         "tool_errors": errors,
         "compactions": [],
         "images": a.images,
