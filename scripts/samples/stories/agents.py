@@ -249,7 +249,7 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
         (old, "global", None, CWD, "make seed", "0.15.0", t0, t0 + 500),
         (sid, "global", None, CWD, "JPY CSV export", "0.15.0", t0, t0 + 99_000),
     ]
-    rows = {
+    rows: dict[str, list[tuple[Any, ...]]] = {
         "session": sessions,
         "message": [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
         "part": [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts],

@@ -67,7 +67,7 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
     stamped = [{**msg, "timestamp": ts} for msg, ts in zip(h.messages, stamps, strict=True)]
     write_jsonl(out_dir / "hermes-gateway.jsonl", [meta, *stamped])
     roles = [m["role"] for m in h.messages]
-    more = {"tools": len(tools), "session_id": session_id}
+    more: dict[str, Any] = {"tools": len(tools), "session_id": session_id}
     return manifest_entry("hermes", roles, h.tool_calls, [], meta["model"], **more)
 
 
@@ -101,22 +101,12 @@ class StateStory(HermesStory):
         return suite_part(self.suite, part)
 
     def play_world(self, kind: str, value: Any) -> None:
-        if kind == "fix":
-            self.suite.fix(value)
-        elif kind == "copy":
+        if kind == "copy":
             source, n = value
             last = self.logs[source].messages[-n:]
             self.log.messages.extend(json.loads(json.dumps(last)))
         else:
             super().play_world(kind, value)
-
-
-def _state_sessions(rng: random.Random) -> tuple[HermesLog, HermesLog, HermesLog, HermesLog]:
-    """The four message runs of the db: old session, child (pre in-place), compacted head, new tail."""
-    story = StateStory(rng)
-    story.replay("state_db")
-    logs = story.logs
-    return logs["old"], logs["child"], logs["head"], logs["tail"]
 
 
 def _rows(
@@ -174,7 +164,9 @@ def _assistants(msgs: Sequence[dict[str, Any]]) -> int:
 
 
 def build_state_db(out_dir: Path) -> dict[str, Any]:
-    old, child, head, tail = _state_sessions(rng_for("state"))
+    story = StateStory(rng_for("state"))  # old session, child, compacted head, new tail
+    story.replay("state_db")
+    old, child, head, tail = story.logs.values()
     old_fixed, child_fixed = data_json("state_sessions.json")
     old_id, child_id = old_fixed["id"], child_fixed["id"]
     old_rows = _rows(old, old_id, 1, 1, 0)

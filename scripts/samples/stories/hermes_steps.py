@@ -81,8 +81,8 @@ class HermesStory(LogStory):
     """Replays Hermes steps: ``user`` and ``assistant`` (its text, then its tool calls: each a
     ``$tool`` of :class:`HermesTools` or a literal ``[name, args, result]``) are
     :class:`HermesLog` calls, ``session`` switches logs, and ``mark`` keeps the last
-    message's index in ``marks`` for the manifest. Other steps change the story's world;
-    subclasses handle them in :meth:`play_world`."""
+    message's index in ``marks`` for the manifest. Other steps change the story's world
+    (``fix``: a bug of the suite); subclasses handle more in :meth:`play_world`."""
 
     def __init__(self, logs: dict[str, HermesLog], tools: HermesTools, ids: Any = None) -> None:
         super().__init__(logs, tools, ids)
@@ -102,4 +102,6 @@ class HermesStory(LogStory):
             self.play_world(kind, value)
 
     def play_world(self, kind: str, value: Any) -> None:
-        raise ValueError(f"unknown step {kind!r}")
+        if kind != "fix" or self.tools.suite is None:
+            raise ValueError(f"unknown step {kind!r}")
+        self.tools.suite.fix(value)
