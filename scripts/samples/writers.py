@@ -323,14 +323,13 @@ class ClaudeCodeLog(_Log):
         self._emit(line)
 
     def compact(self, trigger: str, pre_tokens: int, summary: str) -> None:
-        self._fill_usage(target=pre_tokens - self.ids.rng.randint(600, 1800))
+        self.finish(target=pre_tokens - self.ids.rng.randint(600, 1800))
         self.clock.tick(20, 60)
         # a new chain: no parent, the old tip kept as the logical parent
-        boundary = {"parentUuid": None, "logicalParentUuid": self.tip, **self._base("system")}
-        boundary.update(parentUuid=None, isSidechain=False, subtype="compact_boundary")
-        boundary.update(content="Conversation compacted", isMeta=False, level="info")
-        boundary["compactMetadata"] = {"trigger": trigger, "preTokens": pre_tokens}
-        self._emit(boundary)
+        line = {"tip": None, "sidechain": False, "session": self.session_id, "kind": "system"}
+        base = fill(_RECORDS["claude_code_line"], **line)
+        meta = {"tip": self.tip, "trigger": trigger, "pre_tokens": pre_tokens}
+        self._emit(fill(_RECORDS["claude_code_boundary"], base=base, **meta))
         self.clock.tick(0.5, 2)
         self.compactions.append(compaction(len(self.roles), trigger, pre_tokens))
         line = self._base("user")
@@ -341,8 +340,9 @@ class ClaudeCodeLog(_Log):
         self.pending_weight = len(summary) / 3.2
         self._emit(line)
 
-    def _fill_usage(self, target: int) -> None:
-        """Give this segment's calls prompt sizes that grow from the cached system prompt to ``target``."""
+    def finish(self, target: int) -> None:
+        """End a segment (at a compaction or the session's end): give its calls prompt sizes
+        that grow from the cached system prompt to ``target``."""
         calls, self.segment = self.segment, []
         if not calls:
             return
@@ -366,9 +366,6 @@ class ClaudeCodeLog(_Log):
             call.usage["cache_creation"]["ephemeral_5m_input_tokens"] = created
             self.main_prompts.append(fresh + read + created)
             prev = prompt
-
-    def finish(self, target: int) -> None:
-        self._fill_usage(target)
 
 
 class CodexLog(_Log):
