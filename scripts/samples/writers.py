@@ -326,8 +326,8 @@ class ClaudeCodeLog(_Log):
         self.finish(target=pre_tokens - self.ids.rng.randint(600, 1800))
         self.clock.tick(20, 60)
         # a new chain: no parent, the old tip kept as the logical parent
-        line = {"tip": None, "sidechain": False, "session": self.session_id, "kind": "system"}
-        base = fill(_RECORDS["claude_code_line"], **line)
+        line: dict[str, Any] = {"tip": None, "sidechain": False, "session": self.session_id}
+        base = fill(_RECORDS["claude_code_line"], **line, kind="system")
         meta = {"tip": self.tip, "trigger": trigger, "pre_tokens": pre_tokens}
         self._emit(fill(_RECORDS["claude_code_boundary"], base=base, **meta))
         self.clock.tick(0.5, 2)
