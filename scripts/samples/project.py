@@ -207,17 +207,13 @@ class Suite:
         elif "s" in chars:
             out += "\n" + " short test summary info ".center(80, "=") + "\n"
             out += "\n".join(self._skip_lines(selected))
-        n_fail = sum(1 for t in bad if not failing[t].error)
-        n_err = len(bad) - n_fail
-        n_skip, n_pass = chars.count("s"), chars.count(".")
+        n_fail, n_err, n_skip, n_pass = (chars.count(c) for c in "FEs.")
         words = ((n_fail, "failed"), (n_pass, "passed"), (n_skip, "skipped"), (n_err, "error"))
         parts = [f"{n} {w}" for n, w in words if n or w == "passed"]
         if n_err > 1:
             parts[-1] += "s"
         if stop_first and bad:
-            out += (
-                "\n!!!!!!!!!!!!!!!!!!!!!!!!!! stopping after 1 failures !!!!!!!!!!!!!!!!!!!!!!!!!!!"
-            )
+            out += "\n" + " stopping after 1 failures ".center(80, "!")
         out += f"\n{', '.join(parts)} in {self.duration(len(chars))}"
         return out, (1 if bad else 0)
 
