@@ -169,25 +169,20 @@ class ShareGPTTools:
         return self.repos[repo].patch(path, old, new)
 
 
-#: The three conversations of sharegpt.jsonl: prompt index, model and timestamp of each.
-_SHAREGPT_ENTRIES = (
-    (0, "anthropic/claude-sonnet-4", "2025-09-15T14:52:10.418822"),
-    (1, "anthropic/claude-sonnet-4", "2025-09-16T16:20:44.001273"),
-    (2, "anthropic/claude-sonnet-4", "2025-09-16T18:03:27.770104"),
+#: The timestamps of the three conversations of sharegpt.jsonl (all one model's).
+_SHAREGPT_STAMPS = (
+    "2025-09-15T14:52:10.418822",
+    "2025-09-16T16:20:44.001273",
+    "2025-09-16T18:03:27.770104",
 )
+_SHAREGPT_MODEL = "anthropic/claude-sonnet-4"
 
 
 def build_sharegpt(out_dir: Path) -> dict[str, Any]:
     ids = Ids(rng_for("sharegpt"))
     logs = {f"c{i}": ShareGPTLog(ids) for i in (1, 2, 3)}
     LogStory(logs, ShareGPTTools()).replay("sharegpt")
-    entries = [t.entry(*e) for t, e in zip(logs.values(), _SHAREGPT_ENTRIES, strict=True)]
+    pairs = enumerate(zip(logs.values(), _SHAREGPT_STAMPS, strict=True))
+    write_jsonl(out_dir / "sharegpt.jsonl", [t.entry(i, _SHAREGPT_MODEL, s) for i, (t, s) in pairs])
     per = [t.manifest() for t in logs.values()]
-
-    write_jsonl(out_dir / "sharegpt.jsonl", entries)
-    return {
-        "format": "sharegpt",
-        **per[0],
-        "model": "anthropic/claude-sonnet-4",
-        "trajectories": per,
-    }
+    return {"format": "sharegpt", **per[0], "model": _SHAREGPT_MODEL, "trajectories": per}
