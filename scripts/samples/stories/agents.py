@@ -32,28 +32,6 @@ RECORDS: dict[str, dict[str, Any]] = data_json("agent_records.json")
 # ============================================================================= SWE-agent
 
 
-def _swe_doc(
-    steps: list[dict[str, Any]],
-    history: list[dict[str, Any]],
-    submission: str,
-    usage: tuple[int, int, int],
-) -> dict[str, Any]:
-    """The .traj document (data/swe_agent_doc.json) around the trajectory and history;
-    ``usage`` is (tokens sent, tokens received, API calls)."""
-    tokens_sent, tokens_received, api_calls = usage
-    doc: dict[str, Any] = data_json("swe_agent_doc.json")
-    doc["trajectory"], doc["history"] = steps, history
-    doc["info"]["submission"] = submission
-    doc["info"]["model_stats"] = {
-        "instance_cost": round(tokens_sent * 3e-6 + tokens_received * 15e-6, 4),
-        "tokens_sent": tokens_sent,
-        "tokens_received": tokens_received,
-        "api_calls": api_calls,
-    }
-    doc["replay_config"] = json.dumps(doc["replay_config"])
-    return doc
-
-
 def _swe_turn(
     ids: Ids, history: list[dict[str, Any]], steps: list[dict[str, Any]], step: Sequence[str]
 ) -> tuple[int, int]:
@@ -86,8 +64,12 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     obs: list[list[str]] = data_json("stories/swe_agent_steps.json")
     usage = [_swe_turn(ids, history, steps, step) for step in obs]  # (sent, received) a step
     sent, received = (sum(u[i] for u in usage) for i in (0, 1))
-    submission = obs[3][2].split("\n", 1)[1] + data_text("text/swe_agent_test_diff.txt")
-    doc = _swe_doc(steps, history, submission, (sent, received, len(obs)))
+    cost = round(sent * 3e-6 + received * 15e-6, 4)
+    stats: dict[str, Any] = {"cost": cost, "sent": sent, "received": received, "calls": len(obs)}
+    stats["submission"] = obs[3][2].split("\n", 1)[1] + data_text("text/swe_agent_test_diff.txt")
+    # the .traj document around the trajectory and history, its submission and usage
+    doc = fill(data_json("swe_agent_doc.json"), trajectory=steps, history=history, **stats)
+    doc["replay_config"] = json.dumps(doc["replay_config"])
     write_json(out_dir / "swe-agent.traj", doc)
     return manifest_entry(
         "swe-agent",
