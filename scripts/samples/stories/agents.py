@@ -176,9 +176,7 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
         )
         history += [call, fill(shape["result"], ts=at + 3, id=tid, output=output)]
         roles += ["assistant", "tool"]
-    history.append(
-        {"role": "assistant", "ts": ts + 99, "content": [{"type": "text", "text": AGENT_DONE}]}
-    )
+    history.append(fill(shape["done"], ts=ts + 99, text=AGENT_DONE))
     roles.append("assistant")
     task = out_dir / "cline-task"
     task.mkdir(exist_ok=True)

@@ -53,21 +53,11 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
     tools = [tool_by_name(n) for n in schemas["hermes"]] + schemas["more"]
     story = GatewayStory(h, HermesTools(Repo({})), clock)
     story.replay("gateway")
-    stamps = story.stamps
-
-    session_id = "20250917_071240_tg_5512"
-    meta = {
-        "role": "session_meta",
-        "tools": tools,
-        "model": "anthropic/claude-sonnet-4",
-        "platform": "telegram",
-        "session_id": session_id,
-        "timestamp": datetime(2025, 9, 17, 7, 12, 40, 512000).isoformat(),
-    }
-    stamped = [{**msg, "timestamp": ts} for msg, ts in zip(h.messages, stamps, strict=True)]
+    meta = fill(data_json("agent_records.json")["hermes-gateway"]["meta"], tools=tools)
+    stamped = [{**m, "timestamp": ts} for m, ts in zip(h.messages, story.stamps, strict=True)]
     write_jsonl(out_dir / "hermes-gateway.jsonl", [meta, *stamped])
     roles = [m["role"] for m in h.messages]
-    more: dict[str, Any] = {"tools": len(tools), "session_id": session_id}
+    more: dict[str, Any] = {"tools": len(tools), "session_id": meta["session_id"]}
     return manifest_entry("hermes", roles, h.tool_calls, [], meta["model"], **more)
 
 
