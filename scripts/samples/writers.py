@@ -266,14 +266,10 @@ class ClaudeCodeLog(_Log):
         return self._emit(line)
 
     def snapshot(self, message_id: str, files: dict[str, int]) -> None:
-        backups = {
-            path: {
-                "backupFileName": f"{self.ids.hex(16)}@v{v}",
-                "version": v,
-                "backupTime": self.clock.z(),
-            }
-            for path, v in files.items()
-        }
+        backups = {}
+        for path, v in files.items():
+            name = f"{self.ids.hex(16)}@v{v}"
+            backups[path] = {"backupFileName": name, "version": v, "backupTime": self.clock.z()}
         self.lines.append(cc_snapshot(message_id, backups, self.clock.z()))
 
     def assistant(self, *blocks: dict[str, Any], output: int | None = None) -> list[str]:

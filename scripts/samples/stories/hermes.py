@@ -178,12 +178,8 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
         ),
         _session_row(child_fixed, (child_start, None), child_counts, child_usage),
     ]
-    lock = (
-        child_id,
-        "pid=48213:tid=140213906761536:agent=9f1c2e:nonce=5a7b19d3",
-        round(compact_at - 4.2, 3),
-        round(compact_at - 4.2 + 300, 3),
-    )
+    owner = "pid=48213:tid=140213906761536:agent=9f1c2e:nonce=5a7b19d3"
+    lock = (child_id, owner, round(compact_at - 4.2, 3), round(compact_at - 4.2 + 300, 3))
     rows = old_rows + child_rows + head_rows + tail_rows
     tables = {"sessions": sessions, "messages": rows, "compression_locks": [lock]}
     pragmas = ("PRAGMA journal_mode=DELETE", "PRAGMA page_size=4096")
