@@ -46,15 +46,8 @@ class Repo:
 
     @staticmethod
     def diff(path: str, before: str, after: str) -> str:
-        return "\n".join(
-            difflib.unified_diff(
-                before.splitlines(),
-                after.splitlines(),
-                fromfile=f"a/{path}",
-                tofile=f"b/{path}",
-                lineterm="",
-            )
-        )
+        a, b = before.splitlines(), after.splitlines()
+        return "\n".join(difflib.unified_diff(a, b, f"a/{path}", f"b/{path}", lineterm=""))
 
     def patch_many(self, path: str, edits: Sequence[tuple[str, str]]) -> str:
         """Apply several unique replacements to one file; return one unified diff."""
@@ -73,25 +66,10 @@ class Repo:
 
 # ===================================================================== project sources
 
-#: The project's files at the start of every story (data/ledgerline/), in this order.
+#: The project's files at the start of every story (data/ledgerline/), in the order of
+#: data/project_files.json.
 PROJECT_FILES: dict[str, str] = {
-    path: data_text(f"ledgerline/{path}")
-    for path in (
-        "src/app/billing/invoice.py",
-        "src/app/utils/money.py",
-        "src/app/billing/tax.py",
-        "src/app/payments/client.py",
-        "src/app/payments/webhooks.py",
-        "src/app/billing/dunning.py",
-        "src/app/billing/proration.py",
-        "src/app/api/schemas.py",
-        "src/app/config.py",
-        "src/app/cli.py",
-        "src/app/db/models.py",
-        "src/app/api/routes_invoices.py",
-        "tests/conftest.py",
-        "pytest.ini",
-    )
+    path: data_text(f"ledgerline/{path}") for path in data_json("project_files.json")
 }
 
 
