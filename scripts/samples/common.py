@@ -236,12 +236,8 @@ def make_secrets(rng: random.Random) -> dict[str, str]:
     signature = base64.urlsafe_b64encode(sig).decode("ascii").rstrip("=")
     out: dict[str, str] = {}
     for s in SECRETS:
-        if "chars" in s:
-            out[s["name"]] = s["prefix"] + "".join(
-                rng.choice(s["chars"]) for _ in range(s["length"])
-            )
-        else:
-            out[s["name"]] = s["prefix"] + signature
+        drawn = (rng.choice(s["chars"]) for _ in range(s.get("length", 0)))  # drawn if joined
+        out[s["name"]] = s["prefix"] + ("".join(drawn) if "chars" in s else signature)
     return out
 
 

@@ -37,10 +37,9 @@ def read_out(repo: Repo, path: str, offset: int = 1, limit: int | None = None) -
         "file_size": len(repo.text(path).encode()),
         "truncated": limit is not None and offset - 1 + limit < total,
     }
-    if body["truncated"]:
-        body["hint"] = (
-            f"Use offset={offset + limit} to continue reading (showing {offset}-{offset + limit - 1} of {total} lines)"
-        )
+    if limit is not None and body["truncated"]:
+        shown = f"showing {offset}-{offset + limit - 1} of {total} lines"
+        body["hint"] = f"Use offset={offset + limit} to continue reading ({shown})"
     return json.dumps(body, ensure_ascii=False)
 
 

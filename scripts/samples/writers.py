@@ -164,10 +164,8 @@ class AnthropicLog(_Log):
         content.extend(extra)
         if extra:
             self.roles.append("user")
-        if len(content) == 1 and content[0]["type"] == "text":
-            self.messages.append({"role": "user", "content": content[0]["text"]})
-        else:
-            self.messages.append({"role": "user", "content": content})
+        single = len(content) == 1 and content[0]["type"] == "text"  # a lone text: a string
+        self.messages.append({"role": "user", "content": content[0]["text"] if single else content})
 
     def assistant(
         self, thinking: str | None, text: str | None, *calls: tuple[str, dict[str, Any], str, bool]
