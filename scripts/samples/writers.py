@@ -41,6 +41,9 @@ from .shapes import (
 )
 from .tools import SHAREGPT_TOOLS, Call, sharegpt_system
 
+#: A message's content: a string or a list of content blocks / parts.
+Content = str | list[dict[str, Any]]
+
 #: The writers' fixed record shapes; ``"$name"`` strings are filled in.
 _RECORDS: dict[str, Any] = data_json("writer_records.json")
 
@@ -72,7 +75,7 @@ class HermesLog(_Log):
         self.clock = clock
         self.messages: list[dict[str, Any]] = []
 
-    def user(self, content: str | list[dict[str, Any]]) -> int:
+    def user(self, content: Content) -> int:
         self.clock.tick(20, 140)
         if isinstance(content, list):
             self.images += sum(1 for p in content if p.get("type") == "image_url")
@@ -113,7 +116,7 @@ class ChatLog(_Log):
     def add(self, msg: dict[str, Any]) -> None:
         self.messages.append(msg)
 
-    def user(self, content: str | list[dict[str, Any]]) -> None:
+    def user(self, content: Content) -> None:
         if isinstance(content, list):
             self.images += sum(1 for p in content if p.get("type") == "image_url")
         self.add({"role": "user", "content": content})
@@ -246,7 +249,7 @@ class ClaudeCodeLog(_Log):
             self.roles.append(role)
 
     # -- lines -------------------------------------------------------------------------
-    def prompt(self, text: str | list[dict[str, Any]], **extra: Any) -> str:
+    def prompt(self, text: Content, **extra: Any) -> str:
         self.clock.tick(15, 90)
         line = self._base("user")
         line["message"] = {"role": "user", "content": text}
@@ -299,19 +302,14 @@ class ClaudeCodeLog(_Log):
         return ids
 
     def result(
-        self,
-        tool_use_id: str,
-        content: str | list[dict[str, Any]],
-        tool_use_result: Any,
-        is_error: bool = False,
+        self, tool_use_id: str, content: Content, use_result: Any, is_error: bool = False
     ) -> None:
+        """A tool result line: its block, and ``use_result`` as the line's ``toolUseResult``."""
         self.clock.tick(0.3, 20)
-        block = tool_result_block(
-            tool_use_id, content, True if is_error else None, claude_code=True
-        )
+        block = tool_result_block(tool_use_id, content, is_error or None, claude_code=True)
         line = self._base("user")
         line["message"] = {"role": "user", "content": [block]}
-        line["toolUseResult"] = tool_use_result
+        line["toolUseResult"] = use_result
         self._count("tool")
         self.pending_weight += len(json.dumps(content)) / 3.2
         self._emit(line)
