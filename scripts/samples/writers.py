@@ -256,11 +256,9 @@ class ClaudeCodeLog(_Log):
         line.update(extra)
         self._count("user")
         if not self.off_main:
-            if extra.get("isMeta") or (
-                isinstance(text, str)
-                and text.lstrip().startswith(("<command-name>", "<local-command-stdout>"))
-            ):
-                self.injected += 1
+            tags = ("<command-name>", "<local-command-stdout>")  # slash commands, their output
+            command = isinstance(text, str) and text.lstrip().startswith(tags)
+            self.injected += bool(extra.get("isMeta") or command)
             if isinstance(text, list):
                 self.images += sum(1 for b in text if b.get("type") == "image")
         self.pending_weight += len(json.dumps(text)) / 3.2
