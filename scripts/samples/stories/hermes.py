@@ -109,15 +109,14 @@ def _rows(
 ) -> list[tuple[Any, ...]]:
     columns: dict[str, Any] = data_json("state_message.json")  # the columns, fixed values set
     rows = []
-    t0 = log.clock.now.timestamp()
+    n, t0 = len(log.messages), log.clock.now.timestamp()  # by default 30s apart, to the end
+    stamps = stamps if stamps is not None else [round(t0 - 30 * (n - i), 3) for i in range(n)]
     for i, m in enumerate(log.messages):
         text, calls = m.get("content") or "", m.get("tool_calls")
         row = {**columns, **{k: m.get(k) for k in ("tool_call_id", "tool_name", "finish_reason")}}
         row.update(id=first_id + i, session_id=session_id, role=m["role"], content=text)
         row["tool_calls"] = json.dumps(calls, ensure_ascii=False) if calls else None
-        row["timestamp"] = (
-            stamps[i] if stamps is not None else round(t0 - 30 * (len(log.messages) - i), 3)
-        )
+        row["timestamp"] = stamps[i]
         arguments = sum(len(c["function"]["arguments"]) for c in calls or [])
         row["token_count"] = max(1, len(text) // 4) + arguments // 4
         row.update(reasoning=m.get("reasoning"), active=active, compacted=compacted)
