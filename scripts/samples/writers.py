@@ -57,11 +57,13 @@ def _raw_calls(calls: Sequence[Call], new_id: Callable[[], str]) -> list[tuple[s
 
 
 class _Log:
-    """What every writer keeps while it writes: the reader's roles (one a message), tool
-    calls, images, compactions and injected (not typed) user messages."""
+    """What every writer keeps while it writes: the messages (chat-shaped writers), the
+    reader's roles (one a message), tool calls, images, compactions and injected (not
+    typed) user messages."""
 
     def __init__(self, ids: Ids) -> None:
         self.ids = ids
+        self.messages: list[dict[str, Any]] = []  # the chat-shaped writers' messages
         self.roles: list[str] = []
         self.tool_calls = self.images = self.injected = 0
         self.compactions: list[dict[str, Any]] = []
@@ -73,7 +75,6 @@ class HermesLog(_Log):
     def __init__(self, ids: Ids, clock: Clock) -> None:
         super().__init__(ids)
         self.clock = clock
-        self.messages: list[dict[str, Any]] = []
 
     def user(self, content: Content) -> int:
         self.clock.tick(20, 140)
@@ -110,7 +111,6 @@ class ChatLog(_Log):
 
     def __init__(self, ids: Ids) -> None:
         super().__init__(ids)
-        self.messages: list[dict[str, Any]] = []
         self.invalid_arguments: list[int] = []
 
     def add(self, msg: dict[str, Any]) -> None:
@@ -147,7 +147,6 @@ class AnthropicLog(_Log):
 
     def __init__(self, ids: Ids) -> None:
         super().__init__(ids)
-        self.messages: list[dict[str, Any]] = []
         self.pending: list[tuple[str, str, bool]] = []  # (tool_use_id, content, is_error)
 
     def signature(self) -> str:
