@@ -87,11 +87,8 @@ def _expand(name: str) -> list[str]:
 
 
 def build_inventory() -> list[str]:
-    out: list[str] = []
-    for module, names in _INVENTORY_SPEC:
-        for name in names:
-            out.extend(f"{module}::{n}" for n in _expand(name))
-    return out
+    tests = ((module, name) for module, names in _INVENTORY_SPEC for name in names)
+    return [f"{module}::{n}" for module, name in tests for n in _expand(name)]
 
 
 @dataclass
