@@ -147,11 +147,7 @@ class Suite:
         self.active.discard(key)
 
     def failing(self) -> dict[str, Bug]:
-        out: dict[str, Bug] = {}
-        for key in sorted(self.active):
-            for t in self.bugs[key].tests:
-                out[t] = self.bugs[key]
-        return out
+        return {t: self.bugs[k] for k in sorted(self.active) for t in self.bugs[k].tests}
 
     def duration(self, n: int) -> str:
         return f"{n * self.rng.uniform(0.012, 0.03) + 0.4:.2f}s"
