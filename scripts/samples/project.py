@@ -304,10 +304,8 @@ def frame(repo: Repo, path: str, needle: str, errors: Sequence[str], header: str
             start -= 1
     while start > 1 and lines[start - 2].lstrip().startswith("@"):
         start -= 1
-    body = []
-    for n in range(start, at + 1):
-        line = lines[n - 1]
-        body.append((">   " if n == at else "    ") + line if line else "")
+    window = enumerate(lines[start - 1 : at], start=start)
+    body = [(">   " if n == at else "    ") + line if line else "" for n, line in window]
     out = ([header, ""] if header else []) + body
     out += [f"E       {e}" for e in errors]
     return "\n".join(out)

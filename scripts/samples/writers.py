@@ -447,7 +447,6 @@ class ShareGPTLog(_Log):
         super().__init__(ids)
         self.turns: list[dict[str, str]] = [{"from": "system", "value": sharegpt_system()}]
         self.roles.append("system")
-        self.pending: list[tuple[str, str]] = []
 
     def human(self, text: str) -> None:
         if text.startswith(LEGACY_SUMMARY_PREFIX):
@@ -456,26 +455,20 @@ class ShareGPTLog(_Log):
         self.roles.append("user")
 
     def gpt(self, think: str | None, text: str, *calls: tuple[str, dict[str, Any], Any]) -> None:
-        parts = []
-        if think:
-            parts.append(tagged("think", think))
-        if text:
-            parts.append(text)
-        for name, args, result in calls:
+        parts = ([tagged("think", think)] if think else []) + ([text] if text else [])
+        for name, args, _ in calls:
             call = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
             parts.append(tagged("tool_call", call))
-            self.pending.append((name, result))
         self.turns.append({"from": "gpt", "value": "\n".join(parts)})
         self.roles.append("assistant")
         self.tool_calls += len(calls)
-        if self.pending:
-            blocks = []
-            for name, result in self.pending:
-                body = {"tool_call_id": self.ids.call(), "name": name, "content": result}
-                blocks.append(tagged("tool_response", json.dumps(body, ensure_ascii=False)))
-                self.roles.append("tool")
+        if calls:  # one tool turn with every result, each given a call id now
+            bodies = [
+                {"tool_call_id": self.ids.call(), "name": n, "content": r} for n, _, r in calls
+            ]
+            blocks = [tagged("tool_response", json.dumps(b, ensure_ascii=False)) for b in bodies]
             self.turns.append({"from": "tool", "value": "\n".join(blocks)})
-            self.pending = []
+            self.roles += ["tool"] * len(calls)
 
     def entry(self, prompt_index: int, model: str, stamp: str) -> dict[str, Any]:
         entry: dict[str, Any] = fill(
