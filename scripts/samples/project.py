@@ -166,13 +166,9 @@ class Suite:
             bad.append(t)
             if stop_first:
                 break
-        lines: list[str] = []
-        total = len(selected)
-        for start in range(0, len(chars), 72):
-            chunk = "".join(chars[start : start + 72])
-            pct = round(100 * min(start + 72, len(chars)) / max(total, 1))
-            lines.append(f"{chunk:<72} [{pct:>3}%]")
-        out = "\n".join(lines)
+        total, starts = max(len(selected), 1), range(0, len(chars), 72)  # 72 a progress row
+        rows = (("".join(chars[s : s + 72]), min(s + 72, len(chars))) for s in starts)
+        out = "\n".join(f"{chunk:<72} [{round(100 * end / total):>3}%]" for chunk, end in rows)
         if bad:
             out += self._reports(bad, failing, selected)
         elif "s" in chars:
