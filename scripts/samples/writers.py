@@ -156,10 +156,8 @@ class AnthropicLog(_Log):
         """Flush pending tool results first (the API requires them to lead), then user blocks."""
         if self.messages and self.messages[-1]["role"] == "user":
             raise AssertionError("anthropic: roles must alternate")
-        content: list[dict[str, Any]] = []
-        for tid, text, err in self.pending:
-            content.append(tool_result_block(tid, text, True if err else None))
-            self.roles.append("tool")
+        content = [tool_result_block(tid, text, err or None) for tid, text, err in self.pending]
+        self.roles += ["tool"] * len(content)
         self.pending = []
         extra = [text_block(b) if isinstance(b, str) else b for b in blocks]
         self.images += sum(1 for b in extra if b.get("type") == "image")
@@ -174,11 +172,8 @@ class AnthropicLog(_Log):
     ) -> None:
         if self.messages[-1]["role"] != "user":
             raise AssertionError("anthropic: roles must alternate")
-        content: list[dict[str, Any]] = []
-        if thinking:
-            content.append(thinking_block(thinking, self.signature()))
-        if text:
-            content.append(text_block(text))
+        content = [thinking_block(thinking, self.signature())] if thinking else []
+        content += [text_block(text)] if text else []
         for name, args, result, err in calls:
             tid = self.ids.toolu()
             content.append(tool_use_block(tid, name, args))
