@@ -246,8 +246,7 @@ class ClaudeCodeLog(_Log):
     def prompt(self, text: Content, **extra: Any) -> str:
         self.clock.tick(15, 90)
         line = self._base("user")
-        line["message"] = {"role": "user", "content": text}
-        line.update(extra)
+        line.update(message={"role": "user", "content": text}, **extra)
         self._count("user")
         if not self.off_main:
             tags = ("<command-name>", "<local-command-stdout>")  # slash commands, their output
@@ -300,8 +299,7 @@ class ClaudeCodeLog(_Log):
         self.clock.tick(0.3, 20)
         block = tool_result_block(tool_use_id, content, is_error or None, claude_code=True)
         line = self._base("user")
-        line["message"] = {"role": "user", "content": [block]}
-        line["toolUseResult"] = use_result
+        line.update(message={"role": "user", "content": [block]}, toolUseResult=use_result)
         self._count("tool")
         self.pending_weight += len(json.dumps(content)) / 3.2
         self._emit(line)
@@ -318,8 +316,7 @@ class ClaudeCodeLog(_Log):
         self.compactions.append(compaction(len(self.roles), trigger, pre_tokens))
         line = self._base("user")
         line["message"] = {"role": "user", "content": summary}
-        line["isVisibleInTranscriptOnly"] = True
-        line["isCompactSummary"] = True
+        line.update(isVisibleInTranscriptOnly=True, isCompactSummary=True)
         self.roles.append("user")
         self.pending_weight = len(summary) / 3.2
         self._emit(line)
