@@ -157,15 +157,12 @@ class Suite:
         selected = [t for t in self.inventory if any(t == x or t.startswith(x) for x in targets)]
         failing = self.failing()
         chars: list[str] = []
-        bad: list[str] = []
         for t in selected:
-            if t not in failing:
-                chars.append("s" if t in self.skipped else ".")
-                continue
-            chars.append("E" if failing[t].error else "F")
-            bad.append(t)
-            if stop_first:
+            bug = failing.get(t)
+            chars.append(("E" if bug.error else "F") if bug else "s" if t in self.skipped else ".")
+            if bug and stop_first:
                 break
+        bad = [t for t, c in zip(selected, chars, strict=False) if c in "FE"]
         total, starts = max(len(selected), 1), range(0, len(chars), 72)  # 72 a progress row
         rows = (("".join(chars[s : s + 72]), min(s + 72, len(chars))) for s in starts)
         out = "\n".join(f"{chunk:<72} [{round(100 * end / total):>3}%]" for chunk, end in rows)
@@ -225,7 +222,6 @@ class Suite:
         order = list(self.inventory)
         rng.shuffle(order)
         lines = data_text("text/pytest_vv_header.txt").format(n=len(order)).split("\n")[:-1]
-        bad: list[str] = []
         for i, t in enumerate(order, start=1):
             lines.append(f"{t} ")
             lines.append("-" * 32 + " live log setup " + "-" * 32)
@@ -233,17 +229,13 @@ class Suite:
             lines.append("-" * 33 + " live log call " + "-" * 32)
             lines.extend(_log_lines(rng, t, "call"))
             pct = f"[{round(100 * i / len(order)):>3}%]"
-            if t in failing:
-                bad.append(t)
-                word = "FAILED"
-            elif t in self.skipped:
-                word = "SKIPPED (needs the postgres container)"
-            else:
-                word = "PASSED"
+            skipped = "SKIPPED (needs the postgres container)"
+            word = "FAILED" if t in failing else skipped if t in self.skipped else "PASSED"
             lines.append(f"{word:<72} {pct}")
             if rng.random() < 0.3:
                 lines.append("-" * 31 + " live log teardown " + "-" * 30)
                 lines.extend(_log_lines(rng, t, "teardown"))
+        bad = [t for t in order if t in failing]
         report = self._reports(bad, failing).strip("\n").split("\n")
         lines.extend(report)
         n_fail = len(bad)
@@ -252,8 +244,7 @@ class Suite:
         lines.append(f" {summary} ".center(80, "="))
         if len(lines) < total_lines:
             raise ValueError(f"verbose log too short: {len(lines)} < {total_lines}")
-        tail = lines[-total_lines:]
-        return "\n".join(tail), (1 if bad else 0)
+        return "\n".join(lines[-total_lines:]), (1 if bad else 0)
 
 
 _LOG_TEMPLATES: dict[str, list[str]] = data_json("log_templates.json")
