@@ -252,15 +252,13 @@ _LOG_TEMPLATES: dict[str, list[str]] = data_json("log_templates.json")
 
 def _log_lines(rng: random.Random, test: str, phase: str) -> list[str]:
     area = test.split("/")[1] if test.count("/") > 1 else "other"
-    if area not in _LOG_TEMPLATES:
-        area = "other"
-    lo, hi = {"setup": (1, 3), "call": (1, 5), "teardown": (1, 2)}[phase]
+    templates = _LOG_TEMPLATES.get(area, _LOG_TEMPLATES["other"])
     out = []
-    for _ in range(rng.randint(lo, hi)):
+    for _ in range(rng.randint(1, {"setup": 3, "call": 5, "teardown": 2}[phase])):
         a = rng.randint(1000, 99999) / 100
         b = round(a * 0.0725, 2)
         out.append(
-            rng.choice(_LOG_TEMPLATES[area]).format(
+            rng.choice(templates).format(
                 n=rng.randint(40, 330),
                 h="".join(rng.choice("0123456789abcdef") for _ in range(8)),
                 h2="".join(rng.choice("0123456789abcdef") for _ in range(6)),
