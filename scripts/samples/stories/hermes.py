@@ -166,21 +166,16 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
     head_rows = _rows(head, child_id, len(old_rows) + len(child_rows) + 1, 1, 0, head_stamps)
     tail_rows = _rows(tail, child_id, len(old_rows) + len(child_rows) + len(head_rows) + 1, 1, 0)
     active_child = head.messages + tail.messages
-    old_start, child_start = starts["old"], starts["child"]
     live_calls = head.tool_calls + tail.tool_calls
-    old_n = (len(old.messages), old.tool_calls)
+    old_counts = (len(old.messages), old.tool_calls, _assistants(old.messages))
     child_counts = (len(active_child), live_calls, _assistants(child.messages + tail.messages))
     child_usage = (len(child.messages) + len(active_child), child.tool_calls + live_calls)
-    sessions = [
-        _session_row(
-            old_fixed, (old_start, child_start), (*old_n, _assistants(old.messages)), old_n
-        ),
-        _session_row(child_fixed, (child_start, None), child_counts, child_usage),
-    ]
+    old_row = _session_row(old_fixed, (starts["old"], starts["child"]), old_counts, old_counts[:2])
+    child_row = _session_row(child_fixed, (starts["child"], None), child_counts, child_usage)
     owner = "pid=48213:tid=140213906761536:agent=9f1c2e:nonce=5a7b19d3"
     lock = (child_id, owner, round(compact_at - 4.2, 3), round(compact_at - 4.2 + 300, 3))
     rows = old_rows + child_rows + head_rows + tail_rows
-    tables = {"sessions": sessions, "messages": rows, "compression_locks": [lock]}
+    tables = {"sessions": [old_row, child_row], "messages": rows, "compression_locks": [lock]}
     pragmas = ("PRAGMA journal_mode=DELETE", "PRAGMA page_size=4096")
     write_db(out_dir / "hermes-state.db", STATE_SCHEMA, tables, *pragmas)
     live_rows = head_rows + tail_rows
