@@ -6,6 +6,7 @@ import base64
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from .common import (
@@ -331,22 +332,15 @@ class ClaudeCodeLog(_Log):
         first = CC_CACHED_SYSTEM + 3_800 + int(calls[0].weight) + rng.randint(200, 900)
         weights = [c.weight + rng.uniform(600, 5200) for c in calls[1:]]
         total = sum(weights) or 1.0
-        prompts = [first]
-        acc = 0.0
-        for w in weights:
-            acc += w
-            prompts.append(int(first + (target - first) * acc / total))
-        prev = None
-        for call, prompt in zip(calls, prompts, strict=True):
+        prompts = [first] + [int(first + (target - first) * w / total) for w in accumulate(weights)]
+        reads = [CC_CACHED_SYSTEM, *prompts[:-1]]  # each call reads the one before from cache
+        for call, prompt, read in zip(calls, prompts, reads, strict=True):
             fresh = rng.randint(1, 12)
-            read = CC_CACHED_SYSTEM if prev is None else prev
             created = max(0, prompt - read - fresh)
-            call.usage["input_tokens"] = fresh
+            call.usage.update(input_tokens=fresh, cache_creation_input_tokens=created)
             call.usage["cache_read_input_tokens"] = read
-            call.usage["cache_creation_input_tokens"] = created
             call.usage["cache_creation"]["ephemeral_5m_input_tokens"] = created
             self.main_prompts.append(fresh + read + created)
-            prev = prompt
 
 
 class CodexLog(_Log):
