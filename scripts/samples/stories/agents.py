@@ -243,9 +243,8 @@ def build_aider(out_dir: Path) -> dict[str, Any]:
     """Two runs of aider's chat history (data/text/aider_chat.md), the task's ask and its
     test run filled in: "#### " lines are typed input, "> " lines tool output."""
     run = "".join(f"> {ln}  \n" if ln else ">  \n" for ln in AGENT_STEPS[4][2].splitlines())
-    text = data_text("text/aider_chat.md").format(
-        ask="  \n#### ".join(AGENT_ASK.splitlines()), run=run
-    )
+    ask = "  \n#### ".join(AGENT_ASK.splitlines())
+    text = data_text("text/aider_chat.md").format(ask=ask, run=run)
     write_text(out_dir / "aider-chat-history.md", text)
     # The last run's messages: banner, /add and its output, ask, reply, its tool output,
     # /run and its output, /clear; then (after the compaction) an ask and its reply.
@@ -264,17 +263,12 @@ _GLAIVE_ROWS = data_json("glaive_rows.json")
 
 def build_glaive(out_dir: Path) -> dict[str, Any]:
     row, tools = RECORDS["sharegpt-glaive"]["row"], json.dumps(_GLAIVE_TOOLS)
-    lines = [
-        fill(
-            row,
-            ask=ask,
-            call=json.dumps({"name": name, "arguments": args}),
-            result=json.dumps(result),
-            answer=answer,
-            tools=tools,
+    lines: list[Any] = []
+    for ask, name, args, result, answer in _GLAIVE_ROWS:
+        call = json.dumps({"name": name, "arguments": args})
+        lines.append(
+            fill(row, ask=ask, call=call, result=json.dumps(result), answer=answer, tools=tools)
         )
-        for ask, name, args, result, answer in _GLAIVE_ROWS
-    ]
     write_jsonl(out_dir / "sharegpt-glaive.jsonl", lines)
     roles = ["user", "assistant", "tool", "assistant"]
     return manifest_entry("sharegpt", roles, 1, [], None, conversations=len(lines))
@@ -284,7 +278,7 @@ def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
     shape, model = RECORDS["mini-swe-agent"], "anthropic/claude-sonnet-4-20250514"
     ask = f"<pr_description>\n{AGENT_ASK}\n</pr_description>"
     msgs = [{"role": "system", "content": shape["system"]}, {"role": "user", "content": ask}]
-    roles, calls = ["system", "user"], 0
+    roles = ["system", "user"]
     commands = TASK["tools"]["mini-swe-agent"]
 
     def say(role: str, content: str) -> None:
@@ -296,7 +290,6 @@ def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
         code = 1 if "FAILED" in output else 0
         say("user", shape["observation"].format(code=code, output=output))
         roles += ["assistant", "tool"]
-        calls += 1
         if k == 1:  # a reply without an action, and the agent's format-error notice
             say("assistant", shape["no_action"])
             say("user", shape["format_error"])
@@ -305,4 +298,4 @@ def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
     roles.append("assistant")
     doc = fill(shape["doc"], api_calls=len(roles) // 2, messages=msgs)
     write_json(out_dir / "mini-swe-agent.traj.json", doc)
-    return manifest_entry("swe-agent", roles, calls, [], model)
+    return manifest_entry("swe-agent", roles, len(AGENT_STEPS), [], model)
