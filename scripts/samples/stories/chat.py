@@ -91,9 +91,7 @@ class AnthropicTools:
         self.repo = repo
 
     def view(self, path: str, start: int | None = None, end: int | None = None) -> AnthropicCall:
-        args: dict[str, Any] = {"path": path}
-        if start:
-            args["view_range"] = [start, end]
+        args: dict[str, Any] = {"path": path, **({"view_range": [start, end]} if start else {})}
         lines = self.repo.lines(path)
         s, e = start or 1, end or len(lines)
         return ("view_file", args, self.repo.numbered(path, s, e - s + 1, arrow=True), False)

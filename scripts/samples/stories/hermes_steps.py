@@ -66,9 +66,7 @@ class HermesTools:
         todos = [{"id": i, "content": c, "status": st} for i, c, st in items]
         states = ("pending", "in_progress", "completed")
         counts = {k: sum(1 for _, _, st in items if st == k) for k in states}
-        args: dict[str, Any] = {"todos": todos}
-        if merge:
-            args["merge"] = True
+        args: dict[str, Any] = {"todos": todos, **({"merge": True} if merge else {})}
         out = {"todos": todos, "summary": {"total": len(todos), **counts}}
         return ("todo", args, json.dumps(out, ensure_ascii=False))
 
