@@ -158,36 +158,32 @@ def check(sessions: Path, workdir: Path | None = None) -> list[str]:
             if not old.exists():
                 problems.append(f"{name}: missing from {sessions}")
                 continue
-            if new.read_bytes() == old.read_bytes():
-                continue
-            if name.endswith(".db"):
-                try:
-                    same = _db_rows(new) == _db_rows(old)
-                except sqlite3.DatabaseError as exc:
-                    problems.append(f"{name}: not a readable SQLite database ({exc})")
-                    continue
-                if same:
-                    continue  # same schema and rows; only SQLite's own header bytes differ
-            problems.append(f"{name}: differs from a fresh generation")
+            if new.read_bytes() != old.read_bytes():
+                problems += _drift(name, new, old)
     return problems
+
+
+def _drift(name: str, new: Path, old: Path) -> list[str]:
+    """The problem with a file whose bytes differ from a fresh generation's (none for a
+    database with the same schema and rows: only SQLite's own header bytes differ)."""
+    if name.endswith(".db"):
+        try:
+            if _db_rows(new) == _db_rows(old):
+                return []
+        except sqlite3.DatabaseError as exc:
+            return [f"{name}: not a readable SQLite database ({exc})"]
+    return [f"{name}: differs from a fresh generation"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Generate tjui's sample sessions deterministically."
     )
-    parser.add_argument(
-        "--check", action="store_true", help="regenerate into a temp dir; exit 1 on any difference"
-    )
-    parser.add_argument(
-        "--sessions",
-        type=Path,
-        default=SESSIONS,
-        help="the sessions directory (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--workdir", type=Path, default=None, help="parent directory for --check's temp dir"
-    )
+    check_help = "regenerate into a temp dir; exit 1 on any difference"
+    parser.add_argument("--check", action="store_true", help=check_help)
+    sessions_help = "the sessions directory (default: %(default)s)"
+    parser.add_argument("--sessions", type=Path, default=SESSIONS, help=sessions_help)
+    parser.add_argument("--workdir", type=Path, help="parent directory for --check's temp dir")
     args = parser.parse_args(argv)
     if args.check:
         problems = check(args.sessions, args.workdir)

@@ -175,6 +175,28 @@ def roles_counts(roles: list[str], tool_calls: int) -> dict[str, Any]:
     }
 
 
+def manifest_entry(
+    fmt: str,
+    roles: list[str],
+    tool_calls: int,
+    compactions: list[dict[str, Any]],
+    model: str | None,
+    images: int = 0,
+    **more: Any,
+) -> dict[str, Any]:
+    """A sample's manifest entry: its format, the counts for the reader's roles (one a
+    message), its compactions, images and model, then what else the sample records."""
+    counts = roles_counts(roles, tool_calls)
+    return {
+        "format": fmt,
+        **counts,
+        "compactions": compactions,
+        "images": images,
+        "model": model,
+        **more,
+    }
+
+
 def compaction(
     index: int, trigger: str = "unknown", pre_tokens: int | None = None
 ) -> dict[str, Any]:
@@ -214,12 +236,8 @@ def make_secrets(rng: random.Random) -> dict[str, str]:
     signature = base64.urlsafe_b64encode(sig).decode("ascii").rstrip("=")
     out: dict[str, str] = {}
     for s in SECRETS:
-        if "chars" in s:
-            out[s["name"]] = s["prefix"] + "".join(
-                rng.choice(s["chars"]) for _ in range(s["length"])
-            )
-        else:
-            out[s["name"]] = s["prefix"] + signature
+        drawn = (rng.choice(s["chars"]) for _ in range(s.get("length", 0)))  # drawn if joined
+        out[s["name"]] = s["prefix"] + ("".join(drawn) if "chars" in s else signature)
     return out
 
 

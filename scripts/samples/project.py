@@ -46,15 +46,8 @@ class Repo:
 
     @staticmethod
     def diff(path: str, before: str, after: str) -> str:
-        return "\n".join(
-            difflib.unified_diff(
-                before.splitlines(),
-                after.splitlines(),
-                fromfile=f"a/{path}",
-                tofile=f"b/{path}",
-                lineterm="",
-            )
-        )
+        a, b = before.splitlines(), after.splitlines()
+        return "\n".join(difflib.unified_diff(a, b, f"a/{path}", f"b/{path}", lineterm=""))
 
     def patch_many(self, path: str, edits: Sequence[tuple[str, str]]) -> str:
         """Apply several unique replacements to one file; return one unified diff."""
@@ -73,25 +66,10 @@ class Repo:
 
 # ===================================================================== project sources
 
-#: The project's files at the start of every story (data/ledgerline/), in this order.
+#: The project's files at the start of every story (data/ledgerline/), in the order of
+#: data/project_files.json.
 PROJECT_FILES: dict[str, str] = {
-    path: data_text(f"ledgerline/{path}")
-    for path in (
-        "src/app/billing/invoice.py",
-        "src/app/utils/money.py",
-        "src/app/billing/tax.py",
-        "src/app/payments/client.py",
-        "src/app/payments/webhooks.py",
-        "src/app/billing/dunning.py",
-        "src/app/billing/proration.py",
-        "src/app/api/schemas.py",
-        "src/app/config.py",
-        "src/app/cli.py",
-        "src/app/db/models.py",
-        "src/app/api/routes_invoices.py",
-        "tests/conftest.py",
-        "pytest.ini",
-    )
+    path: data_text(f"ledgerline/{path}") for path in data_json("project_files.json")
 }
 
 
@@ -109,11 +87,8 @@ def _expand(name: str) -> list[str]:
 
 
 def build_inventory() -> list[str]:
-    out: list[str] = []
-    for module, names in _INVENTORY_SPEC:
-        for name in names:
-            out.extend(f"{module}::{n}" for n in _expand(name))
-    return out
+    tests = ((module, name) for module, names in _INVENTORY_SPEC for name in names)
+    return [f"{module}::{n}" for module, name in tests for n in _expand(name)]
 
 
 @dataclass
@@ -172,11 +147,7 @@ class Suite:
         self.active.discard(key)
 
     def failing(self) -> dict[str, Bug]:
-        out: dict[str, Bug] = {}
-        for key in sorted(self.active):
-            for t in self.bugs[key].tests:
-                out[t] = self.bugs[key]
-        return out
+        return {t: self.bugs[k] for k in sorted(self.active) for t in self.bugs[k].tests}
 
     def duration(self, n: int) -> str:
         return f"{n * self.rng.uniform(0.012, 0.03) + 0.4:.2f}s"
@@ -186,38 +157,27 @@ class Suite:
         selected = [t for t in self.inventory if any(t == x or t.startswith(x) for x in targets)]
         failing = self.failing()
         chars: list[str] = []
-        bad: list[str] = []
         for t in selected:
-            if t not in failing:
-                chars.append("s" if t in self.skipped else ".")
-                continue
-            chars.append("E" if failing[t].error else "F")
-            bad.append(t)
-            if stop_first:
+            bug = failing.get(t)
+            chars.append(("E" if bug.error else "F") if bug else "s" if t in self.skipped else ".")
+            if bug and stop_first:
                 break
-        lines: list[str] = []
-        total = len(selected)
-        for start in range(0, len(chars), 72):
-            chunk = "".join(chars[start : start + 72])
-            pct = round(100 * min(start + 72, len(chars)) / max(total, 1))
-            lines.append(f"{chunk:<72} [{pct:>3}%]")
-        out = "\n".join(lines)
+        bad = [t for t, c in zip(selected, chars, strict=False) if c in "FE"]
+        total, starts = max(len(selected), 1), range(0, len(chars), 72)  # 72 a progress row
+        rows = (("".join(chars[s : s + 72]), min(s + 72, len(chars))) for s in starts)
+        out = "\n".join(f"{chunk:<72} [{round(100 * end / total):>3}%]" for chunk, end in rows)
         if bad:
             out += self._reports(bad, failing, selected)
         elif "s" in chars:
             out += "\n" + " short test summary info ".center(80, "=") + "\n"
             out += "\n".join(self._skip_lines(selected))
-        n_fail = sum(1 for t in bad if not failing[t].error)
-        n_err = len(bad) - n_fail
-        n_skip, n_pass = chars.count("s"), chars.count(".")
+        n_fail, n_err, n_skip, n_pass = (chars.count(c) for c in "FEs.")
         words = ((n_fail, "failed"), (n_pass, "passed"), (n_skip, "skipped"), (n_err, "error"))
         parts = [f"{n} {w}" for n, w in words if n or w == "passed"]
         if n_err > 1:
             parts[-1] += "s"
         if stop_first and bad:
-            out += (
-                "\n!!!!!!!!!!!!!!!!!!!!!!!!!! stopping after 1 failures !!!!!!!!!!!!!!!!!!!!!!!!!!!"
-            )
+            out += "\n" + " stopping after 1 failures ".center(80, "!")
         out += f"\n{', '.join(parts)} in {self.duration(len(chars))}"
         return out, (1 if bad else 0)
 
@@ -262,7 +222,6 @@ class Suite:
         order = list(self.inventory)
         rng.shuffle(order)
         lines = data_text("text/pytest_vv_header.txt").format(n=len(order)).split("\n")[:-1]
-        bad: list[str] = []
         for i, t in enumerate(order, start=1):
             lines.append(f"{t} ")
             lines.append("-" * 32 + " live log setup " + "-" * 32)
@@ -270,17 +229,13 @@ class Suite:
             lines.append("-" * 33 + " live log call " + "-" * 32)
             lines.extend(_log_lines(rng, t, "call"))
             pct = f"[{round(100 * i / len(order)):>3}%]"
-            if t in failing:
-                bad.append(t)
-                word = "FAILED"
-            elif t in self.skipped:
-                word = "SKIPPED (needs the postgres container)"
-            else:
-                word = "PASSED"
+            skipped = "SKIPPED (needs the postgres container)"
+            word = "FAILED" if t in failing else skipped if t in self.skipped else "PASSED"
             lines.append(f"{word:<72} {pct}")
             if rng.random() < 0.3:
                 lines.append("-" * 31 + " live log teardown " + "-" * 30)
                 lines.extend(_log_lines(rng, t, "teardown"))
+        bad = [t for t in order if t in failing]
         report = self._reports(bad, failing).strip("\n").split("\n")
         lines.extend(report)
         n_fail = len(bad)
@@ -289,8 +244,7 @@ class Suite:
         lines.append(f" {summary} ".center(80, "="))
         if len(lines) < total_lines:
             raise ValueError(f"verbose log too short: {len(lines)} < {total_lines}")
-        tail = lines[-total_lines:]
-        return "\n".join(tail), (1 if bad else 0)
+        return "\n".join(lines[-total_lines:]), (1 if bad else 0)
 
 
 _LOG_TEMPLATES: dict[str, list[str]] = data_json("log_templates.json")
@@ -298,15 +252,13 @@ _LOG_TEMPLATES: dict[str, list[str]] = data_json("log_templates.json")
 
 def _log_lines(rng: random.Random, test: str, phase: str) -> list[str]:
     area = test.split("/")[1] if test.count("/") > 1 else "other"
-    if area not in _LOG_TEMPLATES:
-        area = "other"
-    lo, hi = {"setup": (1, 3), "call": (1, 5), "teardown": (1, 2)}[phase]
+    templates = _LOG_TEMPLATES.get(area, _LOG_TEMPLATES["other"])
     out = []
-    for _ in range(rng.randint(lo, hi)):
+    for _ in range(rng.randint(1, {"setup": 3, "call": 5, "teardown": 2}[phase])):
         a = rng.randint(1000, 99999) / 100
         b = round(a * 0.0725, 2)
         out.append(
-            rng.choice(_LOG_TEMPLATES[area]).format(
+            rng.choice(templates).format(
                 n=rng.randint(40, 330),
                 h="".join(rng.choice("0123456789abcdef") for _ in range(8)),
                 h2="".join(rng.choice("0123456789abcdef") for _ in range(6)),
@@ -337,10 +289,8 @@ def frame(repo: Repo, path: str, needle: str, errors: Sequence[str], header: str
             start -= 1
     while start > 1 and lines[start - 2].lstrip().startswith("@"):
         start -= 1
-    body = []
-    for n in range(start, at + 1):
-        line = lines[n - 1]
-        body.append((">   " if n == at else "    ") + line if line else "")
+    window = enumerate(lines[start - 1 : at], start=start)
+    body = [(">   " if n == at else "    ") + line if line else "" for n, line in window]
     out = ([header, ""] if header else []) + body
     out += [f"E       {e}" for e in errors]
     return "\n".join(out)

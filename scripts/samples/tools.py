@@ -37,10 +37,9 @@ def read_out(repo: Repo, path: str, offset: int = 1, limit: int | None = None) -
         "file_size": len(repo.text(path).encode()),
         "truncated": limit is not None and offset - 1 + limit < total,
     }
-    if body["truncated"]:
-        body["hint"] = (
-            f"Use offset={offset + limit} to continue reading (showing {offset}-{offset + limit - 1} of {total} lines)"
-        )
+    if limit is not None and body["truncated"]:
+        shown = f"showing {offset}-{offset + limit - 1} of {total} lines"
+        body["hint"] = f"Use offset={offset + limit} to continue reading ({shown})"
     return json.dumps(body, ensure_ascii=False)
 
 
@@ -55,12 +54,8 @@ def search_out(matches: Sequence[tuple[str, int, str]]) -> str:
 
 
 def grep_repo(repo: Repo, needle: str, paths: Iterable[str]) -> list[tuple[str, int, str]]:
-    out = []
-    for path in paths:
-        for i, line in enumerate(repo.lines(path), start=1):
-            if needle in line:
-                out.append((path, i, line.strip()))
-    return out
+    lines = ((p, i, line) for p in paths for i, line in enumerate(repo.lines(p), start=1))
+    return [(p, i, line.strip()) for p, i, line in lines if needle in line]
 
 
 Call = tuple[str, Any, str]  # (tool name, arguments as dict or raw string, result content)

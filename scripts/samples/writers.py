@@ -6,6 +6,7 @@ import base64
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from .common import (
@@ -41,6 +42,9 @@ from .shapes import (
 )
 from .tools import SHAREGPT_TOOLS, Call, sharegpt_system
 
+#: A message's content: a string or a list of content blocks / parts.
+Content = str | list[dict[str, Any]]
+
 #: The writers' fixed record shapes; ``"$name"`` strings are filled in.
 _RECORDS: dict[str, Any] = data_json("writer_records.json")
 
@@ -53,18 +57,27 @@ def _raw_calls(calls: Sequence[Call], new_id: Callable[[], str]) -> list[tuple[s
     ]
 
 
-class HermesLog:
+class _Log:
+    """What every writer keeps while it writes: the messages (chat-shaped writers), the
+    reader's roles (one a message), tool calls, images, compactions and injected (not
+    typed) user messages."""
+
+    def __init__(self, ids: Ids) -> None:
+        self.ids = ids
+        self.messages: list[dict[str, Any]] = []  # the chat-shaped writers' messages
+        self.roles: list[str] = []
+        self.tool_calls = self.images = self.injected = 0
+        self.compactions: list[dict[str, Any]] = []
+
+
+class HermesLog(_Log):
     """Builds a Hermes session log message by message and counts what it built."""
 
     def __init__(self, ids: Ids, clock: Clock) -> None:
-        self.ids = ids
+        super().__init__(ids)
         self.clock = clock
-        self.messages: list[dict[str, Any]] = []
-        self.tool_calls = 0
-        self.images = 0
-        self.compactions: list[dict[str, Any]] = []
 
-    def user(self, content: str | list[dict[str, Any]]) -> int:
+    def user(self, content: Content) -> int:
         self.clock.tick(20, 140)
         if isinstance(content, list):
             self.images += sum(1 for p in content if p.get("type") == "image_url")
@@ -94,20 +107,17 @@ class HermesLog:
         return ids
 
 
-class ChatLog:
+class ChatLog(_Log):
     """OpenAI Chat Completions messages, with the counts a reader should reproduce."""
 
     def __init__(self, ids: Ids) -> None:
-        self.ids = ids
-        self.messages: list[dict[str, Any]] = []
-        self.tool_calls = 0
-        self.images = 0
+        super().__init__(ids)
         self.invalid_arguments: list[int] = []
 
     def add(self, msg: dict[str, Any]) -> None:
         self.messages.append(msg)
 
-    def user(self, content: str | list[dict[str, Any]]) -> None:
+    def user(self, content: Content) -> None:
         if isinstance(content, list):
             self.images += sum(1 for p in content if p.get("type") == "image_url")
         self.add({"role": "user", "content": content})
@@ -132,15 +142,12 @@ class ChatLog:
 # ====================================================================== Anthropic messages
 
 
-class AnthropicLog:
-    """Anthropic Messages with strict user/assistant alternation; counts a reader's view."""
+class AnthropicLog(_Log):
+    """Anthropic Messages with strict user/assistant alternation; counts a reader's view
+    (``roles``: tool results split out of the user messages that carry them)."""
 
     def __init__(self, ids: Ids) -> None:
-        self.ids = ids
-        self.messages: list[dict[str, Any]] = []
-        self.normalized_roles: list[str] = []
-        self.tool_calls = 0
-        self.images = 0
+        super().__init__(ids)
         self.pending: list[tuple[str, str, bool]] = []  # (tool_use_id, content, is_error)
 
     def signature(self) -> str:
@@ -150,38 +157,31 @@ class AnthropicLog:
         """Flush pending tool results first (the API requires them to lead), then user blocks."""
         if self.messages and self.messages[-1]["role"] == "user":
             raise AssertionError("anthropic: roles must alternate")
-        content: list[dict[str, Any]] = []
-        for tid, text, err in self.pending:
-            content.append(tool_result_block(tid, text, True if err else None))
-            self.normalized_roles.append("tool")
+        content = [tool_result_block(tid, text, err or None) for tid, text, err in self.pending]
+        self.roles += ["tool"] * len(content)
         self.pending = []
         extra = [text_block(b) if isinstance(b, str) else b for b in blocks]
         self.images += sum(1 for b in extra if b.get("type") == "image")
         content.extend(extra)
         if extra:
-            self.normalized_roles.append("user")
-        if len(content) == 1 and content[0]["type"] == "text":
-            self.messages.append({"role": "user", "content": content[0]["text"]})
-        else:
-            self.messages.append({"role": "user", "content": content})
+            self.roles.append("user")
+        single = len(content) == 1 and content[0]["type"] == "text"  # a lone text: a string
+        self.messages.append({"role": "user", "content": content[0]["text"] if single else content})
 
     def assistant(
         self, thinking: str | None, text: str | None, *calls: tuple[str, dict[str, Any], str, bool]
     ) -> None:
         if self.messages[-1]["role"] != "user":
             raise AssertionError("anthropic: roles must alternate")
-        content: list[dict[str, Any]] = []
-        if thinking:
-            content.append(thinking_block(thinking, self.signature()))
-        if text:
-            content.append(text_block(text))
+        content = [thinking_block(thinking, self.signature())] if thinking else []
+        content += [text_block(text)] if text else []
         for name, args, result, err in calls:
             tid = self.ids.toolu()
             content.append(tool_use_block(tid, name, args))
             self.pending.append((tid, result, err))
         self.tool_calls += len(calls)
         self.messages.append({"role": "assistant", "content": content})
-        self.normalized_roles.append("assistant")
+        self.roles.append("assistant")
 
 
 # ============================================================================ Claude Code
@@ -197,27 +197,22 @@ class _CCCall:
     output: int
 
 
-class ClaudeCodeLog:
+class ClaudeCodeLog(_Log):
     """Claude Code JSONL lines plus the reader's view (main chain, merged assistant messages)."""
 
     def __init__(self, ids: Ids, clock: Clock, session_id: str) -> None:
-        self.ids = ids
+        super().__init__(ids)
         self.clock = clock
         self.session_id = session_id
         self.lines: list[dict[str, Any]] = []
         self.tip: str | None = None
         self.counting = True
         self.sidechain = False
-        self.roles: list[str] = []
-        self.tool_calls = 0
-        self.images = 0
-        self.compactions: list[dict[str, Any]] = []
         self.segment: list[_CCCall] = []
         self.main_prompts: list[int] = []
         self.pending_weight = 0.0
         kinds = ("sidechain", "abandoned_branch")
         self.excluded = {f"{k}_{n}": 0 for k in kinds for n in ("messages", "lines")}
-        self.injected = 0
 
     # -- plumbing ------------------------------------------------------------------
     @property
@@ -249,32 +244,25 @@ class ClaudeCodeLog:
             self.roles.append(role)
 
     # -- lines -------------------------------------------------------------------------
-    def prompt(self, text: str | list[dict[str, Any]], **extra: Any) -> str:
+    def prompt(self, text: Content, **extra: Any) -> str:
         self.clock.tick(15, 90)
         line = self._base("user")
-        line["message"] = {"role": "user", "content": text}
-        line.update(extra)
+        line.update(message={"role": "user", "content": text}, **extra)
         self._count("user")
         if not self.off_main:
-            if extra.get("isMeta") or (
-                isinstance(text, str)
-                and text.lstrip().startswith(("<command-name>", "<local-command-stdout>"))
-            ):
-                self.injected += 1
+            tags = ("<command-name>", "<local-command-stdout>")  # slash commands, their output
+            command = isinstance(text, str) and text.lstrip().startswith(tags)
+            self.injected += bool(extra.get("isMeta") or command)
             if isinstance(text, list):
                 self.images += sum(1 for b in text if b.get("type") == "image")
         self.pending_weight += len(json.dumps(text)) / 3.2
         return self._emit(line)
 
     def snapshot(self, message_id: str, files: dict[str, int]) -> None:
-        backups = {
-            path: {
-                "backupFileName": f"{self.ids.hex(16)}@v{v}",
-                "version": v,
-                "backupTime": self.clock.z(),
-            }
-            for path, v in files.items()
-        }
+        backups = {}
+        for path, v in files.items():
+            name = f"{self.ids.hex(16)}@v{v}"
+            backups[path] = {"backupFileName": name, "version": v, "backupTime": self.clock.z()}
         self.lines.append(cc_snapshot(message_id, backups, self.clock.z()))
 
     def assistant(self, *blocks: dict[str, Any], output: int | None = None) -> list[str]:
@@ -306,44 +294,37 @@ class ClaudeCodeLog:
         return ids
 
     def result(
-        self,
-        tool_use_id: str,
-        content: str | list[dict[str, Any]],
-        tool_use_result: Any,
-        is_error: bool = False,
+        self, tool_use_id: str, content: Content, use_result: Any, is_error: bool = False
     ) -> None:
+        """A tool result line: its block, and ``use_result`` as the line's ``toolUseResult``."""
         self.clock.tick(0.3, 20)
-        block = tool_result_block(
-            tool_use_id, content, True if is_error else None, claude_code=True
-        )
+        block = tool_result_block(tool_use_id, content, is_error or None, claude_code=True)
         line = self._base("user")
-        line["message"] = {"role": "user", "content": [block]}
-        line["toolUseResult"] = tool_use_result
+        line.update(message={"role": "user", "content": [block]}, toolUseResult=use_result)
         self._count("tool")
         self.pending_weight += len(json.dumps(content)) / 3.2
         self._emit(line)
 
     def compact(self, trigger: str, pre_tokens: int, summary: str) -> None:
-        self._fill_usage(target=pre_tokens - self.ids.rng.randint(600, 1800))
+        self.finish(target=pre_tokens - self.ids.rng.randint(600, 1800))
         self.clock.tick(20, 60)
         # a new chain: no parent, the old tip kept as the logical parent
-        boundary = {"parentUuid": None, "logicalParentUuid": self.tip, **self._base("system")}
-        boundary.update(parentUuid=None, isSidechain=False, subtype="compact_boundary")
-        boundary.update(content="Conversation compacted", isMeta=False, level="info")
-        boundary["compactMetadata"] = {"trigger": trigger, "preTokens": pre_tokens}
-        self._emit(boundary)
+        line: dict[str, Any] = {"tip": None, "sidechain": False, "session": self.session_id}
+        base = fill(_RECORDS["claude_code_line"], **line, kind="system")
+        meta = {"tip": self.tip, "trigger": trigger, "pre_tokens": pre_tokens}
+        self._emit(fill(_RECORDS["claude_code_boundary"], base=base, **meta))
         self.clock.tick(0.5, 2)
         self.compactions.append(compaction(len(self.roles), trigger, pre_tokens))
         line = self._base("user")
         line["message"] = {"role": "user", "content": summary}
-        line["isVisibleInTranscriptOnly"] = True
-        line["isCompactSummary"] = True
+        line.update(isVisibleInTranscriptOnly=True, isCompactSummary=True)
         self.roles.append("user")
         self.pending_weight = len(summary) / 3.2
         self._emit(line)
 
-    def _fill_usage(self, target: int) -> None:
-        """Give this segment's calls prompt sizes that grow from the cached system prompt to ``target``."""
+    def finish(self, target: int) -> None:
+        """End a segment (at a compaction or the session's end): give its calls prompt sizes
+        that grow from the cached system prompt to ``target``."""
         calls, self.segment = self.segment, []
         if not calls:
             return
@@ -351,43 +332,29 @@ class ClaudeCodeLog:
         first = CC_CACHED_SYSTEM + 3_800 + int(calls[0].weight) + rng.randint(200, 900)
         weights = [c.weight + rng.uniform(600, 5200) for c in calls[1:]]
         total = sum(weights) or 1.0
-        prompts = [first]
-        acc = 0.0
-        for w in weights:
-            acc += w
-            prompts.append(int(first + (target - first) * acc / total))
-        prev = None
-        for call, prompt in zip(calls, prompts, strict=True):
+        prompts = [first] + [int(first + (target - first) * w / total) for w in accumulate(weights)]
+        reads = [CC_CACHED_SYSTEM, *prompts[:-1]]  # each call reads the one before from cache
+        for call, prompt, read in zip(calls, prompts, reads, strict=True):
             fresh = rng.randint(1, 12)
-            read = CC_CACHED_SYSTEM if prev is None else prev
             created = max(0, prompt - read - fresh)
-            call.usage["input_tokens"] = fresh
+            call.usage.update(input_tokens=fresh, cache_creation_input_tokens=created)
             call.usage["cache_read_input_tokens"] = read
-            call.usage["cache_creation_input_tokens"] = created
             call.usage["cache_creation"]["ephemeral_5m_input_tokens"] = created
             self.main_prompts.append(fresh + read + created)
-            prev = prompt
-
-    def finish(self, target: int) -> None:
-        self._fill_usage(target)
 
 
-class CodexLog:
+class CodexLog(_Log):
     """Codex rollout lines plus the reader's message view and usage events."""
 
     def __init__(self, ids: Ids, clock: Clock) -> None:
-        self.ids = ids
+        super().__init__(ids)
         self.clock = clock
         self.lines: list[dict[str, Any]] = []
-        self.roles: list[str] = []
-        self.tool_calls = 0
         self.last_kind: str | None = None  # "calls" while inside a run of call items
-        self.compactions: list[dict[str, Any]] = []
         self.prompt = 0
         keys = ("input", "cached_input", "output", "reasoning_output", "total")
         self.total = {f"{k}_tokens": 0 for k in keys}
         self.usage_events: list[int] = []
-        self.injected = 0
 
     def emit(
         self, kind: str, payload: dict[str, Any], tick: tuple[float, float] = (0.05, 1.5)
@@ -461,14 +428,11 @@ class CodexLog:
         self.emit("event_msg", {"type": "context_compacted"})
 
 
-class ShareGPTLog:
+class ShareGPTLog(_Log):
     def __init__(self, ids: Ids) -> None:
-        self.ids = ids
+        super().__init__(ids)
         self.turns: list[dict[str, str]] = [{"from": "system", "value": sharegpt_system()}]
-        self.roles: list[str] = ["system"]
-        self.tool_calls = 0
-        self.compactions: list[dict[str, Any]] = []
-        self.pending: list[tuple[str, str]] = []
+        self.roles.append("system")
 
     def human(self, text: str) -> None:
         if text.startswith(LEGACY_SUMMARY_PREFIX):
@@ -477,26 +441,20 @@ class ShareGPTLog:
         self.roles.append("user")
 
     def gpt(self, think: str | None, text: str, *calls: tuple[str, dict[str, Any], Any]) -> None:
-        parts = []
-        if think:
-            parts.append(tagged("think", think))
-        if text:
-            parts.append(text)
-        for name, args, result in calls:
+        parts = ([tagged("think", think)] if think else []) + ([text] if text else [])
+        for name, args, _ in calls:
             call = json.dumps({"name": name, "arguments": args}, ensure_ascii=False)
             parts.append(tagged("tool_call", call))
-            self.pending.append((name, result))
         self.turns.append({"from": "gpt", "value": "\n".join(parts)})
         self.roles.append("assistant")
         self.tool_calls += len(calls)
-        if self.pending:
-            blocks = []
-            for name, result in self.pending:
-                body = {"tool_call_id": self.ids.call(), "name": name, "content": result}
-                blocks.append(tagged("tool_response", json.dumps(body, ensure_ascii=False)))
-                self.roles.append("tool")
+        if calls:  # one tool turn with every result, each given a call id now
+            bodies = [
+                {"tool_call_id": self.ids.call(), "name": n, "content": r} for n, _, r in calls
+            ]
+            blocks = [tagged("tool_response", json.dumps(b, ensure_ascii=False)) for b in bodies]
             self.turns.append({"from": "tool", "value": "\n".join(blocks)})
-            self.pending = []
+            self.roles += ["tool"] * len(calls)
 
     def entry(self, prompt_index: int, model: str, stamp: str) -> dict[str, Any]:
         entry: dict[str, Any] = fill(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +13,12 @@ from ..common import (
     CWD,
     Clock,
     Ids,
-    chat_counts,
     data_json,
     data_text,
     dumps_compact,
     fill,
+    manifest_entry,
     rng_for,
-    roles_counts,
     write_db,
     write_json,
     write_jsonl,
@@ -30,28 +30,6 @@ from ..common import compaction as new_compaction
 RECORDS: dict[str, dict[str, Any]] = data_json("agent_records.json")
 
 # ============================================================================= SWE-agent
-
-
-def _swe_doc(
-    steps: list[dict[str, Any]],
-    history: list[dict[str, Any]],
-    submission: str,
-    usage: tuple[int, int, int],
-) -> dict[str, Any]:
-    """The .traj document (data/swe_agent_doc.json) around the trajectory and history;
-    ``usage`` is (tokens sent, tokens received, API calls)."""
-    tokens_sent, tokens_received, api_calls = usage
-    doc: dict[str, Any] = data_json("swe_agent_doc.json")
-    doc["trajectory"], doc["history"] = steps, history
-    doc["info"]["submission"] = submission
-    doc["info"]["model_stats"] = {
-        "instance_cost": round(tokens_sent * 3e-6 + tokens_received * 15e-6, 4),
-        "tokens_sent": tokens_sent,
-        "tokens_received": tokens_received,
-        "api_calls": api_calls,
-    }
-    doc["replay_config"] = json.dumps(doc["replay_config"])
-    return doc
 
 
 def _swe_turn(
@@ -86,19 +64,23 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     obs: list[list[str]] = data_json("stories/swe_agent_steps.json")
     usage = [_swe_turn(ids, history, steps, step) for step in obs]  # (sent, received) a step
     sent, received = (sum(u[i] for u in usage) for i in (0, 1))
-    submission = obs[3][2].split("\n", 1)[1] + data_text("text/swe_agent_test_diff.txt")
-    doc = _swe_doc(steps, history, submission, (sent, received, len(obs)))
+    cost = round(sent * 3e-6 + received * 15e-6, 4)
+    stats: dict[str, Any] = {"cost": cost, "sent": sent, "received": received, "calls": len(obs)}
+    stats["submission"] = obs[3][2].split("\n", 1)[1] + data_text("text/swe_agent_test_diff.txt")
+    # the .traj document around the trajectory and history, its submission and usage
+    doc = fill(data_json("swe_agent_doc.json"), trajectory=steps, history=history, **stats)
+    doc["replay_config"] = json.dumps(doc["replay_config"])
     write_json(out_dir / "swe-agent.traj", doc)
-    return {
-        "format": "swe-agent",
-        **chat_counts(history, len(obs)),
-        "compactions": [],
-        "images": 0,
-        "model": "anthropic/claude-sonnet-4-20250514",
-        "trajectory_steps": len(steps),
-        "demonstration_messages": sum(1 for m in history if m.get("is_demo")),
-        "model_stats": doc["info"]["model_stats"],
-    }
+    return manifest_entry(
+        "swe-agent",
+        [m["role"] for m in history],
+        len(obs),
+        [],
+        "anthropic/claude-sonnet-4-20250514",
+        trajectory_steps=len(steps),
+        demonstration_messages=sum(1 for m in history if m.get("is_demo")),
+        model_stats=doc["info"]["model_stats"],
+    )
 
 
 # ============================================================ newer agents and datasets
@@ -121,24 +103,6 @@ AGENT_DONE: str = TASK["done"]
 
 def _thought(kind: str, target: str) -> str:
     return str(TASK["thoughts"][kind].format(target=target))
-
-
-def _agent_manifest(
-    fmt: str,
-    roles: list[str],
-    calls: int,
-    compactions: list[dict[str, Any]],
-    model: str,
-    **more: Any,
-) -> dict[str, Any]:
-    return {
-        "format": fmt,
-        **roles_counts(roles, calls),
-        "compactions": compactions,
-        "images": 0,
-        "model": model,
-        **more,
-    }
 
 
 def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
@@ -181,7 +145,7 @@ def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
     stray = msg("user", "also bump the version")
     lines += [stray, {"$rewindTo": stray["id"]}, {"$set": {"lastUpdated": clock.z()}}]
     write_jsonl(out_dir / "gemini-cli-session.jsonl", lines)
-    return _agent_manifest("gemini-cli", roles, len(AGENT_STEPS), [compaction], model)
+    return manifest_entry("gemini-cli", roles, len(AGENT_STEPS), [compaction], model)
 
 
 def build_cline(out_dir: Path) -> dict[str, Any]:
@@ -212,9 +176,7 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
         )
         history += [call, fill(shape["result"], ts=at + 3, id=tid, output=output)]
         roles += ["assistant", "tool"]
-    history.append(
-        {"role": "assistant", "ts": ts + 99, "content": [{"type": "text", "text": AGENT_DONE}]}
-    )
+    history.append(fill(shape["done"], ts=ts + 99, text=AGENT_DONE))
     roles.append("assistant")
     task = out_dir / "cline-task"
     task.mkdir(exist_ok=True)
@@ -222,33 +184,10 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
     write_json(task / "ui_messages.json", ui, indent=None)
     write_json(task / "task_metadata.json", fill(shape["meta"], ts=ts))
     model = "claude-sonnet-4-20250514"
-    return _agent_manifest("cline", roles, len(AGENT_STEPS), [compaction], model)
+    return manifest_entry("cline", roles, len(AGENT_STEPS), [compaction], model)
 
 
 _OPENCODE_SCHEMA = data_text("text/opencode_schema.sql")
-
-
-def _oc_tokens(fresh: int, output: int, read: int, write: int) -> dict[str, Any]:
-    return {
-        "input": fresh,
-        "output": output,
-        "reasoning": 0,
-        "cache": {"read": read, "write": write},
-    }
-
-
-def _oc_write(
-    path: Path,
-    sessions: list[tuple[Any, ...]],
-    messages: list[tuple[str, str, int, dict[str, Any]]],
-    parts: list[tuple[str, str, str, int, dict[str, Any]]],
-) -> None:
-    rows = {
-        "session": sessions,
-        "message": [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
-        "part": [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts],
-    }
-    write_db(path, _OPENCODE_SCHEMA, rows)
 
 
 def build_opencode(out_dir: Path) -> dict[str, Any]:
@@ -264,7 +203,7 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
         for p in body:
             parts.append(("prt_" + f"{len(parts):05d}" + ids.b62(19), mid, session, at, p))
 
-    asst = shape["assistant"]
+    asst, tokens = shape["assistant"], partial(fill, shape["tokens"])
     message(old, {"role": "user"}, {"type": "text", "text": "what does `make seed` load?"})
     message(sid, {"role": "user"}, {"type": "text", "text": AGENT_ASK})
     roles, prompt = ["user"], 9_600
@@ -273,49 +212,46 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
             message(sid, {"role": "user"}, {"type": "compaction", "auto": False})
             compaction = new_compaction(len(roles), "manual")
             summary = {**asst, "mode": "compaction", "summary": True}
-            summary["tokens"] = _oc_tokens(40, 180, prompt, 0)
+            summary["tokens"] = tokens(fresh=40, output=180, read=prompt, write=0)
             message(sid, summary, {"type": "text", "text": AGENT_SUMMARY})
             roles.append("assistant")
         name, key = tools[kind]
         prompt += len(output) // 3 + 200
-        state = fill(
-            shape["state"], input={key: target}, output=output, title=target, start=t0, end=t0 + 900
-        )
-        message(
-            sid,
-            {**asst, "tokens": _oc_tokens(12, 64, prompt, 300)},
-            {"type": "step-start"},
-            {"type": "text", "text": _thought(kind, target)},
-            {"type": "tool", "callID": ids.toolu(), "tool": name, "state": state},
-            {"type": "step-finish", "reason": "tool-calls", "cost": 0},
-        )
+        values = {"thought": _thought(kind, target), "id": ids.toolu(), "name": name}
+        values.update(input={key: target}, result=output, title=target, start=t0, end=t0 + 900)
+        step = fill(shape["step"], **values)
+        message(sid, {**asst, "tokens": tokens(fresh=12, output=64, read=prompt, write=300)}, *step)
         roles += ["assistant", "tool"]
-    done = {**asst, "tokens": _oc_tokens(8, 40, prompt, 0)}
+    done = {**asst, "tokens": tokens(fresh=8, output=40, read=prompt, write=0)}
     message(sid, done, {"type": "text", "text": AGENT_DONE})
     roles.append("assistant")
     sessions = [
         (old, "global", None, CWD, "make seed", "0.15.0", t0, t0 + 500),
         (sid, "global", None, CWD, "JPY CSV export", "0.15.0", t0, t0 + 99_000),
     ]
-    _oc_write(out_dir / "opencode.db", sessions, messages, parts)
+    rows: dict[str, list[tuple[Any, ...]]] = {
+        "session": sessions,
+        "message": [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
+        "part": [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts],
+    }
+    write_db(out_dir / "opencode.db", _OPENCODE_SCHEMA, rows)
     model = "claude-sonnet-4-5"
-    return _agent_manifest("opencode", roles, len(AGENT_STEPS), [compaction], model, sessions=2)
+    return manifest_entry("opencode", roles, len(AGENT_STEPS), [compaction], model, sessions=2)
 
 
 def build_aider(out_dir: Path) -> dict[str, Any]:
     """Two runs of aider's chat history (data/text/aider_chat.md), the task's ask and its
     test run filled in: "#### " lines are typed input, "> " lines tool output."""
     run = "".join(f"> {ln}  \n" if ln else ">  \n" for ln in AGENT_STEPS[4][2].splitlines())
-    text = data_text("text/aider_chat.md").format(
-        ask="  \n#### ".join(AGENT_ASK.splitlines()), run=run
-    )
+    ask = "  \n#### ".join(AGENT_ASK.splitlines())
+    text = data_text("text/aider_chat.md").format(ask=ask, run=run)
     write_text(out_dir / "aider-chat-history.md", text)
     # The last run's messages: banner, /add and its output, ask, reply, its tool output,
     # /run and its output, /clear; then (after the compaction) an ask and its reply.
     roles = ["user"] * 4 + ["assistant", "tool"] + ["user"] * 3
     compaction = new_compaction(len(roles), "manual")
     roles += ["user", "assistant"]
-    return _agent_manifest(
+    return manifest_entry(
         "aider", roles, 1, [compaction], "anthropic/claude-sonnet-4-20250514", runs=2
     )
 
@@ -327,27 +263,22 @@ _GLAIVE_ROWS = data_json("glaive_rows.json")
 
 def build_glaive(out_dir: Path) -> dict[str, Any]:
     row, tools = RECORDS["sharegpt-glaive"]["row"], json.dumps(_GLAIVE_TOOLS)
-    lines = [
-        fill(
-            row,
-            ask=ask,
-            call=json.dumps({"name": name, "arguments": args}),
-            result=json.dumps(result),
-            answer=answer,
-            tools=tools,
+    lines: list[Any] = []
+    for ask, name, args, result, answer in _GLAIVE_ROWS:
+        call = json.dumps({"name": name, "arguments": args})
+        lines.append(
+            fill(row, ask=ask, call=call, result=json.dumps(result), answer=answer, tools=tools)
         )
-        for ask, name, args, result, answer in _GLAIVE_ROWS
-    ]
     write_jsonl(out_dir / "sharegpt-glaive.jsonl", lines)
     roles = ["user", "assistant", "tool", "assistant"]
-    return _agent_manifest("sharegpt", roles, 1, [], None, conversations=len(lines))
+    return manifest_entry("sharegpt", roles, 1, [], None, conversations=len(lines))
 
 
 def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
     shape, model = RECORDS["mini-swe-agent"], "anthropic/claude-sonnet-4-20250514"
     ask = f"<pr_description>\n{AGENT_ASK}\n</pr_description>"
     msgs = [{"role": "system", "content": shape["system"]}, {"role": "user", "content": ask}]
-    roles, calls = ["system", "user"], 0
+    roles = ["system", "user"]
     commands = TASK["tools"]["mini-swe-agent"]
 
     def say(role: str, content: str) -> None:
@@ -359,7 +290,6 @@ def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
         code = 1 if "FAILED" in output else 0
         say("user", shape["observation"].format(code=code, output=output))
         roles += ["assistant", "tool"]
-        calls += 1
         if k == 1:  # a reply without an action, and the agent's format-error notice
             say("assistant", shape["no_action"])
             say("user", shape["format_error"])
@@ -368,4 +298,4 @@ def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
     roles.append("assistant")
     doc = fill(shape["doc"], api_calls=len(roles) // 2, messages=msgs)
     write_json(out_dir / "mini-swe-agent.traj.json", doc)
-    return _agent_manifest("swe-agent", roles, calls, [], model)
+    return manifest_entry("swe-agent", roles, len(AGENT_STEPS), [], model)

@@ -9,12 +9,12 @@ from typing import Any
 
 from ..common import (
     Ids,
-    chat_counts,
     data_bytes,
     data_json,
     data_text,
     data_url,
     fill,
+    manifest_entry,
     parallel_calls,
     rng_for,
     role_counts,
@@ -69,15 +69,16 @@ def build_openai(out_dir: Path) -> dict[str, Any]:
         "tools": data_json("tool_schemas.json")["openai-chat.json"],
     }
     write_json(out_dir / "openai-chat.json", doc)
-    return {
-        "format": "openai",
-        **chat_counts(c.messages, c.tool_calls),
-        "compactions": [],
-        "images": c.images,
-        "model": doc["model"],
-        "invalid_tool_arguments": [{"message_index": i} for i in c.invalid_arguments],
-        "parallel_tool_call_messages": parallel_calls(c.messages),
-    }
+    return manifest_entry(
+        "openai",
+        [m["role"] for m in c.messages],
+        c.tool_calls,
+        [],
+        doc["model"],
+        c.images,
+        invalid_tool_arguments=[{"message_index": i} for i in c.invalid_arguments],
+        parallel_tool_call_messages=parallel_calls(c.messages),
+    )
 
 
 AnthropicCall = tuple[str, dict[str, Any], str, bool]
@@ -90,9 +91,7 @@ class AnthropicTools:
         self.repo = repo
 
     def view(self, path: str, start: int | None = None, end: int | None = None) -> AnthropicCall:
-        args: dict[str, Any] = {"path": path}
-        if start:
-            args["view_range"] = [start, end]
+        args: dict[str, Any] = {"path": path, **({"view_range": [start, end]} if start else {})}
         lines = self.repo.lines(path)
         s, e = start or 1, end or len(lines)
         return ("view_file", args, self.repo.numbered(path, s, e - s + 1, arrow=True), False)
@@ -137,11 +136,11 @@ def build_anthropic(out_dir: Path) -> dict[str, Any]:
     thinking = sum(1 for b in _blocks(a.messages, "assistant") if b["type"] == "thinking")
     return {
         "format": "anthropic",
-        "messages": len(a.normalized_roles),
+        "messages": len(a.roles),
         "raw_messages": len(a.messages),
-        "roles": role_counts(a.normalized_roles),
+        "roles": role_counts(a.roles),
         "tool_calls": a.tool_calls,
-        "tool_results": a.normalized_roles.count("tool"),
+        "tool_results": a.roles.count("tool"),
         "tool_errors": errors,
         "compactions": [],
         "images": a.images,
@@ -168,25 +167,20 @@ class ShareGPTTools:
         return self.repos[repo].patch(path, old, new)
 
 
-#: The three conversations of sharegpt.jsonl: prompt index, model and timestamp of each.
-_SHAREGPT_ENTRIES = (
-    (0, "anthropic/claude-sonnet-4", "2025-09-15T14:52:10.418822"),
-    (1, "anthropic/claude-sonnet-4", "2025-09-16T16:20:44.001273"),
-    (2, "anthropic/claude-sonnet-4", "2025-09-16T18:03:27.770104"),
+#: The timestamps of the three conversations of sharegpt.jsonl (all one model's).
+_SHAREGPT_STAMPS = (
+    "2025-09-15T14:52:10.418822",
+    "2025-09-16T16:20:44.001273",
+    "2025-09-16T18:03:27.770104",
 )
+_SHAREGPT_MODEL = "anthropic/claude-sonnet-4"
 
 
 def build_sharegpt(out_dir: Path) -> dict[str, Any]:
     ids = Ids(rng_for("sharegpt"))
     logs = {f"c{i}": ShareGPTLog(ids) for i in (1, 2, 3)}
     LogStory(logs, ShareGPTTools()).replay("sharegpt")
-    entries = [t.entry(*e) for t, e in zip(logs.values(), _SHAREGPT_ENTRIES, strict=True)]
+    pairs = enumerate(zip(logs.values(), _SHAREGPT_STAMPS, strict=True))
+    write_jsonl(out_dir / "sharegpt.jsonl", [t.entry(i, _SHAREGPT_MODEL, s) for i, (t, s) in pairs])
     per = [t.manifest() for t in logs.values()]
-
-    write_jsonl(out_dir / "sharegpt.jsonl", entries)
-    return {
-        "format": "sharegpt",
-        **per[0],
-        "model": "anthropic/claude-sonnet-4",
-        "trajectories": per,
-    }
+    return {"format": "sharegpt", **per[0], "model": _SHAREGPT_MODEL, "trajectories": per}

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common import CWD, Clock, Ids, noise, prompt_span, rng_for, roles_counts, write_jsonl
+from ..common import CWD, Clock, Ids, manifest_entry, noise, prompt_span, rng_for, write_jsonl
 from ..project import PROJECT_FILES, Repo
 from ..shapes import cc_bash_result, cc_read_result
 from ..writers import CC_MODEL, ClaudeCodeLog
@@ -128,19 +128,19 @@ def build_claude_code(out_dir: Path) -> dict[str, Any]:
     cc.lines.insert(0, {"type": "summary", "summary": title, "leafUuid": cc.tip})
 
     write_jsonl(out_dir / "claude-code.jsonl", cc.lines)
-    return {
-        "format": "claude-code",
-        **roles_counts(cc.roles, cc.tool_calls),
-        "compactions": cc.compactions,
-        "images": cc.images,
-        "model": CC_MODEL,
-        "session_id": session,
-        "lines": len(cc.lines),
-        "injected_user_messages": cc.injected,
-        # The sidechain lines above all belong to one subagent.
-        "subagents": ["a7c2e91f"],
-        "excluded": cc.excluded,
-        "usage_turns": len(cc.main_prompts),
-        "prompt_tokens": prompt_span(cc.main_prompts),
-        "live_messages_after_last_compaction": len(cc.roles) - cc.compactions[-1]["index"],
-    }
+    return manifest_entry(
+        "claude-code",
+        cc.roles,
+        cc.tool_calls,
+        cc.compactions,
+        CC_MODEL,
+        cc.images,
+        session_id=session,
+        lines=len(cc.lines),
+        injected_user_messages=cc.injected,
+        subagents=["a7c2e91f"],  # the sidechain lines above all belong to one subagent
+        excluded=cc.excluded,
+        usage_turns=len(cc.main_prompts),
+        prompt_tokens=prompt_span(cc.main_prompts),
+        live_messages_after_last_compaction=len(cc.roles) - cc.compactions[-1]["index"],
+    )

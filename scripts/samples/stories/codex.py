@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common import Clock, Ids, data_text, prompt_span, rng_for, roles_counts, write_jsonl
+from ..common import Clock, Ids, data_text, manifest_entry, prompt_span, rng_for, write_jsonl
 from ..project import PROJECT_FILES, Repo
 from ..writers import CodexLog
 from .steps import LogStory
@@ -51,16 +51,16 @@ def build_codex(out_dir: Path) -> dict[str, Any]:
     story.names["session"] = session
     story.replay("codex")
     write_jsonl(out_dir / "codex-rollout.jsonl", cx.lines)
-    return {
-        "format": "codex",
-        **roles_counts(cx.roles, cx.tool_calls),
-        "compactions": cx.compactions,
-        "images": 0,
-        "model": "gpt-5-codex",
-        "context_window": 272_000,
-        "session_id": session,
-        "lines": len(cx.lines),
-        "injected_user_messages": cx.injected,
-        "usage_events": len(cx.usage_events),
-        "prompt_tokens": prompt_span(cx.usage_events),
-    }
+    return manifest_entry(
+        "codex",
+        cx.roles,
+        cx.tool_calls,
+        cx.compactions,
+        "gpt-5-codex",
+        context_window=272_000,
+        session_id=session,
+        lines=len(cx.lines),
+        injected_user_messages=cx.injected,
+        usage_events=len(cx.usage_events),
+        prompt_tokens=prompt_span(cx.usage_events),
+    )

@@ -73,9 +73,7 @@ class DemoStory(HermesStory):
 
     def play_world(self, kind: str, value: Any) -> None:
         suite = self.suite
-        if kind == "fix":
-            suite.fix(value)
-        elif kind == "write":
+        if kind == "write":
             self.repo.write(*self.resolve(value))
         elif kind == "extend":
             suite.inventory.extend(value)

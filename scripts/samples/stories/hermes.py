@@ -15,9 +15,9 @@ from ..bugs import demo_bugs
 from ..common import (
     Clock,
     Ids,
-    chat_counts,
     data_json,
     fill,
+    manifest_entry,
     rng_for,
     role_counts,
     write_db,
@@ -53,28 +53,12 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
     tools = [tool_by_name(n) for n in schemas["hermes"]] + schemas["more"]
     story = GatewayStory(h, HermesTools(Repo({})), clock)
     story.replay("gateway")
-    stamps = story.stamps
-
-    session_id = "20250917_071240_tg_5512"
-    meta = {
-        "role": "session_meta",
-        "tools": tools,
-        "model": "anthropic/claude-sonnet-4",
-        "platform": "telegram",
-        "session_id": session_id,
-        "timestamp": datetime(2025, 9, 17, 7, 12, 40, 512000).isoformat(),
-    }
-    stamped = [{**msg, "timestamp": ts} for msg, ts in zip(h.messages, stamps, strict=True)]
+    meta = fill(data_json("agent_records.json")["hermes-gateway"]["meta"], tools=tools)
+    stamped = [{**m, "timestamp": ts} for m, ts in zip(h.messages, story.stamps, strict=True)]
     write_jsonl(out_dir / "hermes-gateway.jsonl", [meta, *stamped])
-    return {
-        "format": "hermes",
-        **chat_counts(h.messages, h.tool_calls),
-        "compactions": [],
-        "images": 0,
-        "model": meta["model"],
-        "tools": len(tools),
-        "session_id": session_id,
-    }
+    roles = [m["role"] for m in h.messages]
+    more: dict[str, Any] = {"tools": len(tools), "session_id": meta["session_id"]}
+    return manifest_entry("hermes", roles, h.tool_calls, [], meta["model"], **more)
 
 
 # ======================================================================== Hermes state.db
@@ -107,22 +91,12 @@ class StateStory(HermesStory):
         return suite_part(self.suite, part)
 
     def play_world(self, kind: str, value: Any) -> None:
-        if kind == "fix":
-            self.suite.fix(value)
-        elif kind == "copy":
+        if kind == "copy":
             source, n = value
             last = self.logs[source].messages[-n:]
             self.log.messages.extend(json.loads(json.dumps(last)))
         else:
             super().play_world(kind, value)
-
-
-def _state_sessions(rng: random.Random) -> tuple[HermesLog, HermesLog, HermesLog, HermesLog]:
-    """The four message runs of the db: old session, child (pre in-place), compacted head, new tail."""
-    story = StateStory(rng)
-    story.replay("state_db")
-    logs = story.logs
-    return logs["old"], logs["child"], logs["head"], logs["tail"]
 
 
 def _rows(
@@ -135,15 +109,14 @@ def _rows(
 ) -> list[tuple[Any, ...]]:
     columns: dict[str, Any] = data_json("state_message.json")  # the columns, fixed values set
     rows = []
-    t0 = log.clock.now.timestamp()
+    n, t0 = len(log.messages), log.clock.now.timestamp()  # by default 30s apart, to the end
+    stamps = stamps if stamps is not None else [round(t0 - 30 * (n - i), 3) for i in range(n)]
     for i, m in enumerate(log.messages):
         text, calls = m.get("content") or "", m.get("tool_calls")
         row = {**columns, **{k: m.get(k) for k in ("tool_call_id", "tool_name", "finish_reason")}}
         row.update(id=first_id + i, session_id=session_id, role=m["role"], content=text)
         row["tool_calls"] = json.dumps(calls, ensure_ascii=False) if calls else None
-        row["timestamp"] = (
-            stamps[i] if stamps is not None else round(t0 - 30 * (len(log.messages) - i), 3)
-        )
+        row["timestamp"] = stamps[i]
         arguments = sum(len(c["function"]["arguments"]) for c in calls or [])
         row["token_count"] = max(1, len(text) // 4) + arguments // 4
         row.update(reasoning=m.get("reasoning"), active=active, compacted=compacted)
@@ -180,7 +153,9 @@ def _assistants(msgs: Sequence[dict[str, Any]]) -> int:
 
 
 def build_state_db(out_dir: Path) -> dict[str, Any]:
-    old, child, head, tail = _state_sessions(rng_for("state"))
+    story = StateStory(rng_for("state"))  # old session, child, compacted head, new tail
+    story.replay("state_db")
+    old, child, head, tail = story.logs.values()
     old_fixed, child_fixed = data_json("state_sessions.json")
     old_id, child_id = old_fixed["id"], child_fixed["id"]
     old_rows = _rows(old, old_id, 1, 1, 0)
@@ -191,25 +166,16 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
     head_rows = _rows(head, child_id, len(old_rows) + len(child_rows) + 1, 1, 0, head_stamps)
     tail_rows = _rows(tail, child_id, len(old_rows) + len(child_rows) + len(head_rows) + 1, 1, 0)
     active_child = head.messages + tail.messages
-    old_start, child_start = starts["old"], starts["child"]
     live_calls = head.tool_calls + tail.tool_calls
-    old_n = (len(old.messages), old.tool_calls)
+    old_counts = (len(old.messages), old.tool_calls, _assistants(old.messages))
     child_counts = (len(active_child), live_calls, _assistants(child.messages + tail.messages))
     child_usage = (len(child.messages) + len(active_child), child.tool_calls + live_calls)
-    sessions = [
-        _session_row(
-            old_fixed, (old_start, child_start), (*old_n, _assistants(old.messages)), old_n
-        ),
-        _session_row(child_fixed, (child_start, None), child_counts, child_usage),
-    ]
-    lock = (
-        child_id,
-        "pid=48213:tid=140213906761536:agent=9f1c2e:nonce=5a7b19d3",
-        round(compact_at - 4.2, 3),
-        round(compact_at - 4.2 + 300, 3),
-    )
+    old_row = _session_row(old_fixed, (starts["old"], starts["child"]), old_counts, old_counts[:2])
+    child_row = _session_row(child_fixed, (starts["child"], None), child_counts, child_usage)
+    owner = "pid=48213:tid=140213906761536:agent=9f1c2e:nonce=5a7b19d3"
+    lock = (child_id, owner, round(compact_at - 4.2, 3), round(compact_at - 4.2 + 300, 3))
     rows = old_rows + child_rows + head_rows + tail_rows
-    tables = {"sessions": sessions, "messages": rows, "compression_locks": [lock]}
+    tables = {"sessions": [old_row, child_row], "messages": rows, "compression_locks": [lock]}
     pragmas = ("PRAGMA journal_mode=DELETE", "PRAGMA page_size=4096")
     write_db(out_dir / "hermes-state.db", STATE_SCHEMA, tables, *pragmas)
     live_rows = head_rows + tail_rows

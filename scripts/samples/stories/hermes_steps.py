@@ -66,9 +66,7 @@ class HermesTools:
         todos = [{"id": i, "content": c, "status": st} for i, c, st in items]
         states = ("pending", "in_progress", "completed")
         counts = {k: sum(1 for _, _, st in items if st == k) for k in states}
-        args: dict[str, Any] = {"todos": todos}
-        if merge:
-            args["merge"] = True
+        args: dict[str, Any] = {"todos": todos, **({"merge": True} if merge else {})}
         out = {"todos": todos, "summary": {"total": len(todos), **counts}}
         return ("todo", args, json.dumps(out, ensure_ascii=False))
 
@@ -81,8 +79,8 @@ class HermesStory(LogStory):
     """Replays Hermes steps: ``user`` and ``assistant`` (its text, then its tool calls: each a
     ``$tool`` of :class:`HermesTools` or a literal ``[name, args, result]``) are
     :class:`HermesLog` calls, ``session`` switches logs, and ``mark`` keeps the last
-    message's index in ``marks`` for the manifest. Other steps change the story's world;
-    subclasses handle them in :meth:`play_world`."""
+    message's index in ``marks`` for the manifest. Other steps change the story's world
+    (``fix``: a bug of the suite); subclasses handle more in :meth:`play_world`."""
 
     def __init__(self, logs: dict[str, HermesLog], tools: HermesTools, ids: Any = None) -> None:
         super().__init__(logs, tools, ids)
@@ -102,4 +100,6 @@ class HermesStory(LogStory):
             self.play_world(kind, value)
 
     def play_world(self, kind: str, value: Any) -> None:
-        raise ValueError(f"unknown step {kind!r}")
+        if kind != "fix" or self.tools.suite is None:
+            raise ValueError(f"unknown step {kind!r}")
+        self.tools.suite.fix(value)

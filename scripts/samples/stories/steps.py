@@ -89,17 +89,15 @@ class LogStory(Values):
         method = next(iter(step))
         if method == "session":
             self.log = self.logs[step[method]]
-            return
-        if method == "set":
+        elif method == "set":
             name, value = step[method]
             setattr(self.log, name, self.resolve(value))
-            return
-        if method == "ids":
+        elif method == "ids":
             self.name(step, getattr(self.ids, step[method])())
-            return
-        args = self.resolve(step[method])
-        out = getattr(self.log, method)(*args, **self.resolve(step.get("kw", {})))
-        self.name(step, out)
+        else:
+            args = self.resolve(step[method])
+            out = getattr(self.log, method)(*args, **self.resolve(step.get("kw", {})))
+            self.name(step, out)
 
     def replay(self, story: str) -> None:
         for step in read_steps(story):
