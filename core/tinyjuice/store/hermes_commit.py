@@ -188,6 +188,18 @@ def _rollback(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction (``BEGIN IMMEDIATE``) rolled back if the body raises; the
+    body commits it (some bodies check what they wrote first)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        _rollback(conn)
+        raise
+
+
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     row = conn.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
@@ -235,8 +247,7 @@ def compression_lock(
 def _take_lock(
     conn: sqlite3.Connection, path: Path, session_id: str, who: str, now: float, ttl: float
 ) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _transaction(conn):
         stale = [
             (sid, h)
             for sid, h in conn.execute(
@@ -259,9 +270,6 @@ def _take_lock(
             (session_id, who, now, now + ttl),
         )
         conn.execute("COMMIT")
-    except BaseException:
-        _rollback(conn)
-        raise
 
 
 def release_lock(path: Path, session_id: str, who: str, *, attempts: int = 3) -> bool:
@@ -349,35 +357,30 @@ def commit_in_place(
     ``before_commit`` runs with the finished write just before COMMIT (the archive
     records the plan there); if it raises, the transaction is rolled back.
     """
-    with _writer(path) as conn:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            _require_in_place_columns(conn, path)
-            before = _check_unchanged(conn, session_id, expected_sha)
-            archived = tuple(
-                (int(r[0]), int(r[1]), int(r[2]))
-                for r in conn.execute(
-                    "SELECT id, active, compacted FROM messages"
-                    " WHERE session_id = ? AND active = 1 ORDER BY id",
-                    (session_id,),
-                )
+    with _writer(path) as conn, _transaction(conn):
+        _require_in_place_columns(conn, path)
+        before = _check_unchanged(conn, session_id, expected_sha)
+        archived = tuple(
+            (int(r[0]), int(r[1]), int(r[2]))
+            for r in conn.execute(
+                "SELECT id, active, compacted FROM messages"
+                " WHERE session_id = ? AND active = 1 ORDER BY id",
+                (session_id,),
             )
-            ids = _hermes_state.write_session(
-                conn,
-                transcript,
-                session_id,
-                commit=False,
-                on_row=_mid_transaction(len(transcript.messages)),
-            )
-            after = session_snapshot(conn, session_id)
-            done = HermesWrite(session_id, session_id, ids, archived, before, after)
-            if before_commit is not None:
-                before_commit(done)
-            checkpoint("before-db-commit")
-            conn.execute("COMMIT")
-        except BaseException:
-            _rollback(conn)
-            raise
+        )
+        ids = _hermes_state.write_session(
+            conn,
+            transcript,
+            session_id,
+            commit=False,
+            on_row=_mid_transaction(len(transcript.messages)),
+        )
+        after = session_snapshot(conn, session_id)
+        done = HermesWrite(session_id, session_id, ids, archived, before, after)
+        if before_commit is not None:
+            before_commit(done)
+        checkpoint("before-db-commit")
+        conn.execute("COMMIT")
     checkpoint("after-transaction")
     return done
 
@@ -396,42 +399,35 @@ def commit_child(
     ``transcript`` (``parent_session_id`` = the session), in one transaction."""
     child = child_id or new_session_id()
     stamp = time.time() if now is None else now
-    with _writer(path) as conn:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            before = _check_unchanged(conn, session_id, expected_sha)
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child,)).fetchone():
-                raise CommitError(f"state.db already has a session {child!r}")
-            ids = _hermes_state.write_session(
-                conn,
-                transcript,
-                child,
-                started_at=stamp,
-                parent_session_id=session_id,
-                commit=False,
-                on_row=_mid_transaction(len(transcript.messages)),
+    with _writer(path) as conn, _transaction(conn):
+        before = _check_unchanged(conn, session_id, expected_sha)
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child,)).fetchone():
+            raise CommitError(f"state.db already has a session {child!r}")
+        ids = _hermes_state.write_session(
+            conn,
+            transcript,
+            child,
+            started_at=stamp,
+            parent_session_id=session_id,
+            commit=False,
+            on_row=_mid_transaction(len(transcript.messages)),
+        )
+        cols = _columns(conn, "sessions")
+        updates = {k: v for k, v in (("ended_at", stamp), ("end_reason", END_REASON)) if k in cols}
+        if updates:
+            conn.execute(
+                "UPDATE sessions SET "
+                + ", ".join(f"{q(k)} = ?" for k in updates)
+                + " WHERE id = ?",
+                (*updates.values(), session_id),
             )
-            cols = _columns(conn, "sessions")
-            updates = {
-                k: v for k, v in (("ended_at", stamp), ("end_reason", END_REASON)) if k in cols
-            }
-            if updates:
-                conn.execute(
-                    "UPDATE sessions SET "
-                    + ", ".join(f"{q(k)} = ?" for k in updates)
-                    + " WHERE id = ?",
-                    (*updates.values(), session_id),
-                )
-            parent_after = session_snapshot(conn, session_id)
-            after = session_snapshot(conn, child)
-            done = HermesWrite(session_id, child, ids, (), before, after, parent_after)
-            if before_commit is not None:
-                before_commit(done)
-            checkpoint("before-db-commit")
-            conn.execute("COMMIT")
-        except BaseException:
-            _rollback(conn)
-            raise
+        parent_after = session_snapshot(conn, session_id)
+        after = session_snapshot(conn, child)
+        done = HermesWrite(session_id, child, ids, (), before, after, parent_after)
+        if before_commit is not None:
+            before_commit(done)
+        checkpoint("before-db-commit")
+        conn.execute("COMMIT")
     checkpoint("after-transaction")
     return done
 
@@ -486,27 +482,22 @@ def undo_in_place(
     session_id = str(plan["session_id"])
     inserted = [int(i) for i in plan["inserted_ids"]]
     archived = [(int(a[0]), int(a[1]), int(a[2])) for a in plan["archived"]]
-    with _writer(path) as conn:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            current = session_snapshot(conn, session_id)
-            if sha256_hex(current) != after_sha:
-                if not force:
-                    raise ChangedSinceCommit(
-                        f"session {session_id} changed after the commit (the agent wrote to"
-                        " it); undo with --force to archive its current state and restore"
-                    )
-                if archive_current is not None:
-                    archive_current(current)
-            conn.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in inserted])
-            conn.executemany(
-                "UPDATE messages SET active = ?, compacted = ? WHERE id = ?",
-                [(a, c, i) for i, a, c in archived],
-            )
-            restored = _restore_and_commit(conn, session_id, before, force=force)
-        except BaseException:
-            _rollback(conn)
-            raise
+    with _writer(path) as conn, _transaction(conn):
+        current = session_snapshot(conn, session_id)
+        if sha256_hex(current) != after_sha:
+            if not force:
+                raise ChangedSinceCommit(
+                    f"session {session_id} changed after the commit (the agent wrote to"
+                    " it); undo with --force to archive its current state and restore"
+                )
+            if archive_current is not None:
+                archive_current(current)
+        conn.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in inserted])
+        conn.executemany(
+            "UPDATE messages SET active = ?, compacted = ? WHERE id = ?",
+            [(a, c, i) for i, a, c in archived],
+        )
+        restored = _restore_and_commit(conn, session_id, before, force=force)
     return restored
 
 
@@ -523,43 +514,38 @@ def undo_child(
     session_id = str(plan["session_id"])
     child = str(plan["target_session"])
     parent_after_sha = plan.get("parent_after_sha256")
-    with _writer(path) as conn:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            grandchildren = conn.execute(
-                "SELECT id FROM sessions WHERE parent_session_id = ?", (child,)
-            ).fetchall()
-            if grandchildren:
-                raise CommitError(
-                    f"child session {child} has been continued ({grandchildren[0][0]});"
-                    " undo that commit first"
-                )
-            exists = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child,)).fetchone()
-            current_child = session_snapshot(conn, child) if exists else b""
-            current_parent = session_snapshot(conn, session_id)
-            changed = (exists and sha256_hex(current_child) != after_sha) or (
-                parent_after_sha is not None and sha256_hex(current_parent) != parent_after_sha
+    with _writer(path) as conn, _transaction(conn):
+        grandchildren = conn.execute(
+            "SELECT id FROM sessions WHERE parent_session_id = ?", (child,)
+        ).fetchall()
+        if grandchildren:
+            raise CommitError(
+                f"child session {child} has been continued ({grandchildren[0][0]});"
+                " undo that commit first"
             )
-            if changed or not exists:
-                if not force:
-                    raise ChangedSinceCommit(
-                        f"child session {child} or its parent changed after the commit;"
-                        " undo with --force to archive their current state and restore"
+        exists = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child,)).fetchone()
+        current_child = session_snapshot(conn, child) if exists else b""
+        current_parent = session_snapshot(conn, session_id)
+        changed = (exists and sha256_hex(current_child) != after_sha) or (
+            parent_after_sha is not None and sha256_hex(current_parent) != parent_after_sha
+        )
+        if changed or not exists:
+            if not force:
+                raise ChangedSinceCommit(
+                    f"child session {child} or its parent changed after the commit;"
+                    " undo with --force to archive their current state and restore"
+                )
+            if archive_current is not None:
+                archive_current(
+                    orjson.dumps(
+                        {
+                            "child": orjson.loads(current_child) if exists else None,
+                            "parent": orjson.loads(current_parent),
+                        },
+                        option=orjson.OPT_SORT_KEYS,
                     )
-                if archive_current is not None:
-                    archive_current(
-                        orjson.dumps(
-                            {
-                                "child": orjson.loads(current_child) if exists else None,
-                                "parent": orjson.loads(current_parent),
-                            },
-                            option=orjson.OPT_SORT_KEYS,
-                        )
-                    )
-            conn.execute("DELETE FROM messages WHERE session_id = ?", (child,))
-            conn.execute("DELETE FROM sessions WHERE id = ?", (child,))
-            restored = _restore_and_commit(conn, session_id, before, force=force)
-        except BaseException:
-            _rollback(conn)
-            raise
+                )
+        conn.execute("DELETE FROM messages WHERE session_id = ?", (child,))
+        conn.execute("DELETE FROM sessions WHERE id = ?", (child,))
+        restored = _restore_and_commit(conn, session_id, before, force=force)
     return restored
