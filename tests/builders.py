@@ -48,6 +48,7 @@ from tinyjuice.summary import (
     SummaryText,
     render_summary_message,
 )
+from tinyjuice.tokens import RoughCounter
 
 __all__ = [
     "DEFAULT_SYSTEM",
@@ -55,6 +56,7 @@ __all__ = [
     "Conv",
     "FakeProvider",
     "RetryingProvider",
+    "SpyCounter",
     "anthropic_roles",
     "call_ids",
     "coding_session",
@@ -66,6 +68,7 @@ __all__ = [
     "search_output",
     "secret_fragments",
     "terminal_output",
+    "text_message",
     "write_openai_session",
 ]
 
@@ -537,3 +540,19 @@ def _openai_call(id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any
         "type": "function",
         "function": {"name": name, "arguments": json.dumps(arguments)},
     }
+
+
+def text_message(text: str, role: Role = Role.USER) -> Message:
+    """A message holding one text part."""
+    return Message(role=role, parts=(TextPart(text),))
+
+
+class SpyCounter(RoughCounter):
+    """A rough counter that records every text it is asked to count."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def count_many(self, texts):  # type: ignore[no-untyped-def]
+        self.seen.extend(texts)
+        return super().count_many(texts)

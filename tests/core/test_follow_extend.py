@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from builders import SpyCounter, text_message
 
 from tinyjuice.boundary import BoundaryIndex
 from tinyjuice.breakdown import breakdown_sums, compute_breakdown
@@ -86,25 +87,17 @@ def test_claude_code_appends_extend_each_part_from_the_new_messages() -> None:
     assert extended == usage_series(after, grown)
 
 
-def _msg(text: str, role: Role = Role.USER) -> Message:
-    return Message(role=role, parts=(TextPart(text),))
-
-
 def test_extend_tokens_counts_from_the_first_changed_message() -> None:
-    class Spy(RoughCounter):
-        seen: list[str] = []
-
-        def count_many(self, texts):  # type: ignore[no-untyped-def]
-            self.seen.extend(texts)
-            return super().count_many(texts)
-
-    spy = Spy()
+    spy = SpyCounter()
     before = Transcript(
-        messages=(_msg("one"), _msg("two", Role.ASSISTANT), _msg("thr")), format="t"
+        messages=(text_message("one"), text_message("two", Role.ASSISTANT), text_message("thr")),
+        format="t",
     )
     previous = count_transcript(before, spy)
     # The last message grew (a streamed turn) and one more came.
-    after = replace(before, messages=(*before.messages[:2], _msg("three, longer"), _msg("4")))
+    after = replace(
+        before, messages=(*before.messages[:2], text_message("three, longer"), text_message("4"))
+    )
     spy.seen.clear()
     assert extend_tokens(previous, before, after, spy) == count_transcript(after, RoughCounter())
     assert "one" not in spy.seen and "two" not in spy.seen and "three, longer" in spy.seen
@@ -123,11 +116,11 @@ def test_finish_from_a_checkpoint_equals_finish_whole() -> None:
         return Message(role=Role.TOOL, parts=(TextPart("ok"),), tool_call_id=cid)
 
     msgs = [
-        _msg("go"),
+        text_message("go"),
         result("orphan"),
         call("c1"),
         result("c1"),
-        _msg("next"),
+        text_message("next"),
         result("c1"),  # out of order
         call("c2", "{not json"),
         result("c2"),
@@ -138,7 +131,7 @@ def test_finish_from_a_checkpoint_equals_finish_whole() -> None:
         assert (got, warnings) == finish(msgs[:n])
         assert resume.count == n - 1
     # The last message changed (a streamed turn grew): finished again from it.
-    grown = [*msgs[:-1], result("c3"), _msg("end")]
+    grown = [*msgs[:-1], result("c3"), text_message("end")]
     _, _, resume = finish_from(msgs, None)
     got, warnings, _ = finish_from(grown, resume)
     assert (got, warnings) == finish(grown)

@@ -7,9 +7,10 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from builders import SpyCounter, text_message
 
 from tinyjuice.formats import LoadError, load_appended, load_bytes
-from tinyjuice.model import Message, Role, TextPart, Transcript
+from tinyjuice.model import Role, Transcript
 from tinyjuice.tokens import RoughCounter, count_transcript, default_counter, extend_tokens
 
 SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
@@ -44,21 +45,12 @@ def test_extend_tokens_equals_a_full_count_at_every_line(name: str) -> None:
         assert extend_tokens(previous, before, after, counter) == count_transcript(after, counter)
 
 
-def _msg(text: str, role: Role = Role.USER) -> Message:
-    return Message(role=role, parts=(TextPart(text),))
-
-
 def test_extend_tokens_counts_only_the_new_messages() -> None:
-    class Spy(RoughCounter):
-        seen: list[str] = []
-
-        def count_many(self, texts):  # type: ignore[no-untyped-def]
-            self.seen.extend(texts)
-            return super().count_many(texts)
-
-    spy = Spy()
-    before = Transcript(messages=(_msg("one"), _msg("two")), format="t", system_prompt="sys")
-    after = replace(before, messages=(*before.messages, _msg("three", Role.ASSISTANT)))
+    spy = SpyCounter()
+    before = Transcript(
+        messages=(text_message("one"), text_message("two")), format="t", system_prompt="sys"
+    )
+    after = replace(before, messages=(*before.messages, text_message("three", Role.ASSISTANT)))
     previous = count_transcript(before, spy)
     spy.seen.clear()
     assert extend_tokens(previous, before, after, spy) == count_transcript(after, RoughCounter())
@@ -70,11 +62,11 @@ def test_extend_tokens_counts_only_the_new_messages() -> None:
     ["edited", "shorter", "system", "tools", "counter"],
 )
 def test_extend_tokens_falls_back_to_a_full_count(change: str) -> None:
-    before = Transcript(messages=(_msg("one"), _msg("two")), format="t")
-    after = replace(before, messages=(*before.messages, _msg("three")))
+    before = Transcript(messages=(text_message("one"), text_message("two")), format="t")
+    after = replace(before, messages=(*before.messages, text_message("three")))
     previous = count_transcript(before, RoughCounter())
     if change == "edited":
-        after = replace(after, messages=(_msg("ONE, much longer now"), *after.messages[1:]))
+        after = replace(after, messages=(text_message("ONE, much longer now"), *after.messages[1:]))
     elif change == "shorter":
         after = replace(before, messages=before.messages[:1])
     elif change == "system":
