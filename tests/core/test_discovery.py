@@ -153,6 +153,34 @@ def test_a_corrupt_cache_is_ignored(fake_home: Path, tmp_path: Path) -> None:
     assert len(discover(cache=RowCache.open(tmp_path / "cache"))) == 10
 
 
+def test_rows_another_version_computed_are_ignored(
+    fake_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row cache written by other code (an older row rule, another tinyjuice version)
+    is not served: e.g. an error row for a state.db that today lists no row."""
+    import orjson
+
+    import tinyjuice.discovery.cache as row_cache
+
+    cache = RowCache.open(tmp_path / "cache")
+    rows = discover(cache=cache)
+    cache.save()
+    stored = tmp_path / "cache" / "sessions-v1.json"
+    doc = orjson.loads(stored.read_bytes())
+    planted = "planted by older code"
+    for entry in doc["entries"].values():
+        entry["rows"] = [{**r, "title": planted} for r in entry["rows"]]
+    stored.write_bytes(orjson.dumps(doc))
+    assert {r.title for r in discover(cache=RowCache.open(tmp_path / "cache"))} == {planted}
+    monkeypatch.setattr(row_cache, "_ROWS", row_cache._ROWS + 1)
+    again = discover(cache=RowCache.open(tmp_path / "cache"))
+    assert [r.to_dict() for r in again] == [r.to_dict() for r in rows]
+    monkeypatch.setattr(row_cache, "_ROWS", row_cache._ROWS - 1)
+    doc["version"] = 1  # the format before rows carried the tinyjuice version
+    stored.write_bytes(orjson.dumps(doc))
+    assert planted not in {r.title for r in discover(cache=RowCache.open(tmp_path / "cache"))}
+
+
 def test_two_writers_merge_their_entries(tmp_path: Path) -> None:
     from tinyjuice.discovery import SessionRow
 

@@ -1,7 +1,8 @@
 """The row cache: per store file, keyed by (path, size, mtime), in the user cache dir.
 
 Where: beside the analysis cache (:func:`tinyjuice.cache.cache_dir`: ``$TJUI_CACHE_DIR``,
-else platformdirs' user cache directory for ``tjui``), as ``sessions-v1.json``. Writes are atomic (a
+else platformdirs' user cache directory for ``tjui``), as ``sessions-v1.json``. Rows
+computed by another tinyjuice version (or row schema) are ignored. Writes are atomic (a
 temporary file renamed over the cache), and a save first merges what another process
 wrote meanwhile, so two tjui processes never leave a torn or empty cache.
 """
@@ -23,7 +24,17 @@ __all__ = ["CACHE_ENV", "RowCache", "cache_dir"]
 #: The variable that moves the cache directory (shared with the analysis cache).
 CACHE_ENV = "TJUI_CACHE_DIR"
 _FILE = "sessions-v1.json"
-_VERSION = 1
+#: The rows' own schema: bump when the rules that make a row change (2: a state.db with
+#: no session tables lists no row).
+_ROWS = 2
+
+
+def _version() -> str:
+    """What a cache must have been written under to be read: the tinyjuice version (and
+    analysis-cache schema) that computed its rows, and the rows' schema."""
+    from tinyjuice.cache import version_tag
+
+    return f"{version_tag()}+rows{_ROWS}"
 
 
 def cache_dir() -> Path:
@@ -85,7 +96,7 @@ class RowCache:
             return
         merged = _read(self.path)
         merged.update(self.entries)
-        data = orjson.dumps({"version": _VERSION, "entries": merged})
+        data = orjson.dumps({"version": _version(), "entries": merged})
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(self.path, data, tag=f"cache-{os.getpid()}")
@@ -99,7 +110,7 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
         doc = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
-    if not isinstance(doc, dict) or doc.get("version") != _VERSION:
+    if not isinstance(doc, dict) or doc.get("version") != _version():
         return {}
     entries = doc.get("entries")
     return entries if isinstance(entries, dict) else {}
