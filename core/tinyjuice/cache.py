@@ -52,6 +52,8 @@ DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 #: Eviction frees space down to this fraction of the limit, so it runs rarely.
 _EVICT_TO = 0.75
 _BUSY_MS = 10_000
+#: Pause between tries to open a cache file another process is creating.
+_OPEN_RETRY_S = 0.02
 #: Formats whose transcript depends on more than the one file read (sibling files, a
 #: directory tree): their per-file entries would not cover everything they read.
 MULTI_FILE_FORMATS = frozenset({"cline", "opencode"})
@@ -71,6 +73,12 @@ CREATE TABLE IF NOT EXISTS results (
     value BLOB NOT NULL, checksum BLOB NOT NULL,
     nbytes INTEGER NOT NULL, used REAL NOT NULL);
 """
+
+
+def _busy(error: sqlite3.OperationalError) -> bool:
+    """Whether ``error`` is another connection holding a lock (worth trying again)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def version_tag() -> str:
@@ -281,17 +289,27 @@ class AnalysisCache:
     def _connect(self) -> sqlite3.Connection | None:
         if self._db is not None or self._broken:
             return self._db
-        for attempt in range(2):
+        deadline = time.monotonic() + self.busy_ms / 1000
+        attempt = 0
+        while attempt < 2:
             try:
                 self._db = self._open()
                 return self._db
-            except sqlite3.OperationalError:
-                break  # locked too long, read-only, no space: not damage; do without
+            except sqlite3.OperationalError as e:
+                # Two processes creating the file at once: switching a new file to WAL
+                # reports "locked" at once, without waiting on the busy timeout. Try
+                # again until it would have timed out; then (or read-only, no space)
+                # do without: it is not damage.
+                if not _busy(e) or time.monotonic() >= deadline:
+                    break
+                time.sleep(_OPEN_RETRY_S)
+                continue
             except sqlite3.DatabaseError:
                 # Not a database, or damaged: delete it and start again (once).
                 self.close()
                 if attempt == 0:
                     self._remove_files()
+                attempt += 1
             except (sqlite3.Error, OSError):
                 break
         self._broken = True

@@ -222,3 +222,58 @@ def test_result_size_names_the_stored_bytes_without_hashing(
     assert cache.result_size(identity.path, "k", {"a": 1}) == identity.size
     assert cache.result_size(identity.path, "k", {"a": 2}) is None
     assert cache.result_size(identity.path + "x", "k", {"a": 1}) is None
+
+
+def test_opening_tries_again_while_another_process_creates_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes creating the file at once: the loser's WAL switch answers "locked"
+    at once, without waiting on the busy timeout (seen with four processes opening a
+    new file together). It tries again rather than doing without the cache."""
+    real_open = AnalysisCache._open
+    calls = []
+
+    def locked_twice(self: AnalysisCache) -> sqlite3.Connection:
+        calls.append(1)
+        if len(calls) <= 2:
+            error = sqlite3.OperationalError("database is locked")
+            error.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
+            raise error
+        return real_open(self)
+
+    monkeypatch.setattr(AnalysisCache, "_open", locked_twice)
+    cache = AnalysisCache(tmp_path / "c", busy_ms=5_000)
+    assert cache._connect() is not None and not cache._broken and len(calls) == 3
+    cache.close()
+
+
+def test_a_cache_it_cannot_write_is_done_without_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = []
+
+    def read_only(self: AnalysisCache) -> sqlite3.Connection:
+        calls.append(1)
+        error = sqlite3.OperationalError("attempt to write a readonly database")
+        error.sqlite_errorcode = sqlite3.SQLITE_READONLY  # type: ignore[attr-defined]
+        raise error
+
+    monkeypatch.setattr(AnalysisCache, "_open", read_only)
+    cache = AnalysisCache(tmp_path / "c", busy_ms=60_000)
+    assert cache._connect() is None and cache._broken and len(calls) == 1
+
+
+def test_a_lock_held_past_the_busy_timeout_is_done_without(tmp_path: Path) -> None:
+    directory = tmp_path / "c"
+    directory.mkdir()
+    other = sqlite3.connect(
+        directory / cache_mod.DB_NAME, isolation_level=None, check_same_thread=False
+    )
+    other.execute("CREATE TABLE t (x)")
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        cache = AnalysisCache(directory, busy_ms=200)
+        assert cache._connect() is None and cache._broken
+    finally:
+        other.execute("COMMIT")
+        other.close()
