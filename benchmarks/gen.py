@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 import orjson
 
-from scripts.samples import shapes
+from scripts.samples.shapes import shape, tagged
 
 __all__ = [
     "FORMATS",
@@ -720,7 +720,10 @@ def _oai_user_content(m: LMessage) -> str | list[dict[str, Any]]:
 
 
 def _oai_call(call: Call, names: dict[ToolKind, str], *, hermes: bool = False) -> dict[str, Any]:
-    out = shapes.openai_call(call.id, names[call.kind], orjson.dumps(_args(call, names)).decode())
+    arguments = orjson.dumps(_args(call, names)).decode()
+    out: dict[str, Any] = shape(
+        "openai_call", id=call.id, name=names[call.kind], arguments=arguments
+    )
     if hermes:
         out["call_id"] = call.id
     return out
@@ -740,7 +743,8 @@ def _render_openai(conv: Conversation) -> bytes:
             msgs.append(d)
         else:
             assert m.call is not None
-            msgs.append(shapes.openai_tool_message(m.call.id, _GENERIC_NAMES[m.call.kind], m.text))
+            name = _GENERIC_NAMES[m.call.kind]
+            msgs.append(shape("openai_tool_message", id=m.call.id, name=name, content=m.text))
     doc = {"model": _MODEL_OPENAI, "tools": _openai_tools(_GENERIC_NAMES), "messages": msgs}
     return orjson.dumps(doc)
 
@@ -760,7 +764,8 @@ def _render_hermes(conv: Conversation) -> bytes:
             msgs.append(d)
         else:
             assert m.call is not None
-            msgs.append(shapes.hermes_tool_message(m.text, m.call.id, _HERMES_NAMES[m.call.kind]))
+            name = _HERMES_NAMES[m.call.kind]
+            msgs.append(shape("hermes_tool_message", content=m.text, id=m.call.id, name=name))
     last = conv.messages[-1].t if conv.messages else 0.0
     doc = {
         "session_id": "20250704_090000_" + conv.session[:6],
@@ -781,6 +786,16 @@ def _signature(rng: random.Random) -> str:
     return base64.b64encode(rng.randbytes(rng.randint(150, 300))).decode("ascii")
 
 
+def _blocks(m: LMessage, rng: random.Random) -> list[dict[str, Any]]:
+    """An assistant message's thinking (its signature drawn from ``rng``) and text blocks."""
+    blocks = []
+    if m.reasoning:
+        blocks.append(shape("thinking_block", text=m.reasoning, signature=_signature(rng)))
+    if m.text:
+        blocks.append(shape("text_block", text=m.text))
+    return blocks
+
+
 def _render_anthropic(conv: Conversation) -> bytes:
     rng = random.Random(GEN_SEED + 1)
     msgs: list[dict[str, Any]] = []
@@ -793,26 +808,26 @@ def _render_anthropic(conv: Conversation) -> bytes:
 
     for m in conv.messages:
         if m.role == "user":
-            blocks: list[dict[str, Any]] = [shapes.text_block(m.text)]
+            blocks: list[dict[str, Any]] = [shape("text_block", text=m.text)]
             if m.image:
-                blocks.append(shapes.image_block(m.image))
+                blocks.append(shape("image_block", data=m.image))
             add("user", blocks)
         elif m.role == "assistant":
-            blocks = []
-            if m.reasoning:
-                blocks.append(shapes.thinking_block(m.reasoning, _signature(rng)))
-            if m.text:
-                blocks.append(shapes.text_block(m.text))
+            blocks = _blocks(m, rng)
             blocks += [
-                shapes.tool_use_block(
-                    "toolu_" + c.id[5:], _GENERIC_NAMES[c.kind], _args(c, _GENERIC_NAMES)
+                shape(
+                    "tool_use_block",
+                    id="toolu_" + c.id[5:],
+                    name=_GENERIC_NAMES[c.kind],
+                    input=_args(c, _GENERIC_NAMES),
                 )
                 for c in m.calls
             ]
             add("assistant", blocks)
         else:
             assert m.call is not None
-            add("user", [shapes.tool_result_block("toolu_" + m.call.id[5:], m.text, m.is_error)])
+            tid = "toolu_" + m.call.id[5:]
+            add("user", [shape("tool_result_block", id=tid, content=m.text, is_error=m.is_error)])
     tools = [
         {
             "name": _GENERIC_NAMES[k],
@@ -850,9 +865,12 @@ def _cc_input(call: Call) -> tuple[str, dict[str, Any]]:
 def _cc_result(call: Call, text: str, err: bool) -> Any:
     if call.kind == "read":
         n = text.count("\n") + 1
-        return shapes.cc_read_result(f"{_CWD}/{call.path}", text, call.start, n, n + call.start - 1)
+        path, total = f"{_CWD}/{call.path}", n + call.start - 1
+        return shape(
+            "cc_read_result", path=path, content=text, lines=n, start=call.start, total=total
+        )
     if call.kind == "terminal":
-        return "Error: " + text if err else shapes.cc_bash_result(text)
+        return "Error: " + text if err else shape("cc_bash_result", stdout=text, stderr="")
     return {
         "mode": "content",
         "numFiles": len({ln.split(":", 1)[0] for ln in text.splitlines()}),
@@ -889,19 +907,18 @@ def _render_claude_code(conv: Conversation) -> bytes:
 
     for m in conv.messages:
         if m.role == "user":
-            lines.append(shapes.cc_snapshot(new_uuid(), {}, _ts(m.t)))
+            lines.append(shape("cc_snapshot", id=new_uuid(), backups={}, timestamp=_ts(m.t)))
             content: str | list[dict[str, Any]] = m.text
             if m.image:
-                content = [shapes.text_block(m.text), shapes.image_block(m.image)]
+                content = [shape("text_block", text=m.text), shape("image_block", data=m.image)]
             emit("user", m.t, {"message": {"role": "user", "content": content}})
         elif m.role == "assistant":
-            blocks: list[dict[str, Any]] = []
-            if m.reasoning:
-                blocks.append(shapes.thinking_block(m.reasoning, _signature(rng)))
-            if m.text:
-                blocks.append(shapes.text_block(m.text))
+            blocks = _blocks(m, rng)
             for c in m.calls:
-                blocks.append(shapes.tool_use_block("toolu_" + c.id[5:], *_cc_input(c)))
+                name, args = _cc_input(c)
+                blocks.append(
+                    shape("tool_use_block", id="toolu_" + c.id[5:], name=name, input=args)
+                )
             usage_in += rng.randint(200, 4000)
             usage = {
                 "input_tokens": rng.randint(3, 40),
@@ -914,13 +931,13 @@ def _render_claude_code(conv: Conversation) -> bytes:
             req_id = f"req_011{rng.getrandbits(96):024x}"
             stop = "tool_use" if m.calls else "end_turn"
             for b in blocks:  # one line per content block, repeating id, requestId and usage
-                message = shapes.cc_assistant_message(msg_id, _MODEL_ANTHROPIC, b, stop, usage)
+                values = {"id": msg_id, "model": _MODEL_ANTHROPIC, "block": b, "stop": stop}
+                message = shape("cc_assistant_message", **values, usage=usage)
                 emit("assistant", m.t, {"message": message, "requestId": req_id})
         else:
             assert m.call is not None
-            block = shapes.tool_result_block(
-                "toolu_" + m.call.id[5:], m.text, m.is_error, claude_code=True
-            )
+            tid = "toolu_" + m.call.id[5:]
+            block = shape("cc_tool_result_block", id=tid, content=m.text, is_error=m.is_error)
             emit(
                 "user",
                 m.t,
@@ -946,10 +963,13 @@ def _render_codex(conv: Conversation) -> bytes:
     lines: list[dict[str, Any]] = []
 
     def emit(t: float, kind: str, payload: dict[str, Any]) -> None:
-        lines.append(shapes.codex_line(_ts(t), kind, payload))
+        lines.append(shape("codex_line", timestamp=_ts(t), kind=kind, payload=payload))
 
     def user_item(text: str, image: str | None = None) -> dict[str, Any]:
-        return shapes.codex_message("user", text, _data_url(image) if image else None)
+        item: dict[str, Any] = shape("codex_user", text=text)
+        if image:
+            item["content"].append(shape("codex_image", url=_data_url(image)))
+        return item
 
     emit(
         0,
@@ -1011,9 +1031,10 @@ def _render_codex(conv: Conversation) -> bytes:
         elif m.role == "assistant":
             if m.reasoning:
                 enc = base64.b64encode(rng.randbytes(rng.randint(300, 1100))).decode("ascii")
-                emit(m.t, "response_item", shapes.codex_reasoning(m.reasoning, "gAAAAA" + enc))
+                reasoning = shape("codex_reasoning", text=m.reasoning, encrypted="gAAAAA" + enc)
+                emit(m.t, "response_item", reasoning)
             if m.text:
-                emit(m.t, "response_item", shapes.codex_message("assistant", m.text))
+                emit(m.t, "response_item", shape("codex_assistant", text=m.text))
                 if not m.calls:
                     emit(m.t, "event_msg", {"type": "agent_message", "message": m.text})
             for c in m.calls:
@@ -1021,7 +1042,9 @@ def _render_codex(conv: Conversation) -> bytes:
                 emit(
                     m.t,
                     "response_item",
-                    shapes.codex_call("shell", orjson.dumps(args).decode(), c.id),
+                    shape(
+                        "codex_call", name="shell", arguments=orjson.dumps(args).decode(), id=c.id
+                    ),
                 )
             last = {
                 "input_tokens": rng.randint(2000, 90000),
@@ -1053,9 +1076,9 @@ def _render_codex(conv: Conversation) -> bytes:
                     "duration_seconds": round(rng.uniform(0.01, 9), 1),
                 },
             }
-            emit(
-                m.t, "response_item", shapes.codex_output(m.call.id, orjson.dumps(output).decode())
-            )
+            out = orjson.dumps(output).decode()
+            item = shape("codex_output", kind="function_call_output", id=m.call.id, output=out)
+            emit(m.t, "response_item", item)
     return _jsonl(lines)
 
 
@@ -1076,7 +1099,7 @@ def _render_sharegpt(conv: Conversation) -> bytes:
                 "name": _HERMES_NAMES[m.call.kind],
                 "content": m.text,
             }
-            pending.append(shapes.tagged("tool_response", orjson.dumps(body).decode()))
+            pending.append(tagged("tool_response", orjson.dumps(body).decode()))
             continue
         flush()
         if m.role == "user":
@@ -1084,12 +1107,12 @@ def _render_sharegpt(conv: Conversation) -> bytes:
         else:
             parts = []
             if m.reasoning:
-                parts.append(shapes.tagged("think", m.reasoning))
+                parts.append(tagged("think", m.reasoning))
             if m.text:
                 parts.append(m.text)
             for c in m.calls:
                 call = {"name": _HERMES_NAMES[c.kind], "arguments": _args(c, _HERMES_NAMES)}
-                parts.append(shapes.tagged("tool_call", orjson.dumps(call).decode()))
+                parts.append(tagged("tool_call", orjson.dumps(call).decode()))
             turns.append({"from": "gpt", "value": "\n".join(parts)})
     flush()
     tools = orjson.dumps(_openai_tools(_HERMES_NAMES)).decode()

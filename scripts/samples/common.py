@@ -108,21 +108,29 @@ def dumps_args(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-def fill(template: Any, **values: Any) -> Any:
-    """A copy of a JSON ``template`` with each ``"$name"`` string replaced by ``values[name]``;
-    a ``"...name"`` key (its value ignored) puts the items of the dict ``values[name]`` there."""
+def fill(template: Any, /, **values: Any) -> Any:
+    """A copy of a JSON ``template`` with each ``"$name"`` string replaced by ``values[name]``
+    (a ``"$name?"`` value's key left out when it is None); a ``"...name"`` key (its value
+    ignored) puts the items of the dict ``values[name]`` there."""
+    return _fill(template, values)
+
+
+def _fill(template: Any, values: dict[str, Any]) -> Any:
     if isinstance(template, str):
-        return values[template[1:]] if template.startswith("$") else template
+        return values[template[1:]] if template[:1] == "$" else template
     if isinstance(template, list):
-        return [fill(v, **values) for v in template]
+        return [_fill(v, values) for v in template]
     if not isinstance(template, dict):
         return template
     out: dict[str, Any] = {}
     for k, v in template.items():
-        if k.startswith("..."):
+        if k[:3] == "...":
             out.update(values[k[3:]])
+        elif isinstance(v, str) and v[:1] == "$" and v[-1] == "?":
+            if values[v[1:-1]] is not None:
+                out[k] = values[v[1:-1]]
         else:
-            out[k] = fill(v, **values)
+            out[k] = _fill(v, values)
     return out
 
 

@@ -23,23 +23,7 @@ from .common import (
     noise,
     roles_counts,
 )
-from .shapes import (
-    cc_assistant_message,
-    cc_snapshot,
-    codex_call,
-    codex_line,
-    codex_message,
-    codex_output,
-    codex_reasoning,
-    hermes_tool_message,
-    openai_call,
-    openai_tool_message,
-    tagged,
-    text_block,
-    thinking_block,
-    tool_result_block,
-    tool_use_block,
-)
+from .shapes import shape, tagged
 from .tools import SHAREGPT_TOOLS, Call, sharegpt_system
 
 #: A message's content: a string or a list of content blocks / parts.
@@ -96,14 +80,13 @@ class HermesLog(_Log):
         }
         raw = _raw_calls(calls, self.ids.toolu)
         if raw:
-            # Hermes' own order: call_id right after id (gen.py's openai_call + call_id differs)
-            msg["tool_calls"] = [{"id": c, "call_id": c, **openai_call(c, n, a)} for c, n, a in raw]
+            msg["tool_calls"] = [shape("hermes_call", id=c, name=n, arguments=a) for c, n, a in raw]
         ids = [cid for cid, _, _ in raw]
         self.messages.append(msg)
         self.tool_calls += len(calls)
         for cid, (name, _, result) in zip(ids, calls, strict=True):
             self.clock.tick(0.3, 9)
-            self.messages.append(hermes_tool_message(result, cid, name))
+            self.messages.append(shape("hermes_tool_message", content=result, id=cid, name=name))
         return ids
 
 
@@ -126,7 +109,7 @@ class ChatLog(_Log):
         msg: dict[str, Any] = {"role": "assistant", "content": text}
         raw = _raw_calls(calls, self.ids.call)
         if raw:
-            msg["tool_calls"] = [openai_call(cid, name, args) for cid, name, args in raw]
+            msg["tool_calls"] = [shape("openai_call", id=c, name=n, arguments=a) for c, n, a in raw]
         for _, _, args in raw:
             try:
                 json.loads(args)
@@ -136,7 +119,7 @@ class ChatLog(_Log):
         self.add(msg)
         self.tool_calls += len(calls)
         for cid, (name, _, result) in zip(ids, calls, strict=True):
-            self.add(openai_tool_message(cid, name, result))
+            self.add(shape("openai_tool_message", id=cid, name=name, content=result))
 
 
 # ====================================================================== Anthropic messages
@@ -157,10 +140,13 @@ class AnthropicLog(_Log):
         """Flush pending tool results first (the API requires them to lead), then user blocks."""
         if self.messages and self.messages[-1]["role"] == "user":
             raise AssertionError("anthropic: roles must alternate")
-        content = [tool_result_block(tid, text, err or None) for tid, text, err in self.pending]
+        content = [
+            shape("tool_result_block", id=tid, content=text, is_error=err or None)
+            for tid, text, err in self.pending
+        ]
         self.roles += ["tool"] * len(content)
         self.pending = []
-        extra = [text_block(b) if isinstance(b, str) else b for b in blocks]
+        extra = [shape("text_block", text=b) if isinstance(b, str) else b for b in blocks]
         self.images += sum(1 for b in extra if b.get("type") == "image")
         content.extend(extra)
         if extra:
@@ -173,11 +159,13 @@ class AnthropicLog(_Log):
     ) -> None:
         if self.messages[-1]["role"] != "user":
             raise AssertionError("anthropic: roles must alternate")
-        content = [thinking_block(thinking, self.signature())] if thinking else []
-        content += [text_block(text)] if text else []
+        content = []
+        if thinking:
+            content.append(shape("thinking_block", text=thinking, signature=self.signature()))
+        content += [shape("text_block", text=text)] if text else []
         for name, args, result, err in calls:
             tid = self.ids.toolu()
-            content.append(tool_use_block(tid, name, args))
+            content.append(shape("tool_use_block", id=tid, name=name, input=args))
             self.pending.append((tid, result, err))
         self.tool_calls += len(calls)
         self.messages.append({"role": "assistant", "content": content})
@@ -263,7 +251,9 @@ class ClaudeCodeLog(_Log):
         for path, v in files.items():
             name = f"{self.ids.hex(16)}@v{v}"
             backups[path] = {"backupFileName": name, "version": v, "backupTime": self.clock.z()}
-        self.lines.append(cc_snapshot(message_id, backups, self.clock.z()))
+        self.lines.append(
+            shape("cc_snapshot", id=message_id, backups=backups, timestamp=self.clock.z())
+        )
 
     def assistant(self, *blocks: dict[str, Any], output: int | None = None) -> list[str]:
         """One API response: each content block on its own line, sharing id, requestId and usage."""
@@ -283,7 +273,8 @@ class ClaudeCodeLog(_Log):
             line = self._base("assistant")
             last = i == len(blocks) - 1
             stop = ("tool_use" if block["type"] == "tool_use" else "end_turn") if last else None
-            line["message"] = cc_assistant_message(msg_id, CC_MODEL, block, stop, usage)
+            values = {"id": msg_id, "model": CC_MODEL, "block": block, "stop": stop}
+            line["message"] = shape("cc_assistant_message", **values, usage=usage)
             line["requestId"] = req
             self._emit(line)
             if i:
@@ -298,7 +289,8 @@ class ClaudeCodeLog(_Log):
     ) -> None:
         """A tool result line: its block, and ``use_result`` as the line's ``toolUseResult``."""
         self.clock.tick(0.3, 20)
-        block = tool_result_block(tool_use_id, content, is_error or None, claude_code=True)
+        values = {"id": tool_use_id, "content": content, "is_error": is_error or None}
+        block = shape("cc_tool_result_block", **values)
         line = self._base("user")
         line.update(message={"role": "user", "content": [block]}, toolUseResult=use_result)
         self._count("tool")
@@ -360,7 +352,7 @@ class CodexLog(_Log):
         self, kind: str, payload: dict[str, Any], tick: tuple[float, float] = (0.05, 1.5)
     ) -> None:
         self.clock.tick(*tick)
-        self.lines.append(codex_line(self.clock.z(), kind, payload))
+        self.lines.append(shape("codex_line", timestamp=self.clock.z(), kind=kind, payload=payload))
 
     def item(self, payload: dict[str, Any]) -> None:
         kind = payload["type"]
@@ -378,7 +370,7 @@ class CodexLog(_Log):
         self.emit("response_item", payload)
 
     def user(self, text: str, injected: bool = False) -> None:
-        self.item(codex_message("user", text))
+        self.item(shape("codex_user", text=text))
         if injected:
             self.injected += 1
         else:
@@ -387,23 +379,24 @@ class CodexLog(_Log):
     def reasoning(self, title: str, body: str) -> None:
         text = f"**{title}**\n\n{body}"
         enc = "gAAAAAB" + base64.urlsafe_b64encode(noise(self.ids.rng, 380, 900)).decode()
-        self.emit("response_item", codex_reasoning(text, enc), (2, 9))
+        self.emit("response_item", shape("codex_reasoning", text=text, encrypted=enc), (2, 9))
         self.emit("event_msg", {"type": "agent_reasoning", "text": text})
 
     def say(self, text: str) -> None:
-        self.item(codex_message("assistant", text))
+        self.item(shape("codex_assistant", text=text))
         self.emit("event_msg", {"type": "agent_message", "message": text})
 
     def shell(self, command: str, timeout_ms: int = 120_000) -> str:
         cid = self.ids.call()
         args = {"command": ["bash", "-lc", command], "workdir": CWD, "timeout_ms": timeout_ms}
-        self.item(codex_call("shell", dumps_compact(args), cid))
+        self.item(shape("codex_call", name="shell", arguments=dumps_compact(args), id=cid))
         return cid
 
     def output(self, cid: str, text: str, code: int = 0, custom: bool = False) -> None:
         meta = {"exit_code": code, "duration_seconds": round(self.ids.rng.uniform(0.05, 4.0), 1)}
         out = dumps_compact({"output": text, "metadata": meta})
-        self.item(codex_output(cid, out, custom))
+        kind = "custom_tool_call_output" if custom else "function_call_output"
+        self.item(shape("codex_output", kind=kind, id=cid, output=out))
 
     def tokens(self, grow: int, output: int, reasoning: int) -> None:
         """One model response finished: a token_count event with the prompt it used."""

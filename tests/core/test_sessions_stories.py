@@ -175,22 +175,31 @@ def test_make_sessions_runs_as_a_script_from_anywhere(tmp_path: Path) -> None:
 
 
 def test_shapes_are_shared_by_both_generators() -> None:
-    # One spelling of each native shape: benchmarks/gen.py and the sample writers use it.
+    # One spelling of each native shape (data/shapes.json): gen.py and the writers use it.
     from benchmarks import gen
     from scripts.samples import shapes
 
-    assert gen.shapes is shapes
+    assert gen.shape is shapes.shape
     writers = (SCRIPTS / "samples" / "writers.py").read_text(encoding="utf-8")
-    assert "from .shapes import" in writers
-    plain = shapes.tool_result_block("t1", "out")
+    assert "from .shapes import shape" in writers
+    plain = shapes.shape("tool_result_block", id="t1", content="out", is_error=None)
     assert list(plain) == ["type", "tool_use_id", "content"]
-    cc = shapes.tool_result_block("t1", "out", False, claude_code=True)
+    cc = shapes.shape("cc_tool_result_block", id="t1", content="out", is_error=False)
     assert list(cc) == ["tool_use_id", "type", "content", "is_error"]
     assert shapes.tagged("think", "x") == "<think>\nx\n</think>"
-    assert shapes.codex_message("user", "hi", "data:x")["content"][1] == {
-        "type": "input_image",
-        "image_url": "data:x",
-    }
+    hermes = shapes.shape("hermes_call", id="c1", name="read_file", arguments="{}")
+    assert list(hermes) == ["id", "call_id", "type", "function"]
+    first, second = (shapes.shape("codex_user", text="hi") for _ in range(2))
+    first["content"].append(shapes.shape("codex_image", url="data:x"))
+    assert second["content"] == [{"type": "input_text", "text": "hi"}]  # fresh copies
+
+
+def test_fill_leaves_out_optional_keys_and_spreads_dicts() -> None:
+    from scripts.samples.common import fill
+
+    template = {"a": "$a", "...more": None, "b": "$b?", "c": ["$a", {"d": "$b?"}]}
+    assert fill(template, a=1, b=None, more={"x": 2}) == {"a": 1, "x": 2, "c": [1, {}]}
+    assert list(fill(template, a=1, b=0, more={})) == ["a", "b", "c"]
 
 
 def test_bug_reports_are_data_that_quote_the_current_source() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..common import CWD, Clock, Ids, manifest_entry, noise, prompt_span, rng_for, write_jsonl
 from ..project import PROJECT_FILES, Repo
-from ..shapes import cc_bash_result, cc_read_result
+from ..shapes import shape
 from ..writers import CC_MODEL, ClaudeCodeLog
 from .steps import LogStory
 
@@ -25,7 +25,8 @@ def _cc_read_result(
     end = len(lines) if limit is None else min(len(lines), offset - 1 + limit)
     text = repo.numbered(path, offset, limit, arrow=True)
     raw = "\n".join(lines[offset - 1 : end])
-    return text, cc_read_result(f"{CWD}/{path}", raw, offset, end - offset + 1, len(lines))
+    values = {"path": f"{CWD}/{path}", "content": raw, "start": offset, "total": len(lines)}
+    return text, shape("cc_read_result", **values, lines=end - offset + 1)
 
 
 #: A ``structuredPatch`` hunk's keys, in Claude Code's order.
@@ -80,7 +81,7 @@ class ClaudeCodeTools:
 
     @staticmethod
     def bash(tid: str, output: str) -> tuple[str, str, dict[str, Any]]:
-        return (tid, output, cc_bash_result(output))
+        return (tid, output, shape("cc_bash_result", stdout=output, stderr=""))
 
     def thinking(self, text: str) -> dict[str, Any]:
         signature = base64.b64encode(noise(self.rng, 200, 360)).decode()
