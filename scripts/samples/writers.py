@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
@@ -33,12 +31,9 @@ Content = str | list[dict[str, Any]]
 _RECORDS: dict[str, Any] = data_json("writer_records.json")
 
 
-def _raw_calls(calls: Sequence[Call], new_id: Callable[[], str]) -> list[tuple[str, str, str]]:
-    """(id, name, JSON arguments) for each call, drawing one new id a call, in order."""
-    return [
-        (new_id(), name, args if isinstance(args, str) else dumps_args(args))
-        for name, args, _ in calls
-    ]
+def _arguments(args: Any) -> str:
+    """Tool-call arguments as sent: a raw string as is, else as JSON."""
+    return args if isinstance(args, str) else dumps_args(args)
 
 
 class _Log:
@@ -54,72 +49,58 @@ class _Log:
         self.compactions: list[dict[str, Any]] = []
 
 
-class HermesLog(_Log):
-    """Builds a Hermes session log message by message and counts what it built."""
+class ChatLog(_Log):
+    """OpenAI Chat Completions messages, or with a ``clock`` a Hermes session log's: its
+    calls draw ``toolu_`` ids and carry ``call_id``, its assistant messages their reasoning
+    and finish reason, its summaries count as compactions, and each message moves the clock."""
 
-    def __init__(self, ids: Ids, clock: Clock) -> None:
+    def __init__(self, ids: Ids, clock: Clock | None = None) -> None:
         super().__init__(ids)
         self.clock = clock
+        self.invalid_arguments: list[int] = []  # indexes of messages with unparsable arguments
 
-    def user(self, content: Content) -> int:
-        self.clock.tick(20, 140)
-        if isinstance(content, list):
-            self.images += sum(1 for p in content if p.get("type") == "image_url")
-        elif content.startswith((SUMMARY_PREFIX, LEGACY_SUMMARY_PREFIX)):
-            self.compactions.append(compaction(len(self.messages)))
-        self.messages.append({"role": "user", "content": content})
-        return len(self.messages) - 1
-
-    def assistant(self, text: str | None, *calls: Call, reasoning: str | None = None) -> list[str]:
-        self.clock.tick(2, 12)
-        msg: dict[str, Any] = {
-            "role": "assistant",
-            "content": text or "",
-            "reasoning": reasoning,
-            "finish_reason": "tool_calls" if calls else "stop",
-        }
-        raw = _raw_calls(calls, self.ids.toolu)
-        if raw:
-            msg["tool_calls"] = [shape("hermes_call", id=c, name=n, arguments=a) for c, n, a in raw]
-        ids = [cid for cid, _, _ in raw]
-        self.messages.append(msg)
-        self.tool_calls += len(calls)
-        for cid, (name, _, result) in zip(ids, calls, strict=True):
-            self.clock.tick(0.3, 9)
-            self.messages.append(shape("hermes_tool_message", content=result, id=cid, name=name))
-        return ids
-
-
-class ChatLog(_Log):
-    """OpenAI Chat Completions messages, with the counts a reader should reproduce."""
-
-    def __init__(self, ids: Ids) -> None:
-        super().__init__(ids)
-        self.invalid_arguments: list[int] = []
+    def _tick(self, lo: float, hi: float) -> None:
+        if self.clock:
+            self.clock.tick(lo, hi)
 
     def add(self, msg: dict[str, Any]) -> None:
         self.messages.append(msg)
 
-    def user(self, content: Content) -> None:
+    def user(self, content: Content) -> int:
+        self._tick(20, 140)
         if isinstance(content, list):
             self.images += sum(1 for p in content if p.get("type") == "image_url")
+        elif self.clock and content.startswith((SUMMARY_PREFIX, LEGACY_SUMMARY_PREFIX)):
+            self.compactions.append(compaction(len(self.messages)))
         self.add({"role": "user", "content": content})
+        return len(self.messages) - 1
 
-    def assistant(self, text: str | None, *calls: Call) -> None:
+    def assistant(self, text: str | None, *calls: Call, reasoning: str | None = None) -> list[str]:
+        hermes = self.clock is not None
+        self._tick(2, 12)
         msg: dict[str, Any] = {"role": "assistant", "content": text}
-        raw = _raw_calls(calls, self.ids.call)
+        if hermes:
+            finish = "tool_calls" if calls else "stop"
+            msg.update(content=text or "", reasoning=reasoning, finish_reason=finish)
+        raw = [
+            (self.ids.toolu() if hermes else self.ids.call(), name, _arguments(args))
+            for name, args, _ in calls
+        ]
         if raw:
-            msg["tool_calls"] = [shape("openai_call", id=c, name=n, arguments=a) for c, n, a in raw]
+            record = "hermes_call" if hermes else "openai_call"
+            msg["tool_calls"] = [shape(record, id=c, name=n, arguments=a) for c, n, a in raw]
         for _, _, args in raw:
             try:
                 json.loads(args)
             except json.JSONDecodeError:
                 self.invalid_arguments.append(len(self.messages))
-        ids = [cid for cid, _, _ in raw]
         self.add(msg)
         self.tool_calls += len(calls)
-        for cid, (name, _, result) in zip(ids, calls, strict=True):
-            self.add(shape("openai_tool_message", id=cid, name=name, content=result))
+        for (cid, name, _), (_, _, result) in zip(raw, calls, strict=True):
+            self._tick(0.3, 9)
+            record = "hermes_tool_message" if hermes else "openai_tool_message"
+            self.add(shape(record, id=cid, name=name, content=result))
+        return [cid for cid, _, _ in raw]
 
 
 # ====================================================================== Anthropic messages
@@ -178,13 +159,6 @@ CC_MODEL = "claude-sonnet-4-5-20250929"
 CC_CACHED_SYSTEM = 14_893  # system prompt + tool definitions, cached across sessions
 
 
-@dataclass
-class _CCCall:
-    usage: dict[str, Any]
-    weight: float
-    output: int
-
-
 class ClaudeCodeLog(_Log):
     """Claude Code JSONL lines plus the reader's view (main chain, merged assistant messages)."""
 
@@ -196,7 +170,7 @@ class ClaudeCodeLog(_Log):
         self.tip: str | None = None
         self.counting = True
         self.sidechain = False
-        self.segment: list[_CCCall] = []
+        self.segment: list[tuple[dict[str, Any], float]] = []  # main-chain calls: usage, weight
         self.main_prompts: list[int] = []
         self.pending_weight = 0.0
         kinds = ("sidechain", "abandoned_branch")
@@ -263,7 +237,7 @@ class ClaudeCodeLog(_Log):
         out_tokens = output if output is not None else max(60, size + self.ids.rng.randint(20, 200))
         usage: dict[str, Any] = fill(_RECORDS["claude_code_usage"], output=out_tokens)
         if not self.off_main:
-            self.segment.append(_CCCall(usage, self.pending_weight, out_tokens))
+            self.segment.append((usage, self.pending_weight))
         self.pending_weight = out_tokens
         ids: list[str] = []
         for i, block in enumerate(blocks):
@@ -321,17 +295,17 @@ class ClaudeCodeLog(_Log):
         if not calls:
             return
         rng = self.ids.rng
-        first = CC_CACHED_SYSTEM + 3_800 + int(calls[0].weight) + rng.randint(200, 900)
-        weights = [c.weight + rng.uniform(600, 5200) for c in calls[1:]]
+        first = CC_CACHED_SYSTEM + 3_800 + int(calls[0][1]) + rng.randint(200, 900)
+        weights = [weight + rng.uniform(600, 5200) for _, weight in calls[1:]]
         total = sum(weights) or 1.0
         prompts = [first] + [int(first + (target - first) * w / total) for w in accumulate(weights)]
         reads = [CC_CACHED_SYSTEM, *prompts[:-1]]  # each call reads the one before from cache
-        for call, prompt, read in zip(calls, prompts, reads, strict=True):
+        for (usage, _), prompt, read in zip(calls, prompts, reads, strict=True):
             fresh = rng.randint(1, 12)
             created = max(0, prompt - read - fresh)
-            call.usage.update(input_tokens=fresh, cache_creation_input_tokens=created)
-            call.usage["cache_read_input_tokens"] = read
-            call.usage["cache_creation"]["ephemeral_5m_input_tokens"] = created
+            usage.update(input_tokens=fresh, cache_creation_input_tokens=created)
+            usage["cache_read_input_tokens"] = read
+            usage["cache_creation"]["ephemeral_5m_input_tokens"] = created
             self.main_prompts.append(fresh + read + created)
 
 

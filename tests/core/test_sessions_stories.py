@@ -73,7 +73,7 @@ def test_tool_values_take_keyword_arguments(steps: Any) -> None:
 
 
 def test_hermes_stories_are_log_calls_replayed_by_the_shared_engine(steps: Any) -> None:
-    """user/assistant steps are HermesLog calls (their arguments a list) run by LogStory."""
+    """user/assistant steps are ChatLog calls (their arguments a list) run by LogStory."""
     sys.path.insert(0, str(SCRIPTS))
     try:
         from samples.stories.hermes_steps import HermesStory
@@ -355,3 +355,33 @@ def test_state_db_session_facts_are_data() -> None:
     ).fetchall()
     con.close()
     assert [tuple(s.values()) for s in fixed] == rows
+
+
+def test_one_chat_log_writes_openai_and_hermes_messages() -> None:
+    # ChatLog without a clock: OpenAI's shape; with one: a Hermes session log's.
+    import random
+    from datetime import UTC, datetime
+
+    from scripts.samples.common import Clock, Ids
+    from scripts.samples.writers import ChatLog
+
+    rng = random.Random(1)
+    openai, hermes = (
+        ChatLog(Ids(rng)),
+        ChatLog(Ids(rng), Clock(datetime(2025, 1, 1, tzinfo=UTC), rng)),
+    )
+    for log in (openai, hermes):
+        log.user("hi")
+        (cid,) = log.assistant(None, ("read_file", {"path": "a.py"}, "text"))
+    assert list(openai.messages[1]) == ["role", "content", "tool_calls"]
+    assert openai.messages[1]["tool_calls"][0]["id"].startswith("call_")
+    assert list(hermes.messages[1]) == [
+        "role",
+        "content",
+        "reasoning",
+        "finish_reason",
+        "tool_calls",
+    ]
+    assert list(hermes.messages[1]["tool_calls"][0])[:2] == ["id", "call_id"]
+    assert hermes.messages[2]["tool_name"] == "read_file" and cid.startswith("toolu_")
+    assert hermes.clock is not None and hermes.clock.now > datetime(2025, 1, 1, tzinfo=UTC)

@@ -35,7 +35,7 @@ from ..common import (
 )
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import HERMES_TOOLS, hermes_system_prompt
-from ..writers import HermesLog
+from ..writers import ChatLog
 from .hermes_steps import HermesStory, HermesTools, suite_part
 
 START = datetime(2025, 9, 16, 8, 41, 7, 118233, tzinfo=UTC)
@@ -60,7 +60,7 @@ class DemoStory(HermesStory):
         self.suite = Suite(build_inventory(), rng_for("demo-suite"), self.repo)
         for bug in demo_bugs():
             self.suite.add(bug, active=bug.key != "flaky_dedupe")
-        log, tools = HermesLog(self.ids, self.clock), HermesTools(self.repo, self.suite)
+        log, tools = ChatLog(self.ids, self.clock), HermesTools(self.repo, self.suite)
         super().__init__({"demo": log}, tools, self.ids)
         self.marks["invoice_reads"] = []
 

@@ -25,14 +25,14 @@ from ..common import (
 )
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import hermes_system_prompt, tool_by_name
-from ..writers import HermesLog
+from ..writers import ChatLog
 from .hermes_steps import HermesStory, HermesTools, suite_part
 
 
 class GatewayStory(HermesStory):
     """The gateway's steps; ``stamp`` timestamps the messages written since the last one."""
 
-    def __init__(self, log: HermesLog, tools: HermesTools, clock: Clock) -> None:
+    def __init__(self, log: ChatLog, tools: HermesTools, clock: Clock) -> None:
         super().__init__({"gateway": log}, tools)
         self.clock = clock
         self.stamps: list[str] = []
@@ -48,7 +48,7 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
     rng = rng_for("gateway")
     ids = Ids(rng)
     clock = Clock(datetime(2025, 9, 17, 7, 12, 40, 512000, tzinfo=UTC), rng)
-    h = HermesLog(ids, clock)
+    h = ChatLog(ids, clock)
     schemas = data_json("tool_schemas.json")["hermes-gateway.jsonl"]
     tools = [tool_by_name(n) for n in schemas["hermes"]] + schemas["more"]
     story = GatewayStory(h, HermesTools(Repo({})), clock)
@@ -84,7 +84,7 @@ class StateStory(HermesStory):
         for bug in demo_bugs():
             active = bug.key in ("money_rounding", "tax_rate_float", "format_money")
             self.suite.add(bug, active=active)
-        self.logs = {name: HermesLog(ids, Clock(t, rng)) for name, t in self.STARTS.items()}
+        self.logs = {name: ChatLog(ids, Clock(t, rng)) for name, t in self.STARTS.items()}
         super().__init__(self.logs, HermesTools(repo, self.suite))
 
     def part(self, part: dict[str, Any]) -> str:
@@ -100,7 +100,7 @@ class StateStory(HermesStory):
 
 
 def _rows(
-    log: HermesLog,
+    log: ChatLog,
     session_id: str,
     first_id: int,
     active: int,

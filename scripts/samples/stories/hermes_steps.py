@@ -8,7 +8,7 @@ from typing import Any
 
 from ..project import Repo, Suite
 from ..tools import Call, grep_repo, patch_out, read_out, search_out, term
-from ..writers import HermesLog
+from ..writers import ChatLog
 from .steps import LogStory
 
 
@@ -78,11 +78,11 @@ class HermesTools:
 class HermesStory(LogStory):
     """Replays Hermes steps: ``user`` and ``assistant`` (its text, then its tool calls: each a
     ``$tool`` of :class:`HermesTools` or a literal ``[name, args, result]``) are
-    :class:`HermesLog` calls, ``session`` switches logs, and ``mark`` keeps the last
+    :class:`ChatLog` calls, ``session`` switches logs, and ``mark`` keeps the last
     message's index in ``marks`` for the manifest. Other steps change the story's world
     (``fix``: a bug of the suite); subclasses handle more in :meth:`play_world`."""
 
-    def __init__(self, logs: dict[str, HermesLog], tools: HermesTools, ids: Any = None) -> None:
+    def __init__(self, logs: dict[str, ChatLog], tools: HermesTools, ids: Any = None) -> None:
         super().__init__(logs, tools, ids)
         self.marks: dict[str, Any] = {}
 
