@@ -385,3 +385,15 @@ def test_one_chat_log_writes_openai_and_hermes_messages() -> None:
     assert list(hermes.messages[1]["tool_calls"][0])[:2] == ["id", "call_id"]
     assert hermes.messages[2]["tool_name"] == "read_file" and cid.startswith("toolu_")
     assert hermes.clock is not None and hermes.clock.now > datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_a_story_method_named_step_kind_plays_that_kind_of_step(steps: Any) -> None:
+    class Story(steps.LogStory):
+        seen: list[Any] = []
+
+        def step_mark(self, value: str, step: dict[str, Any]) -> None:
+            self.seen.append((value, step.get("note")))
+
+    story = Story({"main": object()})
+    story.play({"mark": "here", "note": 1})
+    assert story.seen == [("here", 1)]

@@ -104,21 +104,19 @@ class ClaudeCodeStory(LogStory):
         super().__init__({"log": log}, self.cc_tools, ids)
         self.cc = log
 
-    def play(self, step: dict[str, Any]) -> None:
-        kind, value = next(iter(step.items()))
-        if kind == "patch":
-            repo, *args = value
-            self.cc_tools.repos[repo].patch(*args)
-        elif kind == "save_tip":
-            self.names[value] = self.cc.tip
-        elif kind == "set_line":
-            *path, last = step["keys"]
-            target = self.cc.lines[value]
-            for key in path:
-                target = target[key]
-            target[last] = self.resolve(step["value"])
-        else:
-            super().play(step)
+    def step_patch(self, value: list[str], step: dict[str, Any]) -> None:
+        repo, *args = value
+        self.cc_tools.repos[repo].patch(*args)
+
+    def step_save_tip(self, name: str, step: dict[str, Any]) -> None:
+        self.names[name] = self.cc.tip
+
+    def step_set_line(self, index: int, step: dict[str, Any]) -> None:
+        *path, last = step["keys"]
+        target = self.cc.lines[index]
+        for key in path:
+            target = target[key]
+        target[last] = self.resolve(step["value"])
 
 
 def build_claude_code(out_dir: Path) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from ..common import (
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import HERMES_TOOLS, hermes_system_prompt
 from ..writers import ChatLog
-from .hermes_steps import HermesStory, HermesTools, suite_part
+from .hermes_steps import HermesStory, HermesTools
 
 START = datetime(2025, 9, 16, 8, 41, 7, 118233, tzinfo=UTC)
 
@@ -69,22 +69,22 @@ class DemoStory(HermesStory):
             return IMAGES[part["image"]]()
         if "verbose_log" in part:
             return self.suite.verbose_log(part["verbose_log"])[0]
-        return suite_part(self.suite, part)
+        return super().part(part)
 
-    def play_world(self, kind: str, value: Any) -> None:
-        suite = self.suite
-        if kind == "write":
-            self.repo.write(*self.resolve(value))
-        elif kind == "extend":
-            suite.inventory.extend(value)
-        elif kind == "activate":
-            suite.active.add(value)
-        elif kind == "deactivate":
-            suite.active.discard(value)
-        elif kind == "skip_hex":  # an id the story drew here (a background process id)
-            self.ids.hex(value)
-        else:
-            super().play_world(kind, value)
+    def step_write(self, value: list[Any], step: dict[str, Any]) -> None:
+        self.repo.write(*self.resolve(value))
+
+    def step_extend(self, tests: list[str], step: dict[str, Any]) -> None:
+        self.suite.inventory.extend(tests)
+
+    def step_activate(self, bug: str, step: dict[str, Any]) -> None:
+        self.suite.active.add(bug)
+
+    def step_deactivate(self, bug: str, step: dict[str, Any]) -> None:
+        self.suite.active.discard(bug)
+
+    def step_skip_hex(self, n: int, step: dict[str, Any]) -> None:
+        self.ids.hex(n)  # an id the story drew here (a background process id)
 
 
 def build_demo(out_dir: Path) -> dict[str, Any]:

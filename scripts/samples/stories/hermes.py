@@ -26,7 +26,7 @@ from ..common import (
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
 from ..tools import hermes_system_prompt, tool_by_name
 from ..writers import ChatLog
-from .hermes_steps import HermesStory, HermesTools, suite_part
+from .hermes_steps import HermesStory, HermesTools
 
 
 class GatewayStory(HermesStory):
@@ -37,9 +37,7 @@ class GatewayStory(HermesStory):
         self.clock = clock
         self.stamps: list[str] = []
 
-    def play_world(self, kind: str, value: Any) -> None:
-        if kind != "stamp":
-            super().play_world(kind, value)
+    def step_stamp(self, value: Any, step: dict[str, Any]) -> None:
         while len(self.stamps) < len(self.log.messages):
             self.stamps.append(self.clock.local())
 
@@ -87,16 +85,9 @@ class StateStory(HermesStory):
         self.logs = {name: ChatLog(ids, Clock(t, rng)) for name, t in self.STARTS.items()}
         super().__init__(self.logs, HermesTools(repo, self.suite))
 
-    def part(self, part: dict[str, Any]) -> str:
-        return suite_part(self.suite, part)
-
-    def play_world(self, kind: str, value: Any) -> None:
-        if kind == "copy":
-            source, n = value
-            last = self.logs[source].messages[-n:]
-            self.log.messages.extend(json.loads(json.dumps(last)))
-        else:
-            super().play_world(kind, value)
+    def step_copy(self, value: tuple[str, int], step: dict[str, Any]) -> None:
+        source, n = value
+        self.log.messages.extend(json.loads(json.dumps(self.logs[source].messages[-n:])))
 
 
 def _rows(
