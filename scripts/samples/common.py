@@ -8,7 +8,7 @@ import random
 import sqlite3
 import string
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import closing
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -163,24 +163,20 @@ def write_db(
         con.execute("VACUUM")
 
 
-def chat_counts(messages: list[dict[str, Any]], tool_calls: int) -> dict[str, Any]:
-    """A manifest entry's counts for a list of role-tagged messages."""
-    return roles_counts([m["role"] for m in messages], tool_calls)
-
-
 def parallel_calls(messages: list[dict[str, Any]]) -> int:
     """How many messages hold more than one tool call."""
     return sum(1 for m in messages if len(m.get("tool_calls") or ()) > 1)
 
 
+def role_counts(roles: Sequence[str]) -> dict[str, int]:
+    """Messages per role, in :data:`ROLE_ORDER`, roles with none left out."""
+    return {r: roles.count(r) for r in ROLE_ORDER if r in roles}
+
+
 def roles_counts(roles: list[str], tool_calls: int) -> dict[str, Any]:
     """A manifest entry's counts for the reader's roles, one a message."""
-    return {
-        "messages": len(roles),
-        "roles": role_counts(roles),
-        "tool_calls": tool_calls,
-        "tool_results": roles.count("tool"),
-    }
+    counts = {"messages": len(roles), "roles": role_counts(roles), "tool_calls": tool_calls}
+    return {**counts, "tool_results": roles.count("tool")}
 
 
 def manifest_entry(
@@ -195,19 +191,11 @@ def manifest_entry(
     """A sample's manifest entry: its format, the counts for the reader's roles (one a
     message), its compactions, images and model, then what else the sample records."""
     counts = roles_counts(roles, tool_calls)
-    return {
-        "format": fmt,
-        **counts,
-        "compactions": compactions,
-        "images": images,
-        "model": model,
-        **more,
-    }
+    more = {"compactions": compactions, "images": images, "model": model, **more}
+    return {"format": fmt, **counts, **more}
 
 
-def compaction(
-    index: int, trigger: str = "unknown", pre_tokens: int | None = None
-) -> dict[str, Any]:
+def compaction(index: int, trigger: str = "unknown", pre_tokens: int | None = None) -> Any:
     """A manifest compaction: the index of its summary message, its trigger, the prompt
     size before it when the file records one."""
     return {"index": index, "trigger": trigger, "pre_tokens": pre_tokens}
@@ -216,13 +204,6 @@ def compaction(
 def prompt_span(prompts: list[int]) -> dict[str, int]:
     """The first, largest and last prompt sizes of a session's model calls."""
     return {"first": prompts[0], "peak": max(prompts), "last": prompts[-1]}
-
-
-def role_counts(roles: Iterable[str]) -> dict[str, int]:
-    counts = {r: 0 for r in ROLE_ORDER}
-    for r in roles:
-        counts[r] += 1
-    return {r: n for r, n in counts.items() if n}
 
 
 def data_url(png: bytes) -> str:

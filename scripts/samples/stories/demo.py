@@ -21,7 +21,6 @@ from ..common import (
     SECRETS,
     Clock,
     Ids,
-    chat_counts,
     data_bytes,
     data_json,
     data_text,
@@ -31,6 +30,7 @@ from ..common import (
     make_secrets,
     parallel_calls,
     rng_for,
+    roles_counts,
     write_json,
 )
 from ..project import PROJECT_FILES, Repo, Suite, build_inventory
@@ -110,7 +110,7 @@ def build_demo(out_dir: Path) -> dict[str, Any]:
         raise AssertionError("demo: the long output must be exactly 3,000 lines")
     entry: dict[str, Any] = fill(
         shape["manifest"],
-        counts=chat_counts(h.messages, h.tool_calls),
+        counts=roles_counts([m["role"] for m in h.messages], h.tool_calls),
         compactions=h.compactions,
         images=h.images,
         model=doc["model"],

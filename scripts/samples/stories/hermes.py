@@ -191,6 +191,6 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
 def _entry(msgs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {
         "messages": len(msgs),
-        "roles": role_counts(m["role"] for m in msgs),
+        "roles": role_counts([m["role"] for m in msgs]),
         "tool_calls": sum(len(m.get("tool_calls") or ()) for m in msgs),
     }
