@@ -884,14 +884,7 @@ def _render_claude_code(conv: Conversation) -> bytes:
     rng = random.Random(GEN_SEED + 2)
     lines: list[dict[str, Any]] = []
     parent: str | None = None
-    common = {
-        "isSidechain": False,
-        "userType": "external",
-        "cwd": _CWD,
-        "sessionId": conv.session,
-        "version": "2.0.14",
-        "gitBranch": "main",
-    }
+    envelope = {"sidechain": False, "cwd": _CWD, "session": conv.session, "branch": "main"}
     usage_in = 12_000
 
     def new_uuid() -> str:
@@ -900,9 +893,8 @@ def _render_claude_code(conv: Conversation) -> bytes:
     def emit(kind: str, t: float, body: dict[str, Any]) -> None:
         nonlocal parent
         uid = new_uuid()
-        lines.append(
-            {"parentUuid": parent, **common, **body, "type": kind, "uuid": uid, "timestamp": _ts(t)}
-        )
+        values = {**envelope, "body": body, "kind": kind, "more": {}, "timestamp": _ts(t)}
+        lines.append(shape("cc_line", parent=parent, logical_parent=None, uuid=uid, **values))
         parent = uid
 
     for m in conv.messages:

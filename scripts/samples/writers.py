@@ -156,6 +156,7 @@ class AnthropicLog(_Log):
 # ============================================================================ Claude Code
 
 CC_MODEL = "claude-sonnet-4-5-20250929"
+CC_BRANCH = "fix/payments-idempotency"
 CC_CACHED_SYSTEM = 14_893  # system prompt + tool definitions, cached across sessions
 
 
@@ -184,18 +185,18 @@ class ClaudeCodeLog(_Log):
             return "sidechain"
         return None if self.counting else "abandoned_branch"
 
-    def _base(self, kind: str) -> dict[str, Any]:
-        values = {"tip": self.tip, "sidechain": self.sidechain, "session": self.session_id}
-        line: dict[str, Any] = fill(_RECORDS["claude_code_line"], **values, kind=kind)
-        return line
-
-    def _emit(self, line: dict[str, Any]) -> str:
+    def _emit(self, kind: str, new_chain: bool = False, **more: Any) -> str:
+        """Write a line of ``kind`` (``more``: its keys after ``type``) on the current chain or
+        (``new_chain``) as the first of a new one, the old tip its logical parent."""
         if self.off_main:
             self.excluded[f"{self.off_main}_lines"] += 1
-        uid = self.ids.uuid()
-        line["uuid"] = uid
-        line["timestamp"] = self.clock.z()
-        self.lines.append(line)
+        uid, tip = self.ids.uuid(), self.tip
+        chain = (None, tip) if new_chain else (tip, None)
+        values = {"sidechain": self.sidechain, "cwd": CWD, "session": self.session_id}
+        values.update(branch=CC_BRANCH, body={}, kind=kind, more=more, timestamp=self.clock.z())
+        self.lines.append(
+            shape("cc_line", parent=chain[0], logical_parent=chain[1], uuid=uid, **values)
+        )
         self.tip = uid
         return uid
 
@@ -208,8 +209,6 @@ class ClaudeCodeLog(_Log):
     # -- lines -------------------------------------------------------------------------
     def prompt(self, text: Content, **extra: Any) -> str:
         self.clock.tick(15, 90)
-        line = self._base("user")
-        line.update(message={"role": "user", "content": text}, **extra)
         self._count("user")
         if not self.off_main:
             tags = ("<command-name>", "<local-command-stdout>")  # slash commands, their output
@@ -218,7 +217,7 @@ class ClaudeCodeLog(_Log):
             if isinstance(text, list):
                 self.images += sum(1 for b in text if b.get("type") == "image")
         self.pending_weight += len(json.dumps(text)) / 3.2
-        return self._emit(line)
+        return self._emit("user", message={"role": "user", "content": text}, **extra)
 
     def snapshot(self, message_id: str, files: dict[str, int]) -> None:
         backups = {}
@@ -244,13 +243,11 @@ class ClaudeCodeLog(_Log):
             if block["type"] == "tool_use":
                 block = {**block, "id": self.ids.toolu()}
                 ids.append(block["id"])
-            line = self._base("assistant")
             last = i == len(blocks) - 1
             stop = ("tool_use" if block["type"] == "tool_use" else "end_turn") if last else None
             values = {"id": msg_id, "model": CC_MODEL, "block": block, "stop": stop}
-            line["message"] = shape("cc_assistant_message", **values, usage=usage)
-            line["requestId"] = req
-            self._emit(line)
+            message = shape("cc_assistant_message", **values, usage=usage)
+            self._emit("assistant", message=message, requestId=req)
             if i:
                 self.clock.tick(0.2, 2)
         self._count("assistant")
@@ -265,28 +262,23 @@ class ClaudeCodeLog(_Log):
         self.clock.tick(0.3, 20)
         values = {"id": tool_use_id, "content": content, "is_error": is_error or None}
         block = shape("cc_tool_result_block", **values)
-        line = self._base("user")
-        line.update(message={"role": "user", "content": [block]}, toolUseResult=use_result)
         self._count("tool")
         self.pending_weight += len(json.dumps(content)) / 3.2
-        self._emit(line)
+        message = {"role": "user", "content": [block]}
+        self._emit("user", message=message, toolUseResult=use_result)
 
     def compact(self, trigger: str, pre_tokens: int, summary: str) -> None:
         self.finish(target=pre_tokens - self.ids.rng.randint(600, 1800))
         self.clock.tick(20, 60)
-        # a new chain: no parent, the old tip kept as the logical parent
-        line: dict[str, Any] = {"tip": None, "sidechain": False, "session": self.session_id}
-        base = fill(_RECORDS["claude_code_line"], **line, kind="system")
-        meta = {"tip": self.tip, "trigger": trigger, "pre_tokens": pre_tokens}
-        self._emit(fill(_RECORDS["claude_code_boundary"], base=base, **meta))
+        boundary = fill(_RECORDS["claude_code_boundary"], trigger=trigger, pre_tokens=pre_tokens)
+        self._emit("system", new_chain=True, **boundary)
         self.clock.tick(0.5, 2)
         self.compactions.append(compaction(len(self.roles), trigger, pre_tokens))
-        line = self._base("user")
-        line["message"] = {"role": "user", "content": summary}
-        line.update(isVisibleInTranscriptOnly=True, isCompactSummary=True)
         self.roles.append("user")
         self.pending_weight = len(summary) / 3.2
-        self._emit(line)
+        message = {"role": "user", "content": summary}
+        flags = {"isVisibleInTranscriptOnly": True, "isCompactSummary": True}
+        self._emit("user", message=message, **flags)
 
     def finish(self, target: int) -> None:
         """End a segment (at a compaction or the session's end): give its calls prompt sizes

@@ -189,6 +189,14 @@ def test_shapes_are_shared_by_both_generators() -> None:
     assert shapes.tagged("think", "x") == "<think>\nx\n</think>"
     hermes = shapes.shape("hermes_call", id="c1", name="read_file", arguments="{}")
     assert list(hermes) == ["id", "call_id", "type", "function"]
+    envelope = {"parent": "p", "sidechain": False, "cwd": "/w", "session": "s", "branch": "b"}
+    line = {**envelope, "kind": "user", "uuid": "u", "timestamp": "t"}
+    samples = shapes.shape("cc_line", **line, logical_parent=None, body={}, more={"message": 1})
+    bench = shapes.shape("cc_line", **line, logical_parent=None, body={"message": 1}, more={})
+    assert list(samples)[6:] == ["gitBranch", "type", "message", "uuid", "timestamp"]
+    assert list(bench)[6:] == ["gitBranch", "message", "type", "uuid", "timestamp"]
+    boundary = shapes.shape("cc_line", **line, logical_parent="p0", body={}, more={})
+    assert list(boundary)[:2] == ["parentUuid", "logicalParentUuid"]
     first, second = (shapes.shape("codex_user", text="hi") for _ in range(2))
     first["content"].append(shapes.shape("codex_image", url="data:x"))
     assert second["content"] == [{"type": "input_text", "text": "hi"}]  # fresh copies

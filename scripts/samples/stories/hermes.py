@@ -91,13 +91,10 @@ class StateStory(HermesStory):
 
 
 def _rows(
-    log: ChatLog,
-    session_id: str,
-    first_id: int,
-    active: int,
-    compacted: int,
-    stamps: Sequence[float] | None = None,
+    log: ChatLog, session_id: str, first_id: int, active: int, stamps: Sequence[float] | None
 ) -> list[tuple[Any, ...]]:
+    """``log``'s messages as ``messages`` rows, ids from ``first_id``; ``active`` 0 for the
+    messages an in-place compaction replaced."""
     columns: dict[str, Any] = data_json("state_message.json")  # the columns, fixed values set
     rows = []
     n, t0 = len(log.messages), log.clock.now.timestamp()  # by default 30s apart, to the end
@@ -110,7 +107,7 @@ def _rows(
         row["timestamp"] = stamps[i]
         arguments = sum(len(c["function"]["arguments"]) for c in calls or [])
         row["token_count"] = max(1, len(text) // 4) + arguments // 4
-        row.update(reasoning=m.get("reasoning"), active=active, compacted=compacted)
+        row.update(reasoning=m.get("reasoning"), active=active, compacted=1 - active)
         rows.append(tuple(row.values()))
     return rows
 
@@ -149,13 +146,14 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
     old, child, head, tail = story.logs.values()
     old_fixed, child_fixed = data_json("state_sessions.json")
     old_id, child_id = old_fixed["id"], child_fixed["id"]
-    old_rows = _rows(old, old_id, 1, 1, 0)
-    child_rows = _rows(child, child_id, len(old_rows) + 1, 0, 1)
     starts = StateStory.STARTS  # the in-place compaction happened when the head starts
     compact_at = starts["head"].timestamp()
     head_stamps = [round(compact_at + 0.001 * i, 3) for i in range(len(head.messages))]
-    head_rows = _rows(head, child_id, len(old_rows) + len(child_rows) + 1, 1, 0, head_stamps)
-    tail_rows = _rows(tail, child_id, len(old_rows) + len(child_rows) + len(head_rows) + 1, 1, 0)
+    runs = [(old, old_id, 1, None), (child, child_id, 0, None), (head, child_id, 1, head_stamps)]
+    runs_rows: list[list[tuple[Any, ...]]] = []
+    for log, sid, active, stamps in [*runs, (tail, child_id, 1, None)]:
+        runs_rows.append(_rows(log, sid, 1 + sum(map(len, runs_rows)), active, stamps))
+    old_rows, child_rows, head_rows, tail_rows = runs_rows
     active_child = head.messages + tail.messages
     live_calls = head.tool_calls + tail.tool_calls
     old_counts = (len(old.messages), old.tool_calls, _assistants(old.messages))
@@ -189,8 +187,9 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
 
 
 def _entry(msgs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    calls = sum(len(m.get("tool_calls") or ()) for m in msgs)
     return {
         "messages": len(msgs),
         "roles": role_counts([m["role"] for m in msgs]),
-        "tool_calls": sum(len(m.get("tool_calls") or ()) for m in msgs),
+        "tool_calls": calls,
     }
