@@ -1,15 +1,16 @@
-"""The made-up project ledgerline: its files (data/ledgerline/) and its simulated test suite."""
+"""The made-up project ledgerline: its files (data/ledgerline/) and its simulated test suite
+(its tests and the causes of its red run, data/test_inventory.json and data/bugs.txt)."""
 
 from __future__ import annotations
 
 import difflib
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .common import data_json, data_text
+from .common import data_json, data_text, rng_for
 
 # ========================================================================= virtual repo
 
@@ -121,6 +122,36 @@ class Bug:
 
 
 _QUOTE = re.compile(r"«(line|frame) ([^|»]+)\|([^»]+)»")
+
+
+def parse_bugs(text: str) -> list[Bug]:
+    """The bugs of ``data/bugs.txt``'s format: one ``@@ bug KEY [error]`` header a bug, then
+    per test ``@@ test ID``, ``@@ short REASON`` and the ``@@ where`` / ``@@ block`` texts
+    (the lines up to the next ``@@`` line)."""
+    bugs: list[Bug] = []
+    report: dict[str, str] = {}
+    for chunk in ("\n" + text.removesuffix("\n")).split("\n@@ ")[1:]:
+        head, _, body = chunk.partition("\n")
+        kind, _, rest = head.partition(" ")
+        if kind == "bug":
+            key, _, error = rest.partition(" ")
+            bugs.append(Bug(key, {}, error=error == "error"))
+        elif kind == "test":
+            report = bugs[-1].reports[rest] = {}
+        elif kind == "short":
+            report["short"] = rest
+        else:
+            report[kind] = body
+    return bugs
+
+
+def ledgerline_suite(seed: str, repo: Repo, active: Callable[[str], bool]) -> Suite:
+    """The project's test suite on ``repo``: its tests and the causes of its red run, in fix
+    order (``data/bugs.txt``), those whose key is ``active`` breaking their tests."""
+    suite = Suite(build_inventory(), rng_for(seed), repo)
+    for bug in parse_bugs(data_text("bugs.txt")):
+        suite.add(bug, active=active(bug.key))
+    return suite
 
 
 @dataclass

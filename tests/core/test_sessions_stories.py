@@ -214,8 +214,8 @@ def test_bug_reports_are_data_that_quote_the_current_source() -> None:
     # data/bugs.txt: the reports are text; «line»/«frame» read the file as it is now.
     sys.path.insert(0, str(SCRIPTS))
     try:
-        from samples.bugs import _parse
         from samples.project import Repo
+        from samples.project import parse_bugs as _parse
     finally:
         sys.path.remove(str(SCRIPTS))
     text = (

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..bugs import demo_bugs
 from ..common import (
     LATEST_ASK,
     SECRETS,
@@ -33,7 +32,7 @@ from ..common import (
     roles_counts,
     write_json,
 )
-from ..project import PROJECT_FILES, Repo, Suite, build_inventory
+from ..project import PROJECT_FILES, Repo, ledgerline_suite
 from ..tools import HERMES_TOOLS, hermes_system_prompt
 from ..writers import ChatLog
 from .hermes_steps import HermesStory, HermesTools
@@ -57,9 +56,7 @@ class DemoStory(HermesStory):
         self.repo = Repo(PROJECT_FILES)
         self.repo.write("CHANGELOG.md", data_text("ledgerline/CHANGELOG.md"))
         self.repo.write(".env", env_file(make_secrets(rng_for("demo-secrets"))))
-        self.suite = Suite(build_inventory(), rng_for("demo-suite"), self.repo)
-        for bug in demo_bugs():
-            self.suite.add(bug, active=bug.key != "flaky_dedupe")
+        self.suite = ledgerline_suite("demo-suite", self.repo, lambda key: key != "flaky_dedupe")
         log, tools = ChatLog(self.ids, self.clock), HermesTools(self.repo, self.suite)
         super().__init__({"demo": log}, tools, self.ids)
         self.marks["invoice_reads"] = []

@@ -11,7 +11,6 @@ from typing import Any, ClassVar
 
 from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
-from ..bugs import demo_bugs
 from ..common import (
     Clock,
     Ids,
@@ -23,7 +22,7 @@ from ..common import (
     write_db,
     write_jsonl,
 )
-from ..project import PROJECT_FILES, Repo, Suite, build_inventory
+from ..project import PROJECT_FILES, Repo, ledgerline_suite
 from ..tools import hermes_system_prompt, tool_by_name
 from ..writers import ChatLog
 from .hermes_steps import HermesStory, HermesTools
@@ -78,10 +77,8 @@ class StateStory(HermesStory):
     def __init__(self, rng: random.Random) -> None:
         ids = Ids(rng)
         repo = Repo(PROJECT_FILES)
-        self.suite = Suite(build_inventory(), rng_for("state-suite"), repo)
-        for bug in demo_bugs():
-            active = bug.key in ("money_rounding", "tax_rate_float", "format_money")
-            self.suite.add(bug, active=active)
+        red = ("money_rounding", "tax_rate_float", "format_money")
+        self.suite = ledgerline_suite("state-suite", repo, red.__contains__)
         self.logs = {name: ChatLog(ids, Clock(t, rng)) for name, t in self.STARTS.items()}
         super().__init__(self.logs, HermesTools(repo, self.suite))
 
