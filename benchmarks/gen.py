@@ -4,7 +4,7 @@ One seeded *logical* conversation (a system prompt, user asks, assistant text, t
 calls to ``read_file`` / ``terminal`` / ``search`` with outputs of varied sizes, some of
 them exact repeats of earlier ones, some reasoning, occasional screenshots and failing
 commands) is rendered into each format's native shape (see FORMATS.md), built from the
-shapes the bundled samples use too (``scripts/samples/shapes.py``):
+records the bundled samples use too (``scripts/samples/data/shapes.json``):
 
 - ``openai``: one JSON object ``{model, tools, messages}``;
 - ``anthropic``: ``{model, system, tools, messages}`` with content blocks and alternating roles;

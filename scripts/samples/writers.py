@@ -18,6 +18,7 @@ from .common import (
     dumps_args,
     dumps_compact,
     fill,
+    manifest_entry,
     noise,
     roles_counts,
 )
@@ -47,6 +48,13 @@ class _Log:
         self.roles: list[str] = []
         self.tool_calls = self.images = self.injected = 0
         self.compactions: list[dict[str, Any]] = []
+
+    def entry(self, fmt: str, model: str | None, **more: Any) -> dict[str, Any]:
+        """The sample's manifest entry from what the writer counted (``more`` appended)."""
+        roles = self.roles or [m["role"] for m in self.messages]
+        return manifest_entry(
+            fmt, roles, self.tool_calls, self.compactions, model, self.images, **more
+        )
 
 
 class ChatLog(_Log):

@@ -14,7 +14,6 @@ from ..common import (
     data_text,
     data_url,
     fill,
-    manifest_entry,
     parallel_calls,
     rng_for,
     role_counts,
@@ -69,15 +68,10 @@ def build_openai(out_dir: Path) -> dict[str, Any]:
         "tools": data_json("tool_schemas.json")["openai-chat.json"],
     }
     write_json(out_dir / "openai-chat.json", doc)
-    return manifest_entry(
-        "openai",
-        [m["role"] for m in c.messages],
-        c.tool_calls,
-        [],
-        doc["model"],
-        c.images,
-        invalid_tool_arguments=[{"message_index": i} for i in c.invalid_arguments],
-        parallel_tool_call_messages=parallel_calls(c.messages),
+    invalid = [{"message_index": i} for i in c.invalid_arguments]
+    parallel = parallel_calls(c.messages)
+    return c.entry(
+        "openai", doc["model"], invalid_tool_arguments=invalid, parallel_tool_call_messages=parallel
     )
 
 

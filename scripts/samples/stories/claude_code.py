@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common import CWD, Clock, Ids, manifest_entry, noise, prompt_span, rng_for, write_jsonl
+from ..common import CWD, Clock, Ids, noise, prompt_span, rng_for, write_jsonl
 from ..project import PROJECT_FILES, Repo
 from ..shapes import shape
 from ..writers import CC_MODEL, ClaudeCodeLog
@@ -127,13 +127,9 @@ def build_claude_code(out_dir: Path) -> dict[str, Any]:
     cc.lines.insert(0, {"type": "summary", "summary": title, "leafUuid": cc.tip})
 
     write_jsonl(out_dir / "claude-code.jsonl", cc.lines)
-    return manifest_entry(
+    return cc.entry(
         "claude-code",
-        cc.roles,
-        cc.tool_calls,
-        cc.compactions,
         CC_MODEL,
-        cc.images,
         session_id=session,
         lines=len(cc.lines),
         injected_user_messages=cc.injected,

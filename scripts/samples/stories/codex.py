@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common import Clock, Ids, data_text, manifest_entry, prompt_span, rng_for, write_jsonl
+from ..common import Clock, Ids, data_text, prompt_span, rng_for, write_jsonl
 from ..project import PROJECT_FILES, Repo
 from ..writers import CodexLog
 from .steps import LogStory
@@ -51,11 +51,8 @@ def build_codex(out_dir: Path) -> dict[str, Any]:
     story.names["session"] = session
     story.replay("codex")
     write_jsonl(out_dir / "codex-rollout.jsonl", cx.lines)
-    return manifest_entry(
+    return cx.entry(
         "codex",
-        cx.roles,
-        cx.tool_calls,
-        cx.compactions,
         "gpt-5-codex",
         context_window=272_000,
         session_id=session,

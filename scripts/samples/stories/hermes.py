@@ -16,7 +16,6 @@ from ..common import (
     Ids,
     data_json,
     fill,
-    manifest_entry,
     rng_for,
     role_counts,
     write_db,
@@ -53,9 +52,8 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
     meta = fill(data_json("agent_records.json")["hermes-gateway"]["meta"], tools=tools)
     stamped = [{**m, "timestamp": ts} for m, ts in zip(h.messages, story.stamps, strict=True)]
     write_jsonl(out_dir / "hermes-gateway.jsonl", [meta, *stamped])
-    roles = [m["role"] for m in h.messages]
     more: dict[str, Any] = {"tools": len(tools), "session_id": meta["session_id"]}
-    return manifest_entry("hermes", roles, h.tool_calls, [], meta["model"], **more)
+    return h.entry("hermes", meta["model"], **more)
 
 
 # ======================================================================== Hermes state.db
