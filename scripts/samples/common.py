@@ -116,18 +116,21 @@ def fill(template: Any, /, **values: Any) -> Any:
 
 
 def _fill(template: Any, values: dict[str, Any]) -> Any:
-    if isinstance(template, str):
+    kind = type(template)
+    if kind is str:
         return values[template[1:]] if template[:1] == "$" else template
-    if isinstance(template, list):
+    if kind is list:
         return [_fill(v, values) for v in template]
-    if not isinstance(template, dict):
+    if kind is not dict:
         return template
     out: dict[str, Any] = {}
     for k, v in template.items():
         if k[:3] == "...":
             out.update(values[k[3:]])
-        elif isinstance(v, str) and v[:1] == "$" and v[-1] == "?":
-            if values[v[1:-1]] is not None:
+        elif type(v) is str and v[:1] == "$":
+            if v[-1] != "?":
+                out[k] = values[v[1:]]
+            elif values[v[1:-1]] is not None:
                 out[k] = values[v[1:-1]]
         else:
             out[k] = _fill(v, values)
