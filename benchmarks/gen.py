@@ -950,6 +950,52 @@ def _codex_cmd(call: Call) -> str:
     return f"rg -n '{call.pattern}' {call.path}"
 
 
+#: Codex's token usage keys, and the turn context before each user message.
+_CODEX_USAGE = tuple(
+    f"{k}_tokens" for k in ("input", "cached_input", "output", "reasoning_output", "total")
+)
+_CODEX_TURN_CONTEXT = {
+    "cwd": _CWD,
+    "approval_policy": "on-request",
+    "sandbox_policy": {"mode": "workspace-write", "network_access": False},
+    "model": "gpt-5-codex",
+    "effort": "medium",
+    "summary": "auto",
+}
+
+
+def _codex_meta(conv: Conversation, rng: random.Random) -> dict[str, Any]:
+    """The rollout's ``session_meta`` payload (its commit hash drawn from ``rng``)."""
+    git = {
+        "commit_hash": f"{rng.getrandbits(160):040x}",
+        "branch": "main",
+        "repository_url": "git@example.com:dev/tidepool.git",
+    }
+    return {
+        "id": conv.session,
+        "timestamp": _ts(0),
+        "cwd": _CWD,
+        "originator": "codex_cli_rs",
+        "cli_version": "0.46.0",
+        "instructions": None,
+        "source": "cli",
+        "model_provider": "openai",
+        "git": git,
+    }
+
+
+def _codex_token_count(
+    rng: random.Random, total: dict[str, int]
+) -> tuple[dict[str, int], dict[str, Any]]:
+    """One response's drawn usage: the new running total and its ``token_count`` event."""
+    drawn = (rng.randint(2000, 90000), rng.randint(0, 80000), rng.randint(20, 900))
+    last = dict(zip(_CODEX_USAGE[:4], (*drawn, rng.randint(0, 400)), strict=True))
+    last["total_tokens"] = last["input_tokens"] + last["output_tokens"]
+    total = {k: total[k] + last[k] for k in total}
+    info = {"total_token_usage": total, "last_token_usage": last, "model_context_window": 272000}
+    return total, {"type": "token_count", "info": info, "rate_limits": None}
+
+
 def _render_codex(conv: Conversation) -> bytes:
     rng = random.Random(GEN_SEED + 3)
     lines: list[dict[str, Any]] = []
@@ -963,25 +1009,7 @@ def _render_codex(conv: Conversation) -> bytes:
             item["content"].append(shape("codex_image", url=_data_url(image)))
         return item
 
-    emit(
-        0,
-        "session_meta",
-        {
-            "id": conv.session,
-            "timestamp": _ts(0),
-            "cwd": _CWD,
-            "originator": "codex_cli_rs",
-            "cli_version": "0.46.0",
-            "instructions": None,
-            "source": "cli",
-            "model_provider": "openai",
-            "git": {
-                "commit_hash": f"{rng.getrandbits(160):040x}",
-                "branch": "main",
-                "repository_url": "git@example.com:dev/tidepool.git",
-            },
-        },
-    )
+    emit(0, "session_meta", _codex_meta(conv, rng))
     emit(
         0,
         "response_item",
@@ -989,27 +1017,10 @@ def _render_codex(conv: Conversation) -> bytes:
     )
     env = f"<environment_context>\n  <cwd>{_CWD}</cwd>\n  <approval_policy>on-request</approval_policy>\n  <sandbox_mode>workspace-write</sandbox_mode>\n  <network_access>restricted</network_access>\n  <shell>bash</shell>\n</environment_context>"
     emit(0, "response_item", user_item(env))
-    total = {
-        "input_tokens": 0,
-        "cached_input_tokens": 0,
-        "output_tokens": 0,
-        "reasoning_output_tokens": 0,
-        "total_tokens": 0,
-    }
+    total = dict.fromkeys(_CODEX_USAGE, 0)
     for m in conv.messages:
         if m.role == "user":
-            emit(
-                m.t,
-                "turn_context",
-                {
-                    "cwd": _CWD,
-                    "approval_policy": "on-request",
-                    "sandbox_policy": {"mode": "workspace-write", "network_access": False},
-                    "model": "gpt-5-codex",
-                    "effort": "medium",
-                    "summary": "auto",
-                },
-            )
+            emit(m.t, "turn_context", _CODEX_TURN_CONTEXT)
             emit(m.t, "response_item", user_item(m.text, m.image))
             emit(
                 m.t,
@@ -1038,27 +1049,8 @@ def _render_codex(conv: Conversation) -> bytes:
                         "codex_call", name="shell", arguments=orjson.dumps(args).decode(), id=c.id
                     ),
                 )
-            last = {
-                "input_tokens": rng.randint(2000, 90000),
-                "cached_input_tokens": rng.randint(0, 80000),
-                "output_tokens": rng.randint(20, 900),
-                "reasoning_output_tokens": rng.randint(0, 400),
-            }
-            last["total_tokens"] = last["input_tokens"] + last["output_tokens"]
-            total = {k: total[k] + last[k] for k in total}
-            emit(
-                m.t,
-                "event_msg",
-                {
-                    "type": "token_count",
-                    "info": {
-                        "total_token_usage": total,
-                        "last_token_usage": last,
-                        "model_context_window": 272000,
-                    },
-                    "rate_limits": None,
-                },
-            )
+            total, event = _codex_token_count(rng, total)
+            emit(m.t, "event_msg", event)
         else:
             assert m.call is not None
             output = {
@@ -1121,6 +1113,41 @@ def _swe_call(call: Call) -> tuple[str, dict[str, Any], str]:
     return "bash", {"command": cmd}, cmd
 
 
+def _swe_action(m: LMessage, rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An assistant message as SWE-agent's history entry and trajectory step (its execution
+    time drawn from ``rng``)."""
+    thought = m.reasoning or m.text
+    tool_calls: list[dict[str, Any]] = []
+    actions: list[str] = []
+    for c in m.calls:
+        name, args, action = _swe_call(c)
+        arguments = orjson.dumps(args).decode()
+        tool_calls.append(shape("swe_tool_call", id=c.id, name=name, arguments=arguments))
+        actions.append(action)
+    action = "\n".join(actions)
+    entry: dict[str, Any] = {
+        "role": "assistant",
+        "content": m.text,
+        "thought": thought,
+        "action": action,
+        "agent": "main",
+        "message_type": "action",
+    }
+    if tool_calls:
+        entry["tool_calls"] = tool_calls
+    step = {
+        "action": action,
+        "observation": "",
+        "response": m.text,
+        "thought": thought,
+        "execution_time": round(rng.uniform(0.01, 12), 3),
+        "state": {"working_dir": _CWD, "open_file": "n/a"},
+        "query": [],
+        "extra_info": {},
+    }
+    return entry, step
+
+
 def _render_swe_agent(conv: Conversation) -> bytes:
     rng = random.Random(GEN_SEED + 4)
     history: list[dict[str, Any]] = [
@@ -1141,41 +1168,8 @@ def _render_swe_agent(conv: Conversation) -> bytes:
                 {"role": "user", "content": content, "agent": "main", "message_type": "observation"}
             )
         elif m.role == "assistant":
-            thought = m.reasoning or m.text
-            tool_calls = []
-            actions = []
-            for c in m.calls:
-                name, args, action = _swe_call(c)
-                tool_calls.append(
-                    {
-                        "function": {"arguments": orjson.dumps(args).decode(), "name": name},
-                        "id": c.id,
-                        "type": "function",
-                    }
-                )
-                actions.append(action)
-            action = "\n".join(actions)
-            d: dict[str, Any] = {
-                "role": "assistant",
-                "content": m.text,
-                "thought": thought,
-                "action": action,
-                "agent": "main",
-                "message_type": "action",
-            }
-            if tool_calls:
-                d["tool_calls"] = tool_calls
-            history.append(d)
-            step = {
-                "action": action,
-                "observation": "",
-                "response": m.text,
-                "thought": thought,
-                "execution_time": round(rng.uniform(0.01, 12), 3),
-                "state": {"working_dir": _CWD, "open_file": "n/a"},
-                "query": [],
-                "extra_info": {},
-            }
+            entry, step = _swe_action(m, rng)
+            history.append(entry)
             steps.append(step)
             sent += rng.randint(2000, 60000)
             received += rng.randint(20, 900)

@@ -197,6 +197,11 @@ def test_shapes_are_shared_by_both_generators() -> None:
     assert list(bench)[6:] == ["gitBranch", "message", "type", "uuid", "timestamp"]
     boundary = shapes.shape("cc_line", **line, logical_parent="p0", body={}, more={})
     assert list(boundary)[:2] == ["parentUuid", "logicalParentUuid"]
+    swe = shapes.shape("swe_tool_call", id="c1", name="bash", arguments="{}")
+    assert list(swe) == ["function", "id", "type"]
+    assert list(swe["function"]) == ["arguments", "name"]
+    records = json.loads((DATA / "agent_records.json").read_text(encoding="utf-8"))
+    assert records["swe-agent"]["action"]["tool_calls"] == ["$call"]  # the shared record
     first, second = (shapes.shape("codex_user", text="hi") for _ in range(2))
     first["content"].append(shapes.shape("codex_image", url="data:x"))
     assert second["content"] == [{"type": "input_text", "text": "hi"}]  # fresh copies
