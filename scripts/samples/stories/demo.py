@@ -1,11 +1,9 @@
 """demo.json: the Hermes session the inspector and the pipeline are shown on.
 
-The story is data: ``data/stories/demo.jsonl``, one step a line (see ``steps``), replayed
-here through the Hermes log, the virtual repo and the simulated test suite. A step is a user message, an
-assistant message with its tool calls, or a change to the world between messages (a bug
-fixed, a file written, tests added, a mark for the manifest). Tool calls name a tool of
-:class:`~.hermes_steps.HermesTools` and its arguments, so reads, edits, searches and test runs are computed
-from the repo and suite as they stand at that step, never copied.
+Its steps (``data/stories/demo.jsonl``) are user messages, assistant messages whose tool
+calls are computed from the repo and suite as they stand (:class:`~.hermes_steps.HermesTools`),
+and changes to the world between them (a bug fixed, a file written, tests added, a mark
+for the manifest).
 """
 
 from __future__ import annotations
@@ -75,10 +73,7 @@ class DemoStory(HermesStory):
         self.suite.inventory.extend(tests)
 
     def step_activate(self, bug: str, step: dict[str, Any]) -> None:
-        self.suite.active.add(bug)
-
-    def step_deactivate(self, bug: str, step: dict[str, Any]) -> None:
-        self.suite.active.discard(bug)
+        self.suite.active.add(bug)  # the flaky test failing this run (``fix`` ends it)
 
     def step_skip_hex(self, n: int, step: dict[str, Any]) -> None:
         self.ids.hex(n)  # an id the story drew here (a background process id)
