@@ -67,11 +67,14 @@ class Repo:
 
 # ===================================================================== project sources
 
-#: The project's files at the start of every story (data/ledgerline/), in the order of
-#: data/project_files.json.
-PROJECT_FILES: dict[str, str] = {
-    path: data_text(f"ledgerline/{path}") for path in data_json("project_files.json")
-}
+_START_FILES: list[str] = data_json("project_files.json")
+WEBHOOKS = "src/app/payments/webhooks.py"  # the one file some stories start from
+
+
+def ledgerline(*paths: str) -> Repo:
+    """The project as every story starts it (data/ledgerline/): the files named in
+    data/project_files.json, or only ``paths``."""
+    return Repo({path: data_text(f"ledgerline/{path}") for path in paths or _START_FILES})
 
 
 # ============================================================================ test suite

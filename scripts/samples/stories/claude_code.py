@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common import CWD, Clock, Ids, noise, prompt_span, rng_for, write_jsonl
-from ..project import PROJECT_FILES, Repo
+from ..project import WEBHOOKS, ledgerline
 from ..shapes import shape
 from ..writers import CC_MODEL, ClaudeCodeLog
 from .steps import LogStory
@@ -48,8 +48,7 @@ class ClaudeCodeTools:
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
-        wh = "src/app/payments/webhooks.py"
-        self.repos = {"client": Repo(PROJECT_FILES), "webhooks": Repo({wh: PROJECT_FILES[wh]})}
+        self.repos = {"client": ledgerline(), "webhooks": ledgerline(WEBHOOKS)}
 
     def read(
         self, tid: str, repo: str, path: str, offset: int = 1, limit: int | None = None

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common import Clock, Ids, data_text, prompt_span, rng_for, write_jsonl
-from ..project import PROJECT_FILES, Repo
+from ..project import Repo, ledgerline
 from ..writers import CodexLog
 from .steps import LogStory
 
@@ -44,7 +44,7 @@ def build_codex(out_dir: Path) -> dict[str, Any]:
     clock = Clock(datetime(2025, 9, 19, 9, 31, 2, 0, tzinfo=UTC), rng)
     cx = CodexLog(ids, clock)
     session = ids.uuid()
-    repo = Repo(PROJECT_FILES)
+    repo = ledgerline()
     cli = "src/app/cli.py"
     repo.patch(cli, "    mismatches = 0\n", "    mismatches = 0\n    pending = 0\n")
     story = LogStory({"rollout": cx}, CodexTools(repo, ids), ids)

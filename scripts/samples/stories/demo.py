@@ -30,7 +30,7 @@ from ..common import (
     roles_counts,
     write_json,
 )
-from ..project import PROJECT_FILES, Repo, ledgerline_suite
+from ..project import ledgerline, ledgerline_suite
 from ..tools import HERMES_TOOLS, hermes_system_prompt
 from ..writers import ChatLog
 from .hermes_steps import HermesStory, HermesTools
@@ -51,7 +51,7 @@ class DemoStory(HermesStory):
         rng = rng_for("demo")
         self.ids = Ids(rng)
         self.clock = Clock(START, rng)
-        self.repo = Repo(PROJECT_FILES)
+        self.repo = ledgerline()
         self.repo.write("CHANGELOG.md", data_text("ledgerline/CHANGELOG.md"))
         self.repo.write(".env", env_file(make_secrets(rng_for("demo-secrets"))))
         self.suite = ledgerline_suite("demo-suite", self.repo, lambda key: key != "flaky_dedupe")

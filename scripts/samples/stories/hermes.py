@@ -21,7 +21,7 @@ from ..common import (
     write_db,
     write_jsonl,
 )
-from ..project import PROJECT_FILES, Repo, ledgerline_suite
+from ..project import Repo, ledgerline, ledgerline_suite
 from ..tools import hermes_system_prompt, tool_by_name
 from ..writers import ChatLog
 from .hermes_steps import HermesStory, HermesTools
@@ -74,7 +74,7 @@ class StateStory(HermesStory):
 
     def __init__(self, rng: random.Random) -> None:
         ids = Ids(rng)
-        repo = Repo(PROJECT_FILES)
+        repo = ledgerline()
         red = ("money_rounding", "tax_rate_float", "format_money")
         self.suite = ledgerline_suite("state-suite", repo, red.__contains__)
         self.logs = {name: ChatLog(ids, Clock(t, rng)) for name, t in self.STARTS.items()}
