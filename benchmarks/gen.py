@@ -4,7 +4,7 @@ One seeded *logical* conversation (a system prompt, user asks, assistant text, t
 calls to ``read_file`` / ``terminal`` / ``search`` with outputs of varied sizes, some of
 them exact repeats of earlier ones, some reasoning, occasional screenshots and failing
 commands) is rendered into each format's native shape (see FORMATS.md), built from the
-shapes the bundled samples use too (``scripts/samples/shapes.py``):
+records the bundled samples use too (``scripts/samples/data/shapes.json``):
 
 - ``openai``: one JSON object ``{model, tools, messages}``;
 - ``anthropic``: ``{model, system, tools, messages}`` with content blocks and alternating roles;
@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 import orjson
 
-from scripts.samples import shapes
+from scripts.samples.shapes import shape, tagged
 
 __all__ = [
     "FORMATS",
@@ -720,7 +720,10 @@ def _oai_user_content(m: LMessage) -> str | list[dict[str, Any]]:
 
 
 def _oai_call(call: Call, names: dict[ToolKind, str], *, hermes: bool = False) -> dict[str, Any]:
-    out = shapes.openai_call(call.id, names[call.kind], orjson.dumps(_args(call, names)).decode())
+    arguments = orjson.dumps(_args(call, names)).decode()
+    out: dict[str, Any] = shape(
+        "openai_call", id=call.id, name=names[call.kind], arguments=arguments
+    )
     if hermes:
         out["call_id"] = call.id
     return out
@@ -740,7 +743,8 @@ def _render_openai(conv: Conversation) -> bytes:
             msgs.append(d)
         else:
             assert m.call is not None
-            msgs.append(shapes.openai_tool_message(m.call.id, _GENERIC_NAMES[m.call.kind], m.text))
+            name = _GENERIC_NAMES[m.call.kind]
+            msgs.append(shape("openai_tool_message", id=m.call.id, name=name, content=m.text))
     doc = {"model": _MODEL_OPENAI, "tools": _openai_tools(_GENERIC_NAMES), "messages": msgs}
     return orjson.dumps(doc)
 
@@ -760,7 +764,8 @@ def _render_hermes(conv: Conversation) -> bytes:
             msgs.append(d)
         else:
             assert m.call is not None
-            msgs.append(shapes.hermes_tool_message(m.text, m.call.id, _HERMES_NAMES[m.call.kind]))
+            name = _HERMES_NAMES[m.call.kind]
+            msgs.append(shape("hermes_tool_message", content=m.text, id=m.call.id, name=name))
     last = conv.messages[-1].t if conv.messages else 0.0
     doc = {
         "session_id": "20250704_090000_" + conv.session[:6],
@@ -781,6 +786,16 @@ def _signature(rng: random.Random) -> str:
     return base64.b64encode(rng.randbytes(rng.randint(150, 300))).decode("ascii")
 
 
+def _blocks(m: LMessage, rng: random.Random) -> list[dict[str, Any]]:
+    """An assistant message's thinking (its signature drawn from ``rng``) and text blocks."""
+    blocks = []
+    if m.reasoning:
+        blocks.append(shape("thinking_block", text=m.reasoning, signature=_signature(rng)))
+    if m.text:
+        blocks.append(shape("text_block", text=m.text))
+    return blocks
+
+
 def _render_anthropic(conv: Conversation) -> bytes:
     rng = random.Random(GEN_SEED + 1)
     msgs: list[dict[str, Any]] = []
@@ -793,26 +808,26 @@ def _render_anthropic(conv: Conversation) -> bytes:
 
     for m in conv.messages:
         if m.role == "user":
-            blocks: list[dict[str, Any]] = [shapes.text_block(m.text)]
+            blocks: list[dict[str, Any]] = [shape("text_block", text=m.text)]
             if m.image:
-                blocks.append(shapes.image_block(m.image))
+                blocks.append(shape("image_block", data=m.image))
             add("user", blocks)
         elif m.role == "assistant":
-            blocks = []
-            if m.reasoning:
-                blocks.append(shapes.thinking_block(m.reasoning, _signature(rng)))
-            if m.text:
-                blocks.append(shapes.text_block(m.text))
+            blocks = _blocks(m, rng)
             blocks += [
-                shapes.tool_use_block(
-                    "toolu_" + c.id[5:], _GENERIC_NAMES[c.kind], _args(c, _GENERIC_NAMES)
+                shape(
+                    "tool_use_block",
+                    id="toolu_" + c.id[5:],
+                    name=_GENERIC_NAMES[c.kind],
+                    input=_args(c, _GENERIC_NAMES),
                 )
                 for c in m.calls
             ]
             add("assistant", blocks)
         else:
             assert m.call is not None
-            add("user", [shapes.tool_result_block("toolu_" + m.call.id[5:], m.text, m.is_error)])
+            tid = "toolu_" + m.call.id[5:]
+            add("user", [shape("tool_result_block", id=tid, content=m.text, is_error=m.is_error)])
     tools = [
         {
             "name": _GENERIC_NAMES[k],
@@ -850,9 +865,12 @@ def _cc_input(call: Call) -> tuple[str, dict[str, Any]]:
 def _cc_result(call: Call, text: str, err: bool) -> Any:
     if call.kind == "read":
         n = text.count("\n") + 1
-        return shapes.cc_read_result(f"{_CWD}/{call.path}", text, call.start, n, n + call.start - 1)
+        path, total = f"{_CWD}/{call.path}", n + call.start - 1
+        return shape(
+            "cc_read_result", path=path, content=text, lines=n, start=call.start, total=total
+        )
     if call.kind == "terminal":
-        return "Error: " + text if err else shapes.cc_bash_result(text)
+        return "Error: " + text if err else shape("cc_bash_result", stdout=text, stderr="")
     return {
         "mode": "content",
         "numFiles": len({ln.split(":", 1)[0] for ln in text.splitlines()}),
@@ -866,14 +884,7 @@ def _render_claude_code(conv: Conversation) -> bytes:
     rng = random.Random(GEN_SEED + 2)
     lines: list[dict[str, Any]] = []
     parent: str | None = None
-    common = {
-        "isSidechain": False,
-        "userType": "external",
-        "cwd": _CWD,
-        "sessionId": conv.session,
-        "version": "2.0.14",
-        "gitBranch": "main",
-    }
+    envelope = {"sidechain": False, "cwd": _CWD, "session": conv.session, "branch": "main"}
     usage_in = 12_000
 
     def new_uuid() -> str:
@@ -882,26 +893,24 @@ def _render_claude_code(conv: Conversation) -> bytes:
     def emit(kind: str, t: float, body: dict[str, Any]) -> None:
         nonlocal parent
         uid = new_uuid()
-        lines.append(
-            {"parentUuid": parent, **common, **body, "type": kind, "uuid": uid, "timestamp": _ts(t)}
-        )
+        values = {**envelope, "body": body, "kind": kind, "more": {}, "timestamp": _ts(t)}
+        lines.append(shape("cc_line", parent=parent, logical_parent=None, uuid=uid, **values))
         parent = uid
 
     for m in conv.messages:
         if m.role == "user":
-            lines.append(shapes.cc_snapshot(new_uuid(), {}, _ts(m.t)))
+            lines.append(shape("cc_snapshot", id=new_uuid(), backups={}, timestamp=_ts(m.t)))
             content: str | list[dict[str, Any]] = m.text
             if m.image:
-                content = [shapes.text_block(m.text), shapes.image_block(m.image)]
+                content = [shape("text_block", text=m.text), shape("image_block", data=m.image)]
             emit("user", m.t, {"message": {"role": "user", "content": content}})
         elif m.role == "assistant":
-            blocks: list[dict[str, Any]] = []
-            if m.reasoning:
-                blocks.append(shapes.thinking_block(m.reasoning, _signature(rng)))
-            if m.text:
-                blocks.append(shapes.text_block(m.text))
+            blocks = _blocks(m, rng)
             for c in m.calls:
-                blocks.append(shapes.tool_use_block("toolu_" + c.id[5:], *_cc_input(c)))
+                name, args = _cc_input(c)
+                blocks.append(
+                    shape("tool_use_block", id="toolu_" + c.id[5:], name=name, input=args)
+                )
             usage_in += rng.randint(200, 4000)
             usage = {
                 "input_tokens": rng.randint(3, 40),
@@ -914,13 +923,13 @@ def _render_claude_code(conv: Conversation) -> bytes:
             req_id = f"req_011{rng.getrandbits(96):024x}"
             stop = "tool_use" if m.calls else "end_turn"
             for b in blocks:  # one line per content block, repeating id, requestId and usage
-                message = shapes.cc_assistant_message(msg_id, _MODEL_ANTHROPIC, b, stop, usage)
+                values = {"id": msg_id, "model": _MODEL_ANTHROPIC, "block": b, "stop": stop}
+                message = shape("cc_assistant_message", **values, usage=usage)
                 emit("assistant", m.t, {"message": message, "requestId": req_id})
         else:
             assert m.call is not None
-            block = shapes.tool_result_block(
-                "toolu_" + m.call.id[5:], m.text, m.is_error, claude_code=True
-            )
+            tid = "toolu_" + m.call.id[5:]
+            block = shape("cc_tool_result_block", id=tid, content=m.text, is_error=m.is_error)
             emit(
                 "user",
                 m.t,
@@ -941,35 +950,66 @@ def _codex_cmd(call: Call) -> str:
     return f"rg -n '{call.pattern}' {call.path}"
 
 
+#: Codex's token usage keys, and the turn context before each user message.
+_CODEX_USAGE = tuple(
+    f"{k}_tokens" for k in ("input", "cached_input", "output", "reasoning_output", "total")
+)
+_CODEX_TURN_CONTEXT = {
+    "cwd": _CWD,
+    "approval_policy": "on-request",
+    "sandbox_policy": {"mode": "workspace-write", "network_access": False},
+    "model": "gpt-5-codex",
+    "effort": "medium",
+    "summary": "auto",
+}
+
+
+def _codex_meta(conv: Conversation, rng: random.Random) -> dict[str, Any]:
+    """The rollout's ``session_meta`` payload (its commit hash drawn from ``rng``)."""
+    git = {
+        "commit_hash": f"{rng.getrandbits(160):040x}",
+        "branch": "main",
+        "repository_url": "git@example.com:dev/tidepool.git",
+    }
+    return {
+        "id": conv.session,
+        "timestamp": _ts(0),
+        "cwd": _CWD,
+        "originator": "codex_cli_rs",
+        "cli_version": "0.46.0",
+        "instructions": None,
+        "source": "cli",
+        "model_provider": "openai",
+        "git": git,
+    }
+
+
+def _codex_token_count(
+    rng: random.Random, total: dict[str, int]
+) -> tuple[dict[str, int], dict[str, Any]]:
+    """One response's drawn usage: the new running total and its ``token_count`` event."""
+    drawn = (rng.randint(2000, 90000), rng.randint(0, 80000), rng.randint(20, 900))
+    last = dict(zip(_CODEX_USAGE[:4], (*drawn, rng.randint(0, 400)), strict=True))
+    last["total_tokens"] = last["input_tokens"] + last["output_tokens"]
+    total = {k: total[k] + last[k] for k in total}
+    info = {"total_token_usage": total, "last_token_usage": last, "model_context_window": 272000}
+    return total, {"type": "token_count", "info": info, "rate_limits": None}
+
+
 def _render_codex(conv: Conversation) -> bytes:
     rng = random.Random(GEN_SEED + 3)
     lines: list[dict[str, Any]] = []
 
     def emit(t: float, kind: str, payload: dict[str, Any]) -> None:
-        lines.append(shapes.codex_line(_ts(t), kind, payload))
+        lines.append(shape("codex_line", timestamp=_ts(t), kind=kind, payload=payload))
 
     def user_item(text: str, image: str | None = None) -> dict[str, Any]:
-        return shapes.codex_message("user", text, _data_url(image) if image else None)
+        item: dict[str, Any] = shape("codex_user", text=text)
+        if image:
+            item["content"].append(shape("codex_image", url=_data_url(image)))
+        return item
 
-    emit(
-        0,
-        "session_meta",
-        {
-            "id": conv.session,
-            "timestamp": _ts(0),
-            "cwd": _CWD,
-            "originator": "codex_cli_rs",
-            "cli_version": "0.46.0",
-            "instructions": None,
-            "source": "cli",
-            "model_provider": "openai",
-            "git": {
-                "commit_hash": f"{rng.getrandbits(160):040x}",
-                "branch": "main",
-                "repository_url": "git@example.com:dev/tidepool.git",
-            },
-        },
-    )
+    emit(0, "session_meta", _codex_meta(conv, rng))
     emit(
         0,
         "response_item",
@@ -977,27 +1017,10 @@ def _render_codex(conv: Conversation) -> bytes:
     )
     env = f"<environment_context>\n  <cwd>{_CWD}</cwd>\n  <approval_policy>on-request</approval_policy>\n  <sandbox_mode>workspace-write</sandbox_mode>\n  <network_access>restricted</network_access>\n  <shell>bash</shell>\n</environment_context>"
     emit(0, "response_item", user_item(env))
-    total = {
-        "input_tokens": 0,
-        "cached_input_tokens": 0,
-        "output_tokens": 0,
-        "reasoning_output_tokens": 0,
-        "total_tokens": 0,
-    }
+    total = dict.fromkeys(_CODEX_USAGE, 0)
     for m in conv.messages:
         if m.role == "user":
-            emit(
-                m.t,
-                "turn_context",
-                {
-                    "cwd": _CWD,
-                    "approval_policy": "on-request",
-                    "sandbox_policy": {"mode": "workspace-write", "network_access": False},
-                    "model": "gpt-5-codex",
-                    "effort": "medium",
-                    "summary": "auto",
-                },
-            )
+            emit(m.t, "turn_context", _CODEX_TURN_CONTEXT)
             emit(m.t, "response_item", user_item(m.text, m.image))
             emit(
                 m.t,
@@ -1011,9 +1034,10 @@ def _render_codex(conv: Conversation) -> bytes:
         elif m.role == "assistant":
             if m.reasoning:
                 enc = base64.b64encode(rng.randbytes(rng.randint(300, 1100))).decode("ascii")
-                emit(m.t, "response_item", shapes.codex_reasoning(m.reasoning, "gAAAAA" + enc))
+                reasoning = shape("codex_reasoning", text=m.reasoning, encrypted="gAAAAA" + enc)
+                emit(m.t, "response_item", reasoning)
             if m.text:
-                emit(m.t, "response_item", shapes.codex_message("assistant", m.text))
+                emit(m.t, "response_item", shape("codex_assistant", text=m.text))
                 if not m.calls:
                     emit(m.t, "event_msg", {"type": "agent_message", "message": m.text})
             for c in m.calls:
@@ -1021,29 +1045,12 @@ def _render_codex(conv: Conversation) -> bytes:
                 emit(
                     m.t,
                     "response_item",
-                    shapes.codex_call("shell", orjson.dumps(args).decode(), c.id),
+                    shape(
+                        "codex_call", name="shell", arguments=orjson.dumps(args).decode(), id=c.id
+                    ),
                 )
-            last = {
-                "input_tokens": rng.randint(2000, 90000),
-                "cached_input_tokens": rng.randint(0, 80000),
-                "output_tokens": rng.randint(20, 900),
-                "reasoning_output_tokens": rng.randint(0, 400),
-            }
-            last["total_tokens"] = last["input_tokens"] + last["output_tokens"]
-            total = {k: total[k] + last[k] for k in total}
-            emit(
-                m.t,
-                "event_msg",
-                {
-                    "type": "token_count",
-                    "info": {
-                        "total_token_usage": total,
-                        "last_token_usage": last,
-                        "model_context_window": 272000,
-                    },
-                    "rate_limits": None,
-                },
-            )
+            total, event = _codex_token_count(rng, total)
+            emit(m.t, "event_msg", event)
         else:
             assert m.call is not None
             output = {
@@ -1053,9 +1060,9 @@ def _render_codex(conv: Conversation) -> bytes:
                     "duration_seconds": round(rng.uniform(0.01, 9), 1),
                 },
             }
-            emit(
-                m.t, "response_item", shapes.codex_output(m.call.id, orjson.dumps(output).decode())
-            )
+            out = orjson.dumps(output).decode()
+            item = shape("codex_output", kind="function_call_output", id=m.call.id, output=out)
+            emit(m.t, "response_item", item)
     return _jsonl(lines)
 
 
@@ -1076,7 +1083,7 @@ def _render_sharegpt(conv: Conversation) -> bytes:
                 "name": _HERMES_NAMES[m.call.kind],
                 "content": m.text,
             }
-            pending.append(shapes.tagged("tool_response", orjson.dumps(body).decode()))
+            pending.append(tagged("tool_response", orjson.dumps(body).decode()))
             continue
         flush()
         if m.role == "user":
@@ -1084,12 +1091,12 @@ def _render_sharegpt(conv: Conversation) -> bytes:
         else:
             parts = []
             if m.reasoning:
-                parts.append(shapes.tagged("think", m.reasoning))
+                parts.append(tagged("think", m.reasoning))
             if m.text:
                 parts.append(m.text)
             for c in m.calls:
                 call = {"name": _HERMES_NAMES[c.kind], "arguments": _args(c, _HERMES_NAMES)}
-                parts.append(shapes.tagged("tool_call", orjson.dumps(call).decode()))
+                parts.append(tagged("tool_call", orjson.dumps(call).decode()))
             turns.append({"from": "gpt", "value": "\n".join(parts)})
     flush()
     tools = orjson.dumps(_openai_tools(_HERMES_NAMES)).decode()
@@ -1104,6 +1111,41 @@ def _swe_call(call: Call) -> tuple[str, dict[str, Any], str]:
         return "str_replace_editor", args, f"str_replace_editor view {_CWD}/{call.path}"
     cmd = call.command if call.kind == "terminal" else f"grep -rn '{call.pattern}' {call.path}"
     return "bash", {"command": cmd}, cmd
+
+
+def _swe_action(m: LMessage, rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An assistant message as SWE-agent's history entry and trajectory step (its execution
+    time drawn from ``rng``)."""
+    thought = m.reasoning or m.text
+    tool_calls: list[dict[str, Any]] = []
+    actions: list[str] = []
+    for c in m.calls:
+        name, args, action = _swe_call(c)
+        arguments = orjson.dumps(args).decode()
+        tool_calls.append(shape("swe_tool_call", id=c.id, name=name, arguments=arguments))
+        actions.append(action)
+    action = "\n".join(actions)
+    entry: dict[str, Any] = {
+        "role": "assistant",
+        "content": m.text,
+        "thought": thought,
+        "action": action,
+        "agent": "main",
+        "message_type": "action",
+    }
+    if tool_calls:
+        entry["tool_calls"] = tool_calls
+    step = {
+        "action": action,
+        "observation": "",
+        "response": m.text,
+        "thought": thought,
+        "execution_time": round(rng.uniform(0.01, 12), 3),
+        "state": {"working_dir": _CWD, "open_file": "n/a"},
+        "query": [],
+        "extra_info": {},
+    }
+    return entry, step
 
 
 def _render_swe_agent(conv: Conversation) -> bytes:
@@ -1126,41 +1168,8 @@ def _render_swe_agent(conv: Conversation) -> bytes:
                 {"role": "user", "content": content, "agent": "main", "message_type": "observation"}
             )
         elif m.role == "assistant":
-            thought = m.reasoning or m.text
-            tool_calls = []
-            actions = []
-            for c in m.calls:
-                name, args, action = _swe_call(c)
-                tool_calls.append(
-                    {
-                        "function": {"arguments": orjson.dumps(args).decode(), "name": name},
-                        "id": c.id,
-                        "type": "function",
-                    }
-                )
-                actions.append(action)
-            action = "\n".join(actions)
-            d: dict[str, Any] = {
-                "role": "assistant",
-                "content": m.text,
-                "thought": thought,
-                "action": action,
-                "agent": "main",
-                "message_type": "action",
-            }
-            if tool_calls:
-                d["tool_calls"] = tool_calls
-            history.append(d)
-            step = {
-                "action": action,
-                "observation": "",
-                "response": m.text,
-                "thought": thought,
-                "execution_time": round(rng.uniform(0.01, 12), 3),
-                "state": {"working_dir": _CWD, "open_file": "n/a"},
-                "query": [],
-                "extra_info": {},
-            }
+            entry, step = _swe_action(m, rng)
+            history.append(entry)
             steps.append(step)
             sent += rng.randint(2000, 60000)
             received += rng.randint(20, 900)

@@ -1,27 +1,11 @@
-"""Generate tjui's bundled sample sessions in ``sessions/``, byte for byte deterministic.
+"""The list of samples, the manifest and README, ``--check`` and the command line.
 
-Every file is written in its agent's NATIVE shape (plain dicts and JSON lines, never
-through tinyjuice's writers) so the samples exercise our readers. The story is the same
-throughout: a developer asks an agent to get the failing test suite of ``ledgerline``,
-a small Python invoicing web service, green again after a float-to-Decimal migration.
-
-The stories are data (``data/stories/*.jsonl``, see ``stories/steps.py``) replayed
-through the writers of ``writers.py``; the package's ``__init__`` maps the modules.
-
-    python scripts/make_sessions.py            # (re)write sessions/
-    python scripts/make_sessions.py --check    # regenerate into a temp dir, exit 1 on drift
-
-Determinism: every random choice comes from ``random.Random`` seeded with a fixed string
-per file, all timestamps derive from fixed start times, JSON is written with insertion
-ordered keys, the screenshots users paste are fixed PNG files (``data/images/``), and
-the SQLite file is written with fixed rowids and VACUUMed. SQLite
-bytes can differ between SQLite library versions (the header records the version), so
-``--check`` compares ``hermes-state.db`` byte for byte first and falls back to comparing
-its schema and every row when the bytes differ.
-
-``sessions/manifest.json`` records, per file, what a faithful reader should produce. The
-counts come from the builders' own bookkeeping while they write, never from re-reading
-the files.
+Every file is written in its agent's native shape (plain dicts and JSON lines, never through
+tinyjuice's writers); every random draw comes from a generator seeded per file and every
+timestamp from a fixed start, so the output is byte for byte deterministic. SQLite bytes
+can differ between library versions, so ``--check`` falls back to comparing a database's
+schema and rows. The manifest's counts come from the writers' own bookkeeping, never from
+re-reading the files.
 """
 
 from __future__ import annotations
@@ -51,44 +35,57 @@ from .stories.codex import build_codex
 from .stories.demo import build_demo
 from .stories.hermes import build_gateway, build_state_db
 
-# ================================================================= manifest, README, main
+_CLINE_ALSO = ("cline-task/ui_messages.json", "cline-task/task_metadata.json")
+#: Per sample, how a faithful reader turns the file into messages (the manifest's ``rule``).
+_RULES: dict[str, str] = data_json("rules.json")
+_DESCRIPTIONS: dict[str, str] = data_json("descriptions.json")  # the README's, per sample
 
-BUILDERS: tuple[tuple[str, Callable[[Path], dict[str, Any]]], ...] = (
-    ("demo.json", build_demo),
-    ("openai-chat.json", build_openai),
-    ("anthropic-messages.json", build_anthropic),
-    ("hermes-gateway.jsonl", build_gateway),
-    ("hermes-state.db", build_state_db),
-    ("claude-code.jsonl", build_claude_code),
-    ("codex-rollout.jsonl", build_codex),
-    ("sharegpt.jsonl", build_sharegpt),
-    ("swe-agent.traj", build_swe_agent),
-    ("gemini-cli-session.jsonl", build_gemini_cli),
-    ("cline-task/api_conversation_history.json", build_cline),
-    ("opencode.db", build_opencode),
-    ("aider-chat-history.md", build_aider),
-    ("sharegpt-glaive.jsonl", build_glaive),
-    ("mini-swe-agent.traj.json", build_mini_swe_agent),
+#: Each sample's file, its builder, and the files the builder writes besides it.
+BUILDERS: tuple[tuple[str, Callable[[Path], dict[str, Any]], tuple[str, ...]], ...] = (
+    ("demo.json", build_demo, ()),
+    ("openai-chat.json", build_openai, ()),
+    ("anthropic-messages.json", build_anthropic, ()),
+    ("hermes-gateway.jsonl", build_gateway, ()),
+    ("hermes-state.db", build_state_db, ()),
+    ("claude-code.jsonl", build_claude_code, ()),
+    ("codex-rollout.jsonl", build_codex, ()),
+    ("sharegpt.jsonl", build_sharegpt, ()),
+    ("swe-agent.traj", build_swe_agent, ()),
+    ("gemini-cli-session.jsonl", build_gemini_cli, ()),
+    ("cline-task/api_conversation_history.json", build_cline, _CLINE_ALSO),
+    ("opencode.db", build_opencode, ()),
+    ("aider-chat-history.md", build_aider, ()),
+    ("sharegpt-glaive.jsonl", build_glaive, ()),
+    ("mini-swe-agent.traj.json", build_mini_swe_agent, ()),
 )
 
-
-#: Files a builder writes besides the one it is listed under.
-_ALSO_WRITTEN = {
-    "cline-task/api_conversation_history.json": (
-        "cline-task/ui_messages.json",
-        "cline-task/task_metadata.json",
-    )
-}
-
 #: Every file the generator writes (and ``--check`` compares), in manifest order.
-FILE_NAMES: tuple[str, ...] = (
-    *(n for name, _ in BUILDERS for n in (name, *_ALSO_WRITTEN.get(name, ()))),
+FILE_NAMES = (
+    *(n for name, _, also in BUILDERS for n in (name, *also)),
     "manifest.json",
     "README.md",
 )
 
+#: Formats whose files keep the history a compaction replaced: the agent's live context
+#: starts again at the last compaction's summary. The other samples hold the compacted
+#: list itself (a summary between a protected head and the tail), all of it live.
+_RESETTING_FORMATS = frozenset({"claude-code", "codex", "gemini-cli", "cline", "opencode", "aider"})
 
-_DESCRIPTIONS: dict[str, str] = data_json("descriptions.json")
+
+def _entry(name: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """A sample's manifest entry: its format, its reading rule (``data/rules.json``), what
+    its builder counted, and the ``live`` / ``history`` split a reader should report."""
+    start = 0
+    if entry["format"] in _RESETTING_FORMATS and entry.get("compactions"):
+        start = entry["compactions"][-1]["index"]
+    live = {"from_index": start, "messages": entry["messages"] - start}
+    return {
+        "format": entry.pop("format"),
+        "rule": _RULES[name],
+        **entry,
+        "live": live,
+        "history": {"messages": start},
+    }
 
 
 def _readme(manifest: dict[str, Any]) -> str:
@@ -100,37 +97,10 @@ def _readme(manifest: dict[str, Any]) -> str:
     return data_text("text/sessions_readme.md").format(rows=rows, details=details)
 
 
-#: Formats whose files keep the history a compaction replaced: the agent's live context
-#: starts again at the last compaction's summary. The other samples hold the compacted
-#: list itself (a summary between a protected head and the tail), all of it live.
-_RESETTING_FORMATS = frozenset({"claude-code", "codex", "gemini-cli", "cline", "opencode", "aider"})
-
-
-def _live(entry: dict[str, Any]) -> dict[str, Any]:
-    """The ``live`` / ``history`` split a reader should report for a manifest entry."""
-    start = 0
-    if entry["format"] in _RESETTING_FORMATS and entry.get("compactions"):
-        start = entry["compactions"][-1]["index"]
-    return {
-        "live": {"from_index": start, "messages": entry["messages"] - start},
-        "history": {"messages": start},
-    }
-
-
-#: Per sample, how a faithful reader turns the file into messages (the manifest's ``rule``).
-_RULES: dict[str, str] = data_json("rules.json")
-
-
-def _with_rule(name: str, entry: dict[str, Any]) -> dict[str, Any]:
-    return {"format": entry.pop("format"), "rule": _RULES[name], **entry}
-
-
 def generate(out_dir: Path) -> dict[str, Any]:
     """Write every sample, the manifest and the README into ``out_dir``; return the manifest."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = {name: _with_rule(name, builder(out_dir)) for name, builder in BUILDERS}
-    for entry in files.values():
-        entry.update(_live(entry))
+    files = {name: _entry(name, builder(out_dir)) for name, builder, _ in BUILDERS}
     manifest = {
         "generator": "scripts/make_sessions.py",
         "seed": SEED,

@@ -8,7 +8,7 @@ import random
 import sqlite3
 import string
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import closing
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -108,21 +108,32 @@ def dumps_args(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-def fill(template: Any, **values: Any) -> Any:
-    """A copy of a JSON ``template`` with each ``"$name"`` string replaced by ``values[name]``;
-    a ``"...name"`` key (its value ignored) puts the items of the dict ``values[name]`` there."""
-    if isinstance(template, str):
-        return values[template[1:]] if template.startswith("$") else template
-    if isinstance(template, list):
-        return [fill(v, **values) for v in template]
-    if not isinstance(template, dict):
+def fill(template: Any, /, **values: Any) -> Any:
+    """A copy of a JSON ``template`` with each ``"$name"`` string replaced by ``values[name]``
+    (a ``"$name?"`` value's key left out when it is None); a ``"...name"`` key (its value
+    ignored) puts the items of the dict ``values[name]`` there."""
+    return _fill(template, values)
+
+
+def _fill(template: Any, values: dict[str, Any]) -> Any:
+    kind = type(template)
+    if kind is str:
+        return values[template[1:]] if template[:1] == "$" else template
+    if kind is list:
+        return [_fill(v, values) for v in template]
+    if kind is not dict:
         return template
     out: dict[str, Any] = {}
     for k, v in template.items():
-        if k.startswith("..."):
+        if k[:3] == "...":
             out.update(values[k[3:]])
+        elif type(v) is str and v[:1] == "$":
+            if v[-1] != "?":
+                out[k] = values[v[1:]]
+            elif values[v[1:-1]] is not None:
+                out[k] = values[v[1:-1]]
         else:
-            out[k] = fill(v, **values)
+            out[k] = _fill(v, values)
     return out
 
 
@@ -155,24 +166,20 @@ def write_db(
         con.execute("VACUUM")
 
 
-def chat_counts(messages: list[dict[str, Any]], tool_calls: int) -> dict[str, Any]:
-    """A manifest entry's counts for a list of role-tagged messages."""
-    return roles_counts([m["role"] for m in messages], tool_calls)
-
-
 def parallel_calls(messages: list[dict[str, Any]]) -> int:
     """How many messages hold more than one tool call."""
     return sum(1 for m in messages if len(m.get("tool_calls") or ()) > 1)
 
 
+def role_counts(roles: Sequence[str]) -> dict[str, int]:
+    """Messages per role, in :data:`ROLE_ORDER`, roles with none left out."""
+    return {r: roles.count(r) for r in ROLE_ORDER if r in roles}
+
+
 def roles_counts(roles: list[str], tool_calls: int) -> dict[str, Any]:
     """A manifest entry's counts for the reader's roles, one a message."""
-    return {
-        "messages": len(roles),
-        "roles": role_counts(roles),
-        "tool_calls": tool_calls,
-        "tool_results": roles.count("tool"),
-    }
+    counts = {"messages": len(roles), "roles": role_counts(roles), "tool_calls": tool_calls}
+    return {**counts, "tool_results": roles.count("tool")}
 
 
 def manifest_entry(
@@ -187,19 +194,11 @@ def manifest_entry(
     """A sample's manifest entry: its format, the counts for the reader's roles (one a
     message), its compactions, images and model, then what else the sample records."""
     counts = roles_counts(roles, tool_calls)
-    return {
-        "format": fmt,
-        **counts,
-        "compactions": compactions,
-        "images": images,
-        "model": model,
-        **more,
-    }
+    more = {"compactions": compactions, "images": images, "model": model, **more}
+    return {"format": fmt, **counts, **more}
 
 
-def compaction(
-    index: int, trigger: str = "unknown", pre_tokens: int | None = None
-) -> dict[str, Any]:
+def compaction(index: int, trigger: str = "unknown", pre_tokens: int | None = None) -> Any:
     """A manifest compaction: the index of its summary message, its trigger, the prompt
     size before it when the file records one."""
     return {"index": index, "trigger": trigger, "pre_tokens": pre_tokens}
@@ -208,13 +207,6 @@ def compaction(
 def prompt_span(prompts: list[int]) -> dict[str, int]:
     """The first, largest and last prompt sizes of a session's model calls."""
     return {"first": prompts[0], "peak": max(prompts), "last": prompts[-1]}
-
-
-def role_counts(roles: Iterable[str]) -> dict[str, int]:
-    counts = {r: 0 for r in ROLE_ORDER}
-    for r in roles:
-        counts[r] += 1
-    return {r: n for r, n in counts.items() if n}
 
 
 def data_url(png: bytes) -> str:

@@ -1,15 +1,16 @@
-"""The made-up project ledgerline: its files (data/ledgerline/) and its simulated test suite."""
+"""The made-up project ledgerline: its files (data/ledgerline/) and its simulated test suite
+(its tests and the causes of its red run, data/test_inventory.json and data/bugs.txt)."""
 
 from __future__ import annotations
 
 import difflib
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .common import data_json, data_text
+from .common import data_json, data_text, rng_for
 
 # ========================================================================= virtual repo
 
@@ -66,11 +67,14 @@ class Repo:
 
 # ===================================================================== project sources
 
-#: The project's files at the start of every story (data/ledgerline/), in the order of
-#: data/project_files.json.
-PROJECT_FILES: dict[str, str] = {
-    path: data_text(f"ledgerline/{path}") for path in data_json("project_files.json")
-}
+_START_FILES: list[str] = data_json("project_files.json")
+WEBHOOKS = "src/app/payments/webhooks.py"  # the one file some stories start from
+
+
+def ledgerline(*paths: str) -> Repo:
+    """The project as every story starts it (data/ledgerline/): the files named in
+    data/project_files.json, or only ``paths``."""
+    return Repo({path: data_text(f"ledgerline/{path}") for path in paths or _START_FILES})
 
 
 # ============================================================================ test suite
@@ -121,6 +125,36 @@ class Bug:
 
 
 _QUOTE = re.compile(r"«(line|frame) ([^|»]+)\|([^»]+)»")
+
+
+def parse_bugs(text: str) -> list[Bug]:
+    """The bugs of ``data/bugs.txt``'s format: one ``@@ bug KEY [error]`` header a bug, then
+    per test ``@@ test ID``, ``@@ short REASON`` and the ``@@ where`` / ``@@ block`` texts
+    (the lines up to the next ``@@`` line)."""
+    bugs: list[Bug] = []
+    report: dict[str, str] = {}
+    for chunk in ("\n" + text.removesuffix("\n")).split("\n@@ ")[1:]:
+        head, _, body = chunk.partition("\n")
+        kind, _, rest = head.partition(" ")
+        if kind == "bug":
+            key, _, error = rest.partition(" ")
+            bugs.append(Bug(key, {}, error=error == "error"))
+        elif kind == "test":
+            report = bugs[-1].reports[rest] = {}
+        elif kind == "short":
+            report["short"] = rest
+        else:
+            report[kind] = body
+    return bugs
+
+
+def ledgerline_suite(seed: str, repo: Repo, active: Callable[[str], bool]) -> Suite:
+    """The project's test suite on ``repo``: its tests and the causes of its red run, in fix
+    order (``data/bugs.txt``), those whose key is ``active`` breaking their tests."""
+    suite = Suite(build_inventory(), rng_for(seed), repo)
+    for bug in parse_bugs(data_text("bugs.txt")):
+        suite.add(bug, active=active(bug.key))
+    return suite
 
 
 @dataclass

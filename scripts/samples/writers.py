@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
@@ -20,26 +18,11 @@ from .common import (
     dumps_args,
     dumps_compact,
     fill,
+    manifest_entry,
     noise,
     roles_counts,
 )
-from .shapes import (
-    cc_assistant_message,
-    cc_snapshot,
-    codex_call,
-    codex_line,
-    codex_message,
-    codex_output,
-    codex_reasoning,
-    hermes_tool_message,
-    openai_call,
-    openai_tool_message,
-    tagged,
-    text_block,
-    thinking_block,
-    tool_result_block,
-    tool_use_block,
-)
+from .shapes import shape, tagged
 from .tools import SHAREGPT_TOOLS, Call, sharegpt_system
 
 #: A message's content: a string or a list of content blocks / parts.
@@ -49,12 +32,9 @@ Content = str | list[dict[str, Any]]
 _RECORDS: dict[str, Any] = data_json("writer_records.json")
 
 
-def _raw_calls(calls: Sequence[Call], new_id: Callable[[], str]) -> list[tuple[str, str, str]]:
-    """(id, name, JSON arguments) for each call, drawing one new id a call, in order."""
-    return [
-        (new_id(), name, args if isinstance(args, str) else dumps_args(args))
-        for name, args, _ in calls
-    ]
+def _arguments(args: Any) -> str:
+    """Tool-call arguments as sent: a raw string as is, else as JSON."""
+    return args if isinstance(args, str) else dumps_args(args)
 
 
 class _Log:
@@ -69,74 +49,66 @@ class _Log:
         self.tool_calls = self.images = self.injected = 0
         self.compactions: list[dict[str, Any]] = []
 
-
-class HermesLog(_Log):
-    """Builds a Hermes session log message by message and counts what it built."""
-
-    def __init__(self, ids: Ids, clock: Clock) -> None:
-        super().__init__(ids)
-        self.clock = clock
-
-    def user(self, content: Content) -> int:
-        self.clock.tick(20, 140)
-        if isinstance(content, list):
-            self.images += sum(1 for p in content if p.get("type") == "image_url")
-        elif content.startswith((SUMMARY_PREFIX, LEGACY_SUMMARY_PREFIX)):
-            self.compactions.append(compaction(len(self.messages)))
-        self.messages.append({"role": "user", "content": content})
-        return len(self.messages) - 1
-
-    def assistant(self, text: str | None, *calls: Call, reasoning: str | None = None) -> list[str]:
-        self.clock.tick(2, 12)
-        msg: dict[str, Any] = {
-            "role": "assistant",
-            "content": text or "",
-            "reasoning": reasoning,
-            "finish_reason": "tool_calls" if calls else "stop",
-        }
-        raw = _raw_calls(calls, self.ids.toolu)
-        if raw:
-            # Hermes' own order: call_id right after id (gen.py's openai_call + call_id differs)
-            msg["tool_calls"] = [{"id": c, "call_id": c, **openai_call(c, n, a)} for c, n, a in raw]
-        ids = [cid for cid, _, _ in raw]
-        self.messages.append(msg)
-        self.tool_calls += len(calls)
-        for cid, (name, _, result) in zip(ids, calls, strict=True):
-            self.clock.tick(0.3, 9)
-            self.messages.append(hermes_tool_message(result, cid, name))
-        return ids
+    def entry(self, fmt: str, model: str | None, **more: Any) -> dict[str, Any]:
+        """The sample's manifest entry from what the writer counted (``more`` appended)."""
+        roles = self.roles or [m["role"] for m in self.messages]
+        return manifest_entry(
+            fmt, roles, self.tool_calls, self.compactions, model, self.images, **more
+        )
 
 
 class ChatLog(_Log):
-    """OpenAI Chat Completions messages, with the counts a reader should reproduce."""
+    """OpenAI Chat Completions messages, or with a ``clock`` a Hermes session log's: its
+    calls draw ``toolu_`` ids and carry ``call_id``, its assistant messages their reasoning
+    and finish reason, its summaries count as compactions, and each message moves the clock."""
 
-    def __init__(self, ids: Ids) -> None:
+    def __init__(self, ids: Ids, clock: Clock | None = None) -> None:
         super().__init__(ids)
-        self.invalid_arguments: list[int] = []
+        self.clock = clock
+        self.invalid_arguments: list[int] = []  # indexes of messages with unparsable arguments
+
+    def _tick(self, lo: float, hi: float) -> None:
+        if self.clock:
+            self.clock.tick(lo, hi)
 
     def add(self, msg: dict[str, Any]) -> None:
         self.messages.append(msg)
 
-    def user(self, content: Content) -> None:
+    def user(self, content: Content) -> int:
+        self._tick(20, 140)
         if isinstance(content, list):
             self.images += sum(1 for p in content if p.get("type") == "image_url")
+        elif self.clock and content.startswith((SUMMARY_PREFIX, LEGACY_SUMMARY_PREFIX)):
+            self.compactions.append(compaction(len(self.messages)))
         self.add({"role": "user", "content": content})
+        return len(self.messages) - 1
 
-    def assistant(self, text: str | None, *calls: Call) -> None:
+    def assistant(self, text: str | None, *calls: Call, reasoning: str | None = None) -> list[str]:
+        hermes = self.clock is not None
+        self._tick(2, 12)
         msg: dict[str, Any] = {"role": "assistant", "content": text}
-        raw = _raw_calls(calls, self.ids.call)
+        if hermes:
+            finish = "tool_calls" if calls else "stop"
+            msg.update(content=text or "", reasoning=reasoning, finish_reason=finish)
+        raw = [
+            (self.ids.toolu() if hermes else self.ids.call(), name, _arguments(args))
+            for name, args, _ in calls
+        ]
         if raw:
-            msg["tool_calls"] = [openai_call(cid, name, args) for cid, name, args in raw]
+            record = "hermes_call" if hermes else "openai_call"
+            msg["tool_calls"] = [shape(record, id=c, name=n, arguments=a) for c, n, a in raw]
         for _, _, args in raw:
             try:
                 json.loads(args)
             except json.JSONDecodeError:
                 self.invalid_arguments.append(len(self.messages))
-        ids = [cid for cid, _, _ in raw]
         self.add(msg)
         self.tool_calls += len(calls)
-        for cid, (name, _, result) in zip(ids, calls, strict=True):
-            self.add(openai_tool_message(cid, name, result))
+        for (cid, name, _), (_, _, result) in zip(raw, calls, strict=True):
+            self._tick(0.3, 9)
+            record = "hermes_tool_message" if hermes else "openai_tool_message"
+            self.add(shape(record, id=cid, name=name, content=result))
+        return [cid for cid, _, _ in raw]
 
 
 # ====================================================================== Anthropic messages
@@ -157,10 +129,13 @@ class AnthropicLog(_Log):
         """Flush pending tool results first (the API requires them to lead), then user blocks."""
         if self.messages and self.messages[-1]["role"] == "user":
             raise AssertionError("anthropic: roles must alternate")
-        content = [tool_result_block(tid, text, err or None) for tid, text, err in self.pending]
+        content = [
+            shape("tool_result_block", id=tid, content=text, is_error=err or None)
+            for tid, text, err in self.pending
+        ]
         self.roles += ["tool"] * len(content)
         self.pending = []
-        extra = [text_block(b) if isinstance(b, str) else b for b in blocks]
+        extra = [shape("text_block", text=b) if isinstance(b, str) else b for b in blocks]
         self.images += sum(1 for b in extra if b.get("type") == "image")
         content.extend(extra)
         if extra:
@@ -173,11 +148,13 @@ class AnthropicLog(_Log):
     ) -> None:
         if self.messages[-1]["role"] != "user":
             raise AssertionError("anthropic: roles must alternate")
-        content = [thinking_block(thinking, self.signature())] if thinking else []
-        content += [text_block(text)] if text else []
+        content = []
+        if thinking:
+            content.append(shape("thinking_block", text=thinking, signature=self.signature()))
+        content += [shape("text_block", text=text)] if text else []
         for name, args, result, err in calls:
             tid = self.ids.toolu()
-            content.append(tool_use_block(tid, name, args))
+            content.append(shape("tool_use_block", id=tid, name=name, input=args))
             self.pending.append((tid, result, err))
         self.tool_calls += len(calls)
         self.messages.append({"role": "assistant", "content": content})
@@ -187,14 +164,8 @@ class AnthropicLog(_Log):
 # ============================================================================ Claude Code
 
 CC_MODEL = "claude-sonnet-4-5-20250929"
+CC_BRANCH = "fix/payments-idempotency"
 CC_CACHED_SYSTEM = 14_893  # system prompt + tool definitions, cached across sessions
-
-
-@dataclass
-class _CCCall:
-    usage: dict[str, Any]
-    weight: float
-    output: int
 
 
 class ClaudeCodeLog(_Log):
@@ -208,7 +179,7 @@ class ClaudeCodeLog(_Log):
         self.tip: str | None = None
         self.counting = True
         self.sidechain = False
-        self.segment: list[_CCCall] = []
+        self.segment: list[tuple[dict[str, Any], float]] = []  # main-chain calls: usage, weight
         self.main_prompts: list[int] = []
         self.pending_weight = 0.0
         kinds = ("sidechain", "abandoned_branch")
@@ -222,18 +193,18 @@ class ClaudeCodeLog(_Log):
             return "sidechain"
         return None if self.counting else "abandoned_branch"
 
-    def _base(self, kind: str) -> dict[str, Any]:
-        values = {"tip": self.tip, "sidechain": self.sidechain, "session": self.session_id}
-        line: dict[str, Any] = fill(_RECORDS["claude_code_line"], **values, kind=kind)
-        return line
-
-    def _emit(self, line: dict[str, Any]) -> str:
+    def _emit(self, kind: str, new_chain: bool = False, **more: Any) -> str:
+        """Write a line of ``kind`` (``more``: its keys after ``type``) on the current chain or
+        (``new_chain``) as the first of a new one, the old tip its logical parent."""
         if self.off_main:
             self.excluded[f"{self.off_main}_lines"] += 1
-        uid = self.ids.uuid()
-        line["uuid"] = uid
-        line["timestamp"] = self.clock.z()
-        self.lines.append(line)
+        uid, tip = self.ids.uuid(), self.tip
+        chain = (None, tip) if new_chain else (tip, None)
+        values = {"sidechain": self.sidechain, "cwd": CWD, "session": self.session_id}
+        values.update(branch=CC_BRANCH, body={}, kind=kind, more=more, timestamp=self.clock.z())
+        self.lines.append(
+            shape("cc_line", parent=chain[0], logical_parent=chain[1], uuid=uid, **values)
+        )
         self.tip = uid
         return uid
 
@@ -246,8 +217,6 @@ class ClaudeCodeLog(_Log):
     # -- lines -------------------------------------------------------------------------
     def prompt(self, text: Content, **extra: Any) -> str:
         self.clock.tick(15, 90)
-        line = self._base("user")
-        line.update(message={"role": "user", "content": text}, **extra)
         self._count("user")
         if not self.off_main:
             tags = ("<command-name>", "<local-command-stdout>")  # slash commands, their output
@@ -256,14 +225,16 @@ class ClaudeCodeLog(_Log):
             if isinstance(text, list):
                 self.images += sum(1 for b in text if b.get("type") == "image")
         self.pending_weight += len(json.dumps(text)) / 3.2
-        return self._emit(line)
+        return self._emit("user", message={"role": "user", "content": text}, **extra)
 
     def snapshot(self, message_id: str, files: dict[str, int]) -> None:
         backups = {}
         for path, v in files.items():
             name = f"{self.ids.hex(16)}@v{v}"
             backups[path] = {"backupFileName": name, "version": v, "backupTime": self.clock.z()}
-        self.lines.append(cc_snapshot(message_id, backups, self.clock.z()))
+        self.lines.append(
+            shape("cc_snapshot", id=message_id, backups=backups, timestamp=self.clock.z())
+        )
 
     def assistant(self, *blocks: dict[str, Any], output: int | None = None) -> list[str]:
         """One API response: each content block on its own line, sharing id, requestId and usage."""
@@ -273,19 +244,18 @@ class ClaudeCodeLog(_Log):
         out_tokens = output if output is not None else max(60, size + self.ids.rng.randint(20, 200))
         usage: dict[str, Any] = fill(_RECORDS["claude_code_usage"], output=out_tokens)
         if not self.off_main:
-            self.segment.append(_CCCall(usage, self.pending_weight, out_tokens))
+            self.segment.append((usage, self.pending_weight))
         self.pending_weight = out_tokens
         ids: list[str] = []
         for i, block in enumerate(blocks):
             if block["type"] == "tool_use":
                 block = {**block, "id": self.ids.toolu()}
                 ids.append(block["id"])
-            line = self._base("assistant")
             last = i == len(blocks) - 1
             stop = ("tool_use" if block["type"] == "tool_use" else "end_turn") if last else None
-            line["message"] = cc_assistant_message(msg_id, CC_MODEL, block, stop, usage)
-            line["requestId"] = req
-            self._emit(line)
+            values = {"id": msg_id, "model": CC_MODEL, "block": block, "stop": stop}
+            message = shape("cc_assistant_message", **values, usage=usage)
+            self._emit("assistant", message=message, requestId=req)
             if i:
                 self.clock.tick(0.2, 2)
         self._count("assistant")
@@ -298,29 +268,25 @@ class ClaudeCodeLog(_Log):
     ) -> None:
         """A tool result line: its block, and ``use_result`` as the line's ``toolUseResult``."""
         self.clock.tick(0.3, 20)
-        block = tool_result_block(tool_use_id, content, is_error or None, claude_code=True)
-        line = self._base("user")
-        line.update(message={"role": "user", "content": [block]}, toolUseResult=use_result)
+        values = {"id": tool_use_id, "content": content, "is_error": is_error or None}
+        block = shape("cc_tool_result_block", **values)
         self._count("tool")
         self.pending_weight += len(json.dumps(content)) / 3.2
-        self._emit(line)
+        message = {"role": "user", "content": [block]}
+        self._emit("user", message=message, toolUseResult=use_result)
 
     def compact(self, trigger: str, pre_tokens: int, summary: str) -> None:
         self.finish(target=pre_tokens - self.ids.rng.randint(600, 1800))
         self.clock.tick(20, 60)
-        # a new chain: no parent, the old tip kept as the logical parent
-        line: dict[str, Any] = {"tip": None, "sidechain": False, "session": self.session_id}
-        base = fill(_RECORDS["claude_code_line"], **line, kind="system")
-        meta = {"tip": self.tip, "trigger": trigger, "pre_tokens": pre_tokens}
-        self._emit(fill(_RECORDS["claude_code_boundary"], base=base, **meta))
+        boundary = fill(_RECORDS["claude_code_boundary"], trigger=trigger, pre_tokens=pre_tokens)
+        self._emit("system", new_chain=True, **boundary)
         self.clock.tick(0.5, 2)
         self.compactions.append(compaction(len(self.roles), trigger, pre_tokens))
-        line = self._base("user")
-        line["message"] = {"role": "user", "content": summary}
-        line.update(isVisibleInTranscriptOnly=True, isCompactSummary=True)
         self.roles.append("user")
         self.pending_weight = len(summary) / 3.2
-        self._emit(line)
+        message = {"role": "user", "content": summary}
+        flags = {"isVisibleInTranscriptOnly": True, "isCompactSummary": True}
+        self._emit("user", message=message, **flags)
 
     def finish(self, target: int) -> None:
         """End a segment (at a compaction or the session's end): give its calls prompt sizes
@@ -329,17 +295,17 @@ class ClaudeCodeLog(_Log):
         if not calls:
             return
         rng = self.ids.rng
-        first = CC_CACHED_SYSTEM + 3_800 + int(calls[0].weight) + rng.randint(200, 900)
-        weights = [c.weight + rng.uniform(600, 5200) for c in calls[1:]]
+        first = CC_CACHED_SYSTEM + 3_800 + int(calls[0][1]) + rng.randint(200, 900)
+        weights = [weight + rng.uniform(600, 5200) for _, weight in calls[1:]]
         total = sum(weights) or 1.0
         prompts = [first] + [int(first + (target - first) * w / total) for w in accumulate(weights)]
         reads = [CC_CACHED_SYSTEM, *prompts[:-1]]  # each call reads the one before from cache
-        for call, prompt, read in zip(calls, prompts, reads, strict=True):
+        for (usage, _), prompt, read in zip(calls, prompts, reads, strict=True):
             fresh = rng.randint(1, 12)
             created = max(0, prompt - read - fresh)
-            call.usage.update(input_tokens=fresh, cache_creation_input_tokens=created)
-            call.usage["cache_read_input_tokens"] = read
-            call.usage["cache_creation"]["ephemeral_5m_input_tokens"] = created
+            usage.update(input_tokens=fresh, cache_creation_input_tokens=created)
+            usage["cache_read_input_tokens"] = read
+            usage["cache_creation"]["ephemeral_5m_input_tokens"] = created
             self.main_prompts.append(fresh + read + created)
 
 
@@ -360,7 +326,7 @@ class CodexLog(_Log):
         self, kind: str, payload: dict[str, Any], tick: tuple[float, float] = (0.05, 1.5)
     ) -> None:
         self.clock.tick(*tick)
-        self.lines.append(codex_line(self.clock.z(), kind, payload))
+        self.lines.append(shape("codex_line", timestamp=self.clock.z(), kind=kind, payload=payload))
 
     def item(self, payload: dict[str, Any]) -> None:
         kind = payload["type"]
@@ -378,7 +344,7 @@ class CodexLog(_Log):
         self.emit("response_item", payload)
 
     def user(self, text: str, injected: bool = False) -> None:
-        self.item(codex_message("user", text))
+        self.item(shape("codex_user", text=text))
         if injected:
             self.injected += 1
         else:
@@ -387,23 +353,24 @@ class CodexLog(_Log):
     def reasoning(self, title: str, body: str) -> None:
         text = f"**{title}**\n\n{body}"
         enc = "gAAAAAB" + base64.urlsafe_b64encode(noise(self.ids.rng, 380, 900)).decode()
-        self.emit("response_item", codex_reasoning(text, enc), (2, 9))
+        self.emit("response_item", shape("codex_reasoning", text=text, encrypted=enc), (2, 9))
         self.emit("event_msg", {"type": "agent_reasoning", "text": text})
 
     def say(self, text: str) -> None:
-        self.item(codex_message("assistant", text))
+        self.item(shape("codex_assistant", text=text))
         self.emit("event_msg", {"type": "agent_message", "message": text})
 
     def shell(self, command: str, timeout_ms: int = 120_000) -> str:
         cid = self.ids.call()
         args = {"command": ["bash", "-lc", command], "workdir": CWD, "timeout_ms": timeout_ms}
-        self.item(codex_call("shell", dumps_compact(args), cid))
+        self.item(shape("codex_call", name="shell", arguments=dumps_compact(args), id=cid))
         return cid
 
     def output(self, cid: str, text: str, code: int = 0, custom: bool = False) -> None:
         meta = {"exit_code": code, "duration_seconds": round(self.ids.rng.uniform(0.05, 4.0), 1)}
         out = dumps_compact({"output": text, "metadata": meta})
-        self.item(codex_output(cid, out, custom))
+        kind = "custom_tool_call_output" if custom else "function_call_output"
+        self.item(shape("codex_output", kind=kind, id=cid, output=out))
 
     def tokens(self, grow: int, output: int, reasoning: int) -> None:
         """One model response finished: a token_count event with the prompt it used."""

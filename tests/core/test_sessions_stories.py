@@ -73,7 +73,7 @@ def test_tool_values_take_keyword_arguments(steps: Any) -> None:
 
 
 def test_hermes_stories_are_log_calls_replayed_by_the_shared_engine(steps: Any) -> None:
-    """user/assistant steps are HermesLog calls (their arguments a list) run by LogStory."""
+    """user/assistant steps are ChatLog calls (their arguments a list) run by LogStory."""
     sys.path.insert(0, str(SCRIPTS))
     try:
         from samples.stories.hermes_steps import HermesStory
@@ -175,30 +175,52 @@ def test_make_sessions_runs_as_a_script_from_anywhere(tmp_path: Path) -> None:
 
 
 def test_shapes_are_shared_by_both_generators() -> None:
-    # One spelling of each native shape: benchmarks/gen.py and the sample writers use it.
+    # One spelling of each native shape (data/shapes.json): gen.py and the writers use it.
     from benchmarks import gen
     from scripts.samples import shapes
 
-    assert gen.shapes is shapes
+    assert gen.shape is shapes.shape
     writers = (SCRIPTS / "samples" / "writers.py").read_text(encoding="utf-8")
-    assert "from .shapes import" in writers
-    plain = shapes.tool_result_block("t1", "out")
+    assert "from .shapes import shape" in writers
+    plain = shapes.shape("tool_result_block", id="t1", content="out", is_error=None)
     assert list(plain) == ["type", "tool_use_id", "content"]
-    cc = shapes.tool_result_block("t1", "out", False, claude_code=True)
+    cc = shapes.shape("cc_tool_result_block", id="t1", content="out", is_error=False)
     assert list(cc) == ["tool_use_id", "type", "content", "is_error"]
     assert shapes.tagged("think", "x") == "<think>\nx\n</think>"
-    assert shapes.codex_message("user", "hi", "data:x")["content"][1] == {
-        "type": "input_image",
-        "image_url": "data:x",
-    }
+    hermes = shapes.shape("hermes_call", id="c1", name="read_file", arguments="{}")
+    assert list(hermes) == ["id", "call_id", "type", "function"]
+    envelope = {"parent": "p", "sidechain": False, "cwd": "/w", "session": "s", "branch": "b"}
+    line = {**envelope, "kind": "user", "uuid": "u", "timestamp": "t"}
+    samples = shapes.shape("cc_line", **line, logical_parent=None, body={}, more={"message": 1})
+    bench = shapes.shape("cc_line", **line, logical_parent=None, body={"message": 1}, more={})
+    assert list(samples)[6:] == ["gitBranch", "type", "message", "uuid", "timestamp"]
+    assert list(bench)[6:] == ["gitBranch", "message", "type", "uuid", "timestamp"]
+    boundary = shapes.shape("cc_line", **line, logical_parent="p0", body={}, more={})
+    assert list(boundary)[:2] == ["parentUuid", "logicalParentUuid"]
+    swe = shapes.shape("swe_tool_call", id="c1", name="bash", arguments="{}")
+    assert list(swe) == ["function", "id", "type"]
+    assert list(swe["function"]) == ["arguments", "name"]
+    records = json.loads((DATA / "agent_records.json").read_text(encoding="utf-8"))
+    assert records["swe-agent"]["action"]["tool_calls"] == ["$call"]  # the shared record
+    first, second = (shapes.shape("codex_user", text="hi") for _ in range(2))
+    first["content"].append(shapes.shape("codex_image", url="data:x"))
+    assert second["content"] == [{"type": "input_text", "text": "hi"}]  # fresh copies
+
+
+def test_fill_leaves_out_optional_keys_and_spreads_dicts() -> None:
+    from scripts.samples.common import fill
+
+    template = {"a": "$a", "...more": None, "b": "$b?", "c": ["$a", {"d": "$b?"}]}
+    assert fill(template, a=1, b=None, more={"x": 2}) == {"a": 1, "x": 2, "c": [1, {}]}
+    assert list(fill(template, a=1, b=0, more={})) == ["a", "b", "c"]
 
 
 def test_bug_reports_are_data_that_quote_the_current_source() -> None:
     # data/bugs.txt: the reports are text; «line»/«frame» read the file as it is now.
     sys.path.insert(0, str(SCRIPTS))
     try:
-        from samples.bugs import _parse
         from samples.project import Repo
+        from samples.project import parse_bugs as _parse
     finally:
         sys.path.remove(str(SCRIPTS))
     text = (
@@ -346,3 +368,45 @@ def test_state_db_session_facts_are_data() -> None:
     ).fetchall()
     con.close()
     assert [tuple(s.values()) for s in fixed] == rows
+
+
+def test_one_chat_log_writes_openai_and_hermes_messages() -> None:
+    # ChatLog without a clock: OpenAI's shape; with one: a Hermes session log's.
+    import random
+    from datetime import UTC, datetime
+
+    from scripts.samples.common import Clock, Ids
+    from scripts.samples.writers import ChatLog
+
+    rng = random.Random(1)
+    openai, hermes = (
+        ChatLog(Ids(rng)),
+        ChatLog(Ids(rng), Clock(datetime(2025, 1, 1, tzinfo=UTC), rng)),
+    )
+    for log in (openai, hermes):
+        log.user("hi")
+        (cid,) = log.assistant(None, ("read_file", {"path": "a.py"}, "text"))
+    assert list(openai.messages[1]) == ["role", "content", "tool_calls"]
+    assert openai.messages[1]["tool_calls"][0]["id"].startswith("call_")
+    assert list(hermes.messages[1]) == [
+        "role",
+        "content",
+        "reasoning",
+        "finish_reason",
+        "tool_calls",
+    ]
+    assert list(hermes.messages[1]["tool_calls"][0])[:2] == ["id", "call_id"]
+    assert hermes.messages[2]["tool_name"] == "read_file" and cid.startswith("toolu_")
+    assert hermes.clock is not None and hermes.clock.now > datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_a_story_method_named_step_kind_plays_that_kind_of_step(steps: Any) -> None:
+    class Story(steps.LogStory):
+        seen: list[Any] = []
+
+        def step_mark(self, value: str, step: dict[str, Any]) -> None:
+            self.seen.append((value, step.get("note")))
+
+    story = Story({"main": object()})
+    story.play({"mark": "here", "note": 1})
+    assert story.seen == [("here", 1)]

@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from .. import shapes
 from ..common import (
     CWD,
     Clock,
@@ -40,9 +41,8 @@ def _swe_turn(
     thought, action, observation, open_file = step
     shape, cid = RECORDS["swe-agent"], ids.call()
     arguments = json.dumps({"command": action})
-    history.append(
-        fill(shape["action"], thought=thought, action=action, arguments=arguments, id=cid)
-    )
+    call = shapes.shape("swe_tool_call", id=cid, name="bash", arguments=arguments)
+    history.append(fill(shape["action"], thought=thought, action=action, call=call))
     history.append(fill(shape["observation"], content=f"OBSERVATION:\n{observation}", id=cid))
     sent = 6_200 + sum(len(json.dumps(m)) for m in history) // 4
     received = len(thought) // 4 + len(action) // 4 + 40

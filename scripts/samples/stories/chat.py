@@ -11,17 +11,15 @@ from ..common import (
     Ids,
     data_bytes,
     data_json,
-    data_text,
     data_url,
     fill,
-    manifest_entry,
     parallel_calls,
     rng_for,
     role_counts,
     write_json,
     write_jsonl,
 )
-from ..project import PROJECT_FILES, Repo
+from ..project import WEBHOOKS, Repo, ledgerline
 from ..tools import Call
 from ..writers import AnthropicLog, ChatLog, ShareGPTLog
 from .steps import LogStory
@@ -60,24 +58,18 @@ class OpenAITools:
 
 
 def build_openai(out_dir: Path) -> dict[str, Any]:
-    wh = "src/app/payments/webhooks.py"
     c = ChatLog(Ids(rng_for("openai")))
-    LogStory({"chat": c}, OpenAITools(Repo({wh: PROJECT_FILES[wh]}))).replay("openai")
+    LogStory({"chat": c}, OpenAITools(ledgerline(WEBHOOKS))).replay("openai")
     doc = {
         "model": "gpt-4.1-2025-04-14",
         "messages": c.messages,
         "tools": data_json("tool_schemas.json")["openai-chat.json"],
     }
     write_json(out_dir / "openai-chat.json", doc)
-    return manifest_entry(
-        "openai",
-        [m["role"] for m in c.messages],
-        c.tool_calls,
-        [],
-        doc["model"],
-        c.images,
-        invalid_tool_arguments=[{"message_index": i} for i in c.invalid_arguments],
-        parallel_tool_call_messages=parallel_calls(c.messages),
+    invalid = [{"message_index": i} for i in c.invalid_arguments]
+    parallel = parallel_calls(c.messages)
+    return c.entry(
+        "openai", doc["model"], invalid_tool_arguments=invalid, parallel_tool_call_messages=parallel
     )
 
 
@@ -123,8 +115,7 @@ def _blocks(messages: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
 
 def build_anthropic(out_dir: Path) -> dict[str, Any]:
     a = AnthropicLog(Ids(rng_for("anthropic")))
-    fp = "src/app/web/filters.py"
-    repo = Repo({fp: data_text(f"ledgerline/{fp}")})
+    repo = ledgerline("src/app/web/filters.py")
     LogStory({"messages": a}, AnthropicTools(repo)).replay("anthropic")
 
     #: the request around the messages: model, system blocks and tool schemas
@@ -153,11 +144,10 @@ class ShareGPTTools:
     """The ShareGPT story's tools (see ``steps``): reads and patches on named repos."""
 
     def __init__(self) -> None:
-        wh = "src/app/payments/webhooks.py"
         self.repos = {
-            "main": Repo(PROJECT_FILES),
-            "pristine": Repo(PROJECT_FILES),
-            "webhooks": Repo({wh: PROJECT_FILES[wh]}),
+            "main": ledgerline(),
+            "pristine": ledgerline(),
+            "webhooks": ledgerline(WEBHOOKS),
         }
 
     def read(self, repo: str, path: str, offset: int = 1, limit: int | None = None) -> str:

@@ -11,31 +11,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common import CWD, Clock, Ids, manifest_entry, noise, prompt_span, rng_for, write_jsonl
-from ..project import PROJECT_FILES, Repo
-from ..shapes import cc_bash_result, cc_read_result
+from ..common import CWD, Clock, Ids, noise, prompt_span, rng_for, write_jsonl
+from ..project import WEBHOOKS, ledgerline
+from ..shapes import shape
 from ..writers import CC_MODEL, ClaudeCodeLog
 from .steps import LogStory
-
-
-def _cc_read_result(
-    repo: Repo, path: str, offset: int = 1, limit: int | None = None
-) -> tuple[str, dict[str, Any]]:
-    lines = repo.lines(path)
-    end = len(lines) if limit is None else min(len(lines), offset - 1 + limit)
-    text = repo.numbered(path, offset, limit, arrow=True)
-    raw = "\n".join(lines[offset - 1 : end])
-    return text, cc_read_result(f"{CWD}/{path}", raw, offset, end - offset + 1, len(lines))
-
 
 #: A ``structuredPatch`` hunk's keys, in Claude Code's order.
 _HUNK_KEYS = ("oldStart", "oldLines", "newStart", "newLines", "lines")
 
+#: A tool result step's arguments: the tool-use id, the content, the ``toolUseResult``.
+CCResult = tuple[str, str, dict[str, Any]]
 
-def _cc_edit_result(repo: Repo, path: str, old: str, new: str) -> tuple[str, dict[str, Any]]:
-    before = repo.text(path)
-    repo.patch(path, old, new)
-    after = repo.text(path)
+
+def _hunks(before: str, after: str) -> list[dict[str, Any]]:
+    """The ``structuredPatch`` of an edit: unified-diff hunks, 3 lines of context."""
     a, b = before.splitlines(), after.splitlines()
     hunks = []
     for group in difflib.SequenceMatcher(None, a, b).get_grouped_opcodes(3):
@@ -48,43 +38,46 @@ def _cc_edit_result(repo: Repo, path: str, old: str, new: str) -> tuple[str, dic
                 lines += ["-" + line for line in a[x1:x2]] + ["+" + line for line in b[y1:y2]]
         values = (i1 + 1, i2 - i1, j1 + 1, j2 - j1, lines)
         hunks.append(dict(zip(_HUNK_KEYS, values, strict=True)))
-    start = repo.find_line(path, new.splitlines()[0]) if new.strip() else 1
-    window = repo.numbered(path, max(1, start - 2), 8, arrow=True)
-    msg = f"The file {CWD}/{path} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{window}"
-    return msg, {
-        "filePath": f"{CWD}/{path}",
-        "oldString": old,
-        "newString": new,
-        "originalFile": before,
-        "structuredPatch": hunks,
-        "userModified": False,
-        "replaceAll": False,
-    }
+    return hunks
 
 
 class ClaudeCodeTools:
     """What the Claude Code steps compute at replay time (``$tool``): a ``result``'s
-    arguments (tool-use id, content, ``toolUseResult``) for a read or edit on one of the
-    story's repos or a Bash output, and thinking blocks (their signatures drawn here)."""
+    arguments for a read or edit on one of the story's repos or a Bash output, and thinking
+    blocks (their signatures drawn here)."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
-        wh = "src/app/payments/webhooks.py"
-        self.repos = {"client": Repo(PROJECT_FILES), "webhooks": Repo({wh: PROJECT_FILES[wh]})}
+        self.repos = {"client": ledgerline(), "webhooks": ledgerline(WEBHOOKS)}
 
-    def read(self, tid: str, repo: str, *args: Any) -> tuple[str, str, dict[str, Any]]:
-        return (tid, *_cc_read_result(self.repos[repo], *args))
+    def read(
+        self, tid: str, repo: str, path: str, offset: int = 1, limit: int | None = None
+    ) -> CCResult:
+        lines = self.repos[repo].lines(path)
+        end = len(lines) if limit is None else min(len(lines), offset - 1 + limit)
+        text = self.repos[repo].numbered(path, offset, limit, arrow=True)
+        raw = "\n".join(lines[offset - 1 : end])
+        values = {"path": f"{CWD}/{path}", "content": raw, "start": offset, "total": len(lines)}
+        return tid, text, shape("cc_read_result", **values, lines=end - offset + 1)
 
-    def edit(self, tid: str, repo: str, *args: str) -> tuple[str, str, dict[str, Any]]:
-        return (tid, *_cc_edit_result(self.repos[repo], *args))
+    def edit(self, tid: str, repo: str, path: str, old: str, new: str) -> CCResult:
+        files = self.repos[repo]
+        before = files.text(path)
+        files.patch(path, old, new)
+        start = files.find_line(path, new.splitlines()[0]) if new.strip() else 1
+        window = files.numbered(path, max(1, start - 2), 8, arrow=True)
+        msg = f"The file {CWD}/{path} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{window}"
+        values = {"path": f"{CWD}/{path}", "old": old, "new": new, "before": before}
+        return tid, msg, shape("cc_edit_result", **values, hunks=_hunks(before, files.text(path)))
 
     @staticmethod
-    def bash(tid: str, output: str) -> tuple[str, str, dict[str, Any]]:
-        return (tid, output, cc_bash_result(output))
+    def bash(tid: str, output: str) -> CCResult:
+        return (tid, output, shape("cc_bash_result", stdout=output, stderr=""))
 
     def thinking(self, text: str) -> dict[str, Any]:
         signature = base64.b64encode(noise(self.rng, 200, 360)).decode()
-        return {"type": "thinking", "thinking": text, "signature": signature}
+        block: dict[str, Any] = shape("thinking_block", text=text, signature=signature)
+        return block
 
 
 class ClaudeCodeStory(LogStory):
@@ -103,21 +96,19 @@ class ClaudeCodeStory(LogStory):
         super().__init__({"log": log}, self.cc_tools, ids)
         self.cc = log
 
-    def play(self, step: dict[str, Any]) -> None:
-        kind, value = next(iter(step.items()))
-        if kind == "patch":
-            repo, *args = value
-            self.cc_tools.repos[repo].patch(*args)
-        elif kind == "save_tip":
-            self.names[value] = self.cc.tip
-        elif kind == "set_line":
-            *path, last = step["keys"]
-            target = self.cc.lines[value]
-            for key in path:
-                target = target[key]
-            target[last] = self.resolve(step["value"])
-        else:
-            super().play(step)
+    def step_patch(self, value: list[str], step: dict[str, Any]) -> None:
+        repo, *args = value
+        self.cc_tools.repos[repo].patch(*args)
+
+    def step_save_tip(self, name: str, step: dict[str, Any]) -> None:
+        self.names[name] = self.cc.tip
+
+    def step_set_line(self, index: int, step: dict[str, Any]) -> None:
+        *path, last = step["keys"]
+        target = self.cc.lines[index]
+        for key in path:
+            target = target[key]
+        target[last] = self.resolve(step["value"])
 
 
 def build_claude_code(out_dir: Path) -> dict[str, Any]:
@@ -128,13 +119,9 @@ def build_claude_code(out_dir: Path) -> dict[str, Any]:
     cc.lines.insert(0, {"type": "summary", "summary": title, "leafUuid": cc.tip})
 
     write_jsonl(out_dir / "claude-code.jsonl", cc.lines)
-    return manifest_entry(
+    return cc.entry(
         "claude-code",
-        cc.roles,
-        cc.tool_calls,
-        cc.compactions,
         CC_MODEL,
-        cc.images,
         session_id=session,
         lines=len(cc.lines),
         injected_user_messages=cc.injected,

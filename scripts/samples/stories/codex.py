@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common import Clock, Ids, data_text, manifest_entry, prompt_span, rng_for, write_jsonl
-from ..project import PROJECT_FILES, Repo
+from ..common import Clock, Ids, data_text, prompt_span, rng_for, write_jsonl
+from ..project import Repo, ledgerline
 from ..writers import CodexLog
 from .steps import LogStory
 
@@ -44,18 +44,15 @@ def build_codex(out_dir: Path) -> dict[str, Any]:
     clock = Clock(datetime(2025, 9, 19, 9, 31, 2, 0, tzinfo=UTC), rng)
     cx = CodexLog(ids, clock)
     session = ids.uuid()
-    repo = Repo(PROJECT_FILES)
+    repo = ledgerline()
     cli = "src/app/cli.py"
     repo.patch(cli, "    mismatches = 0\n", "    mismatches = 0\n    pending = 0\n")
     story = LogStory({"rollout": cx}, CodexTools(repo, ids), ids)
     story.names["session"] = session
     story.replay("codex")
     write_jsonl(out_dir / "codex-rollout.jsonl", cx.lines)
-    return manifest_entry(
+    return cx.entry(
         "codex",
-        cx.roles,
-        cx.tool_calls,
-        cx.compactions,
         "gpt-5-codex",
         context_window=272_000,
         session_id=session,

@@ -1,11 +1,9 @@
 """demo.json: the Hermes session the inspector and the pipeline are shown on.
 
-The story is data: ``data/stories/demo.jsonl``, one step a line (see ``steps``), replayed
-here through the Hermes log, the virtual repo and the simulated test suite. A step is a user message, an
-assistant message with its tool calls, or a change to the world between messages (a bug
-fixed, a file written, tests added, a mark for the manifest). Tool calls name a tool of
-:class:`~.hermes_steps.HermesTools` and its arguments, so reads, edits, searches and test runs are computed
-from the repo and suite as they stand at that step, never copied.
+Its steps (``data/stories/demo.jsonl``) are user messages, assistant messages whose tool
+calls are computed from the repo and suite as they stand (:class:`~.hermes_steps.HermesTools`),
+and changes to the world between them (a bug fixed, a file written, tests added, a mark
+for the manifest).
 """
 
 from __future__ import annotations
@@ -15,13 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..bugs import demo_bugs
 from ..common import (
     LATEST_ASK,
     SECRETS,
     Clock,
     Ids,
-    chat_counts,
     data_bytes,
     data_json,
     data_text,
@@ -31,12 +27,13 @@ from ..common import (
     make_secrets,
     parallel_calls,
     rng_for,
+    roles_counts,
     write_json,
 )
-from ..project import PROJECT_FILES, Repo, Suite, build_inventory
+from ..project import ledgerline, ledgerline_suite
 from ..tools import HERMES_TOOLS, hermes_system_prompt
-from ..writers import HermesLog
-from .hermes_steps import HermesStory, HermesTools, suite_part
+from ..writers import ChatLog
+from .hermes_steps import HermesStory, HermesTools
 
 START = datetime(2025, 9, 16, 8, 41, 7, 118233, tzinfo=UTC)
 
@@ -54,13 +51,11 @@ class DemoStory(HermesStory):
         rng = rng_for("demo")
         self.ids = Ids(rng)
         self.clock = Clock(START, rng)
-        self.repo = Repo(PROJECT_FILES)
+        self.repo = ledgerline()
         self.repo.write("CHANGELOG.md", data_text("ledgerline/CHANGELOG.md"))
         self.repo.write(".env", env_file(make_secrets(rng_for("demo-secrets"))))
-        self.suite = Suite(build_inventory(), rng_for("demo-suite"), self.repo)
-        for bug in demo_bugs():
-            self.suite.add(bug, active=bug.key != "flaky_dedupe")
-        log, tools = HermesLog(self.ids, self.clock), HermesTools(self.repo, self.suite)
+        self.suite = ledgerline_suite("demo-suite", self.repo, lambda key: key != "flaky_dedupe")
+        log, tools = ChatLog(self.ids, self.clock), HermesTools(self.repo, self.suite)
         super().__init__({"demo": log}, tools, self.ids)
         self.marks["invoice_reads"] = []
 
@@ -69,22 +64,19 @@ class DemoStory(HermesStory):
             return IMAGES[part["image"]]()
         if "verbose_log" in part:
             return self.suite.verbose_log(part["verbose_log"])[0]
-        return suite_part(self.suite, part)
+        return super().part(part)
 
-    def play_world(self, kind: str, value: Any) -> None:
-        suite = self.suite
-        if kind == "write":
-            self.repo.write(*self.resolve(value))
-        elif kind == "extend":
-            suite.inventory.extend(value)
-        elif kind == "activate":
-            suite.active.add(value)
-        elif kind == "deactivate":
-            suite.active.discard(value)
-        elif kind == "skip_hex":  # an id the story drew here (a background process id)
-            self.ids.hex(value)
-        else:
-            super().play_world(kind, value)
+    def step_write(self, value: list[Any], step: dict[str, Any]) -> None:
+        self.repo.write(*self.resolve(value))
+
+    def step_extend(self, tests: list[str], step: dict[str, Any]) -> None:
+        self.suite.inventory.extend(tests)
+
+    def step_activate(self, bug: str, step: dict[str, Any]) -> None:
+        self.suite.active.add(bug)  # the flaky test failing this run (``fix`` ends it)
+
+    def step_skip_hex(self, n: int, step: dict[str, Any]) -> None:
+        self.ids.hex(n)  # an id the story drew here (a background process id)
 
 
 def build_demo(out_dir: Path) -> dict[str, Any]:
@@ -110,7 +102,7 @@ def build_demo(out_dir: Path) -> dict[str, Any]:
         raise AssertionError("demo: the long output must be exactly 3,000 lines")
     entry: dict[str, Any] = fill(
         shape["manifest"],
-        counts=chat_counts(h.messages, h.tool_calls),
+        counts=roles_counts([m["role"] for m in h.messages], h.tool_calls),
         compactions=h.compactions,
         images=h.images,
         model=doc["model"],

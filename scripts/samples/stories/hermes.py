@@ -11,35 +11,31 @@ from typing import Any, ClassVar
 
 from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
-from ..bugs import demo_bugs
 from ..common import (
     Clock,
     Ids,
     data_json,
     fill,
-    manifest_entry,
     rng_for,
     role_counts,
     write_db,
     write_jsonl,
 )
-from ..project import PROJECT_FILES, Repo, Suite, build_inventory
+from ..project import Repo, ledgerline, ledgerline_suite
 from ..tools import hermes_system_prompt, tool_by_name
-from ..writers import HermesLog
-from .hermes_steps import HermesStory, HermesTools, suite_part
+from ..writers import ChatLog
+from .hermes_steps import HermesStory, HermesTools
 
 
 class GatewayStory(HermesStory):
     """The gateway's steps; ``stamp`` timestamps the messages written since the last one."""
 
-    def __init__(self, log: HermesLog, tools: HermesTools, clock: Clock) -> None:
+    def __init__(self, log: ChatLog, tools: HermesTools, clock: Clock) -> None:
         super().__init__({"gateway": log}, tools)
         self.clock = clock
         self.stamps: list[str] = []
 
-    def play_world(self, kind: str, value: Any) -> None:
-        if kind != "stamp":
-            super().play_world(kind, value)
+    def step_stamp(self, value: Any, step: dict[str, Any]) -> None:
         while len(self.stamps) < len(self.log.messages):
             self.stamps.append(self.clock.local())
 
@@ -48,7 +44,7 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
     rng = rng_for("gateway")
     ids = Ids(rng)
     clock = Clock(datetime(2025, 9, 17, 7, 12, 40, 512000, tzinfo=UTC), rng)
-    h = HermesLog(ids, clock)
+    h = ChatLog(ids, clock)
     schemas = data_json("tool_schemas.json")["hermes-gateway.jsonl"]
     tools = [tool_by_name(n) for n in schemas["hermes"]] + schemas["more"]
     story = GatewayStory(h, HermesTools(Repo({})), clock)
@@ -56,9 +52,8 @@ def build_gateway(out_dir: Path) -> dict[str, Any]:
     meta = fill(data_json("agent_records.json")["hermes-gateway"]["meta"], tools=tools)
     stamped = [{**m, "timestamp": ts} for m, ts in zip(h.messages, story.stamps, strict=True)]
     write_jsonl(out_dir / "hermes-gateway.jsonl", [meta, *stamped])
-    roles = [m["role"] for m in h.messages]
     more: dict[str, Any] = {"tools": len(tools), "session_id": meta["session_id"]}
-    return manifest_entry("hermes", roles, h.tool_calls, [], meta["model"], **more)
+    return h.entry("hermes", meta["model"], **more)
 
 
 # ======================================================================== Hermes state.db
@@ -79,34 +74,22 @@ class StateStory(HermesStory):
 
     def __init__(self, rng: random.Random) -> None:
         ids = Ids(rng)
-        repo = Repo(PROJECT_FILES)
-        self.suite = Suite(build_inventory(), rng_for("state-suite"), repo)
-        for bug in demo_bugs():
-            active = bug.key in ("money_rounding", "tax_rate_float", "format_money")
-            self.suite.add(bug, active=active)
-        self.logs = {name: HermesLog(ids, Clock(t, rng)) for name, t in self.STARTS.items()}
+        repo = ledgerline()
+        red = ("money_rounding", "tax_rate_float", "format_money")
+        self.suite = ledgerline_suite("state-suite", repo, red.__contains__)
+        self.logs = {name: ChatLog(ids, Clock(t, rng)) for name, t in self.STARTS.items()}
         super().__init__(self.logs, HermesTools(repo, self.suite))
 
-    def part(self, part: dict[str, Any]) -> str:
-        return suite_part(self.suite, part)
-
-    def play_world(self, kind: str, value: Any) -> None:
-        if kind == "copy":
-            source, n = value
-            last = self.logs[source].messages[-n:]
-            self.log.messages.extend(json.loads(json.dumps(last)))
-        else:
-            super().play_world(kind, value)
+    def step_copy(self, value: tuple[str, int], step: dict[str, Any]) -> None:
+        source, n = value
+        self.log.messages.extend(json.loads(json.dumps(self.logs[source].messages[-n:])))
 
 
 def _rows(
-    log: HermesLog,
-    session_id: str,
-    first_id: int,
-    active: int,
-    compacted: int,
-    stamps: Sequence[float] | None = None,
+    log: ChatLog, session_id: str, first_id: int, active: int, stamps: Sequence[float] | None
 ) -> list[tuple[Any, ...]]:
+    """``log``'s messages as ``messages`` rows, ids from ``first_id``; ``active`` 0 for the
+    messages an in-place compaction replaced."""
     columns: dict[str, Any] = data_json("state_message.json")  # the columns, fixed values set
     rows = []
     n, t0 = len(log.messages), log.clock.now.timestamp()  # by default 30s apart, to the end
@@ -119,7 +102,7 @@ def _rows(
         row["timestamp"] = stamps[i]
         arguments = sum(len(c["function"]["arguments"]) for c in calls or [])
         row["token_count"] = max(1, len(text) // 4) + arguments // 4
-        row.update(reasoning=m.get("reasoning"), active=active, compacted=compacted)
+        row.update(reasoning=m.get("reasoning"), active=active, compacted=1 - active)
         rows.append(tuple(row.values()))
     return rows
 
@@ -158,13 +141,14 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
     old, child, head, tail = story.logs.values()
     old_fixed, child_fixed = data_json("state_sessions.json")
     old_id, child_id = old_fixed["id"], child_fixed["id"]
-    old_rows = _rows(old, old_id, 1, 1, 0)
-    child_rows = _rows(child, child_id, len(old_rows) + 1, 0, 1)
     starts = StateStory.STARTS  # the in-place compaction happened when the head starts
     compact_at = starts["head"].timestamp()
     head_stamps = [round(compact_at + 0.001 * i, 3) for i in range(len(head.messages))]
-    head_rows = _rows(head, child_id, len(old_rows) + len(child_rows) + 1, 1, 0, head_stamps)
-    tail_rows = _rows(tail, child_id, len(old_rows) + len(child_rows) + len(head_rows) + 1, 1, 0)
+    runs = [(old, old_id, 1, None), (child, child_id, 0, None), (head, child_id, 1, head_stamps)]
+    runs_rows: list[list[tuple[Any, ...]]] = []
+    for log, sid, active, stamps in [*runs, (tail, child_id, 1, None)]:
+        runs_rows.append(_rows(log, sid, 1 + sum(map(len, runs_rows)), active, stamps))
+    old_rows, child_rows, head_rows, tail_rows = runs_rows
     active_child = head.messages + tail.messages
     live_calls = head.tool_calls + tail.tool_calls
     old_counts = (len(old.messages), old.tool_calls, _assistants(old.messages))
@@ -198,8 +182,9 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
 
 
 def _entry(msgs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    calls = sum(len(m.get("tool_calls") or ()) for m in msgs)
     return {
         "messages": len(msgs),
-        "roles": role_counts(m["role"] for m in msgs),
-        "tool_calls": sum(len(m.get("tool_calls") or ()) for m in msgs),
+        "roles": role_counts([m["role"] for m in msgs]),
+        "tool_calls": calls,
     }

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..project import Repo, Suite
-from ..tools import Call, grep_repo, patch_out, read_out, search_out, term
-from ..writers import HermesLog
+from ..tools import Call
+from ..writers import ChatLog
 from .steps import LogStory
 
 
@@ -24,6 +24,10 @@ def suite_part(suite: Suite, part: dict[str, Any]) -> str:
     return out.split("\n")[-1] if take == "last" else out
 
 
+def _json(doc: Any) -> str:
+    return json.dumps(doc, ensure_ascii=False)
+
+
 class HermesTools:
     """Hermes tool calls a step names, each computed from the repo and the suite (if the story
     has one) at the time it runs."""
@@ -33,7 +37,8 @@ class HermesTools:
         self.suite = suite
 
     def sh(self, command: str, output: str, code: int = 0, **extra: Any) -> Call:
-        return ("terminal", {"command": command, **extra}, term(output, code))
+        out = _json({"output": output, "exit_code": code, "error": None})
+        return ("terminal", {"command": command, **extra}, out)
 
     def pytest(self, *targets: str, flags: str = "-q") -> Call:
         assert self.suite is not None, "this story has no test suite"
@@ -44,31 +49,43 @@ class HermesTools:
     def read(self, path: str, offset: int | None = None, limit: int | None = None) -> Call:
         more = {"offset": offset, "limit": limit}
         args = {"path": path, **{k: v for k, v in more.items() if v is not None}}
-        return ("read_file", args, read_out(self.repo, path, offset or 1, limit))
+        start, total = offset or 1, len(self.repo.lines(path))
+        truncated = limit is not None and start - 1 + limit < total
+        body: dict[str, Any] = {
+            "content": self.repo.numbered(path, start, limit),
+            "total_lines": total,
+            "file_size": len(self.repo.text(path).encode()),
+            "truncated": truncated,
+        }
+        if limit is not None and truncated:
+            shown = f"showing {start}-{start + limit - 1} of {total} lines"
+            body["hint"] = f"Use offset={start + limit} to continue reading ({shown})"
+        return ("read_file", args, _json(body))
 
     def edit(self, path: str, old: str, new: str) -> Call:
         args = {"mode": "replace", "path": path, "old_string": old, "new_string": new}
-        return ("patch", args, patch_out(self.repo, path, old, new))
+        diff = self.repo.patch(path, old, new)
+        return ("patch", args, _json({"success": True, "diff": diff, "files_modified": [path]}))
 
     def edit_many(self, path: str, edits: Sequence[tuple[str, str]]) -> Call:
         diff = self.repo.patch_many(path, edits)
         out = {"success": True, "diff": diff, "files_modified": [path]}
-        args = {"mode": "patch", "patch": diff + "\n"}
-        return ("patch", args, json.dumps(out, ensure_ascii=False))
+        return ("patch", {"mode": "patch", "patch": diff + "\n"}, _json(out))
 
     def search(
         self, pattern: str, needle: str, paths: Sequence[str], path: str = "src", glob: str = "*.py"
     ) -> Call:
         args = {"pattern": pattern, "path": path, "file_glob": glob}
-        return ("search_files", args, search_out(grep_repo(self.repo, needle, paths)))
+        lines = ((p, i, ln) for p in paths for i, ln in enumerate(self.repo.lines(p), start=1))
+        hits = [{"path": p, "line": i, "content": ln.strip()} for p, i, ln in lines if needle in ln]
+        return ("search_files", args, _json({"total_count": len(hits), "matches": hits}))
 
     def todo(self, items: Sequence[tuple[str, str, str]], merge: bool = False) -> Call:
         todos = [{"id": i, "content": c, "status": st} for i, c, st in items]
         states = ("pending", "in_progress", "completed")
         counts = {k: sum(1 for _, _, st in items if st == k) for k in states}
         args: dict[str, Any] = {"todos": todos, **({"merge": True} if merge else {})}
-        out = {"todos": todos, "summary": {"total": len(todos), **counts}}
-        return ("todo", args, json.dumps(out, ensure_ascii=False))
+        return ("todo", args, _json({"todos": todos, "summary": {"total": len(todos), **counts}}))
 
     def git_diff_file(self, path: str, before: str) -> Call:
         head = f"diff --git a/{path} b/{path}\nindex 3f1c2a9..8e0b7d4 100644\n"
@@ -78,28 +95,22 @@ class HermesTools:
 class HermesStory(LogStory):
     """Replays Hermes steps: ``user`` and ``assistant`` (its text, then its tool calls: each a
     ``$tool`` of :class:`HermesTools` or a literal ``[name, args, result]``) are
-    :class:`HermesLog` calls, ``session`` switches logs, and ``mark`` keeps the last
-    message's index in ``marks`` for the manifest. Other steps change the story's world
-    (``fix``: a bug of the suite); subclasses handle more in :meth:`play_world`."""
+    :class:`ChatLog` calls; ``mark`` keeps the last message's index in ``marks`` for the
+    manifest, ``fix`` fixes a bug of the suite, and ``{"run": ...}`` parts are test runs."""
 
-    def __init__(self, logs: dict[str, HermesLog], tools: HermesTools, ids: Any = None) -> None:
+    def __init__(self, logs: dict[str, ChatLog], tools: HermesTools, ids: Any = None) -> None:
         super().__init__(logs, tools, ids)
         self.marks: dict[str, Any] = {}
 
-    def play(self, step: dict[str, Any]) -> None:
-        kind, value = next(iter(step.items()))
-        if kind in ("user", "assistant", "session"):
-            super().play(step)
-        elif kind == "mark":
-            index = len(self.log.messages) - 1
-            if isinstance(self.marks.get(value), list):
-                self.marks[value].append(index)
-            else:
-                self.marks[value] = index
+    def step_mark(self, name: str, step: dict[str, Any]) -> None:
+        index = len(self.log.messages) - 1
+        if isinstance(self.marks.get(name), list):
+            self.marks[name].append(index)
         else:
-            self.play_world(kind, value)
+            self.marks[name] = index
 
-    def play_world(self, kind: str, value: Any) -> None:
-        if kind != "fix" or self.tools.suite is None:
-            raise ValueError(f"unknown step {kind!r}")
-        self.tools.suite.fix(value)
+    def step_fix(self, bug: str, step: dict[str, Any]) -> None:
+        self.tools.suite.fix(bug)
+
+    def part(self, part: dict[str, Any]) -> str:
+        return suite_part(self.tools.suite, part)

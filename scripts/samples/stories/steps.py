@@ -75,9 +75,10 @@ class Values:
 
 class LogStory(Values):
     """Replays steps that call a writer's methods: ``{"<method>": [args], "kw": {...}}``, with
-    ``as`` naming what the method returned. Three steps are not method calls: ``session``
-    switches between writers when a story writes several, ``set`` sets a writer's attribute
-    (``[name, value]``) and ``ids`` draws an id (``Ids.<kind>()``) for later steps."""
+    ``as`` naming what the method returned. A step the story has a ``step_<kind>`` method for
+    is that method's instead; here ``session`` switches between writers when a story writes
+    several, ``set`` sets a writer's attribute (``[name, value]``) and ``ids`` draws an id
+    (``Ids.<kind>()``) for later steps."""
 
     def __init__(self, logs: dict[str, Any], tools: Any = None, ids: Any = None) -> None:
         super().__init__(tools)
@@ -86,18 +87,23 @@ class LogStory(Values):
         self.ids = ids
 
     def play(self, step: dict[str, Any]) -> None:
-        method = next(iter(step))
-        if method == "session":
-            self.log = self.logs[step[method]]
-        elif method == "set":
-            name, value = step[method]
-            setattr(self.log, name, self.resolve(value))
-        elif method == "ids":
-            self.name(step, getattr(self.ids, step[method])())
+        kind = next(iter(step))
+        own = getattr(self, f"step_{kind}", None)
+        if own is not None:
+            own(step[kind], step)
         else:
-            args = self.resolve(step[method])
-            out = getattr(self.log, method)(*args, **self.resolve(step.get("kw", {})))
+            args = self.resolve(step[kind])
+            out = getattr(self.log, kind)(*args, **self.resolve(step.get("kw", {})))
             self.name(step, out)
+
+    def step_session(self, name: str, step: dict[str, Any]) -> None:
+        self.log = self.logs[name]
+
+    def step_set(self, value: list[Any], step: dict[str, Any]) -> None:
+        setattr(self.log, value[0], self.resolve(value[1]))
+
+    def step_ids(self, kind: str, step: dict[str, Any]) -> None:
+        self.name(step, getattr(self.ids, kind)())
 
     def replay(self, story: str) -> None:
         for step in read_steps(story):
