@@ -489,6 +489,12 @@ def _rules_pass(
     return replace(transcript, messages=new_msgs), applied, head, tail
 
 
+#: :func:`effective_target` by what decides it (a dataset's lines mostly share one).
+_TARGETS: dict[tuple[str, str | None, int | None, str | None, int], int] = {}
+#: Distinct keys remembered before the memory is emptied (bounded memory).
+_TARGETS_MAX = 1024
+
+
 def effective_target(transcript: Transcript, options: BatchOptions) -> int:
     """``options.target_tokens``, or lower: just under the policy's threshold.
 
@@ -496,14 +502,32 @@ def effective_target(transcript: Transcript, options: BatchOptions) -> int:
     ``compress`` and ``explain`` make (:func:`tinyjuice.policies.agent_threshold`), on
     the trajectory's window. A trajectory left at its agent's trigger would only be
     compacted again by that agent.
+
+    The answer depends only on the trajectory's format, model and window and on the
+    options' policy and target, so it is remembered by those (a batch works it out
+    once per distinct model instead of once per line).
     """
+    key = (
+        transcript.format,
+        transcript.model,
+        transcript.context_window,
+        options.policy,
+        options.target_tokens,
+    )
+    known = _TARGETS.get(key)
+    if known is not None:
+        return known
     from tinyjuice.policies import agent_threshold, resolve_window
 
     window = resolve_window(transcript)
     _, threshold, _ = agent_threshold(
         transcript, window.context_window, window.max_output_tokens, options.policy
     )
-    return max(1, min(options.target_tokens, threshold.threshold_tokens - 1))
+    target = max(1, min(options.target_tokens, threshold.threshold_tokens - 1))
+    if len(_TARGETS) >= _TARGETS_MAX:
+        _TARGETS.clear()
+    _TARGETS[key] = target
+    return target
 
 
 def _work_on(transcript: Transcript, options: BatchOptions) -> Transcript:
@@ -746,6 +770,18 @@ def _bad(problem: str, line: int | None, started: float) -> LineResult:
     )
 
 
+def _one_line(transcript: Transcript, format: str) -> bytes:
+    """``transcript`` written in ``format`` on one compact line, without a line ending."""
+    if format == "sharegpt":
+        from tinyjuice.formats.sharegpt import write_compact
+
+        return write_compact(transcript)  # the same bytes, without the round trip below
+    from tinyjuice.formats import dumps
+
+    # Writers may indent; a dataset line must stay one line.
+    return orjson.dumps(orjson.loads(dumps(transcript, format)))
+
+
 def process_line(
     raw: bytes,
     format: str,
@@ -762,7 +798,7 @@ def process_line(
     read, or that fails in any way, comes back as ``bad_input`` with ``output=None`` (the
     caller writes the line through verbatim); this function never raises for bad data.
     """
-    from tinyjuice.formats import LoadError, dumps, load_bytes
+    from tinyjuice.formats import LoadError, load_bytes
 
     started = time.perf_counter()
     body, ending = _line_ending(raw)
@@ -793,8 +829,7 @@ def process_line(
         )
         output = None
         if result.changed:
-            # Writers may indent; a dataset line must stay one line.
-            output = orjson.dumps(orjson.loads(dumps(result.transcript, format))) + ending
+            output = _one_line(result.transcript, format) + ending
     except Exception as exc:  # a bug must not stop a dataset run: report the line
         return _bad(f"could not compress: {type(exc).__name__}: {exc}", line, started)
     metrics = replace(result.metrics, line=line, duration_s=time.perf_counter() - started)

@@ -29,6 +29,7 @@ from tinyjuice.fit import (
     BatchOptions,
     TrajectoryStatus,
     compress_trajectory,
+    effective_target,
     extract_facts,
     fact_retention,
     head_end,
@@ -401,6 +402,64 @@ def test_process_line_works_out_the_target_once(monkeypatch: pytest.MonkeyPatch)
     res = process_line(raw, "sharegpt", BatchOptions(target_tokens=before // 2))
     assert res.metrics.status is TrajectoryStatus.COMPRESSED
     assert len(calls) == 1
+
+
+def test_effective_target_is_worked_out_once_per_model_and_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The answer depends on format, model, window, policy and target only: a dataset's
+    # lines share it, so the policy and model table are consulted once per distinct key.
+    import tinyjuice.fit as fit
+    import tinyjuice.policies as policies
+
+    monkeypatch.setattr(fit, "_TARGETS", {})
+    calls: list[str | None] = []
+    real = policies.agent_threshold
+
+    def spy(t: Transcript, *args: Any) -> Any:
+        calls.append(t.model)
+        return real(t, *args)
+
+    monkeypatch.setattr(policies, "agent_threshold", spy)
+    opts = BatchOptions(target_tokens=10**9)
+    small = Transcript(messages=(msg(U, 3),), format="sharegpt", model="gpt-4o")
+    other = replace(small, messages=(msg(U, 5), msg(A, 5)))
+    first = effective_target(small, opts)
+    assert effective_target(other, opts) == first
+    assert calls == ["gpt-4o"]
+    # Another model, window, policy or target is worked out (and answered) on its own.
+    variants = [
+        (replace(small, model="gpt-3.5-turbo"), opts),
+        (replace(small, context_window=32_000), opts),
+        (small, BatchOptions(target_tokens=10**9, policy="codex")),
+        (small, BatchOptions(target_tokens=1_000)),
+    ]
+    for t, o in variants:
+        got = effective_target(t, o)
+        monkeypatch.setattr(fit, "_TARGETS", {})
+        assert got == effective_target(t, o)  # the same answer when nothing was remembered
+    assert len(calls) == 1 + 2 * len(variants)
+    assert effective_target(small, BatchOptions(target_tokens=1_000)) == 1_000
+
+
+@pytest.mark.parametrize("container", ["object", "list"])
+def test_write_compact_is_the_indented_document_on_one_line(container: str) -> None:
+    # process_line writes a changed ShareGPT line with write_compact: byte for byte what
+    # indenting it and parsing it back gave, in the line's own container.
+    from tinyjuice.formats.sharegpt import write, write_compact
+
+    raw = trajectory_line(LONG).rstrip(b"\n")
+    if container == "list":
+        raw = b"[" + raw + b"]"
+    t = load_bytes(raw, "x", "sharegpt")
+    before = count_transcript(t).total
+    res = compress_trajectory(t, BatchOptions(target_tokens=before // 2))
+    assert res.changed
+    for each in (t, res.transcript):
+        assert write_compact(each) == orjson.dumps(orjson.loads(write(each)))
+    assert write_compact(res.transcript).startswith(b"[" if container == "list" else b"{")
+    out = process_line(raw + b"\n", "sharegpt", BatchOptions(target_tokens=before // 2))
+    assert out.output == write_compact(res.transcript) + b"\n"
 
 
 def test_process_line_keeps_crlf_and_reports_bad_lines() -> None:

@@ -49,7 +49,7 @@ from tinyjuice.model import (
 )
 from tinyjuice.tokens import TOOLS_IN_TEXT_HINT
 
-__all__ = ["NAME", "iter_trajectories", "read", "read_all", "sniff", "write"]
+__all__ = ["NAME", "iter_trajectories", "read", "read_all", "sniff", "write", "write_compact"]
 
 NAME = "sharegpt"
 
@@ -981,13 +981,9 @@ def _container(top_form: str, jsonl: bool | None) -> str:
     return "object" if top_form == "jsonl" else top_form
 
 
-def write(transcript: Transcript, *, jsonl: bool | None = None) -> bytes:
-    """Render ``transcript`` as one ShareGPT trajectory.
-
-    The container is the file's own (an object, a one-item list, or a JSONL line);
-    ``jsonl=True`` writes one compact line ending in ``\n`` whatever the source was,
-    ``jsonl=False`` a JSON document.
-    """
+def _document(transcript: Transcript, jsonl: bool | None) -> tuple[Any, bool]:
+    """``(document, one line?)`` that :func:`write` dumps: the trajectory object, or a
+    one-item list of it, and whether it goes on one compact line."""
     own = transcript.format == NAME
     messages = list(transcript.messages)
     conversations = _conversations(messages, own)
@@ -1013,5 +1009,24 @@ def write(transcript: Transcript, *, jsonl: bool | None = None) -> bytes:
     doc = {k: fields[k] for k in order if k in fields}
     doc.update((k, v) for k, v in fields.items() if k not in doc)
     if top_form == "list":
-        return dump_document([doc], jsonl=False)
-    return dump_document(doc, jsonl=top_form == "jsonl")
+        return [doc], False
+    return doc, top_form == "jsonl"
+
+
+def write(transcript: Transcript, *, jsonl: bool | None = None) -> bytes:
+    """Render ``transcript`` as one ShareGPT trajectory.
+
+    The container is the file's own (an object, a one-item list, or a JSONL line);
+    ``jsonl=True`` writes one compact line ending in ``\n`` whatever the source was,
+    ``jsonl=False`` a JSON document.
+    """
+    doc, line = _document(transcript, jsonl)
+    return dump_document(doc, jsonl=line)
+
+
+def write_compact(transcript: Transcript) -> bytes:
+    """:func:`write` in the file's own container, on one compact line without a line
+    ending: the bytes of ``orjson.dumps(orjson.loads(write(transcript)))`` (what a
+    dataset line is rewritten as), without indenting and parsing it first."""
+    doc, _ = _document(transcript, None)
+    return orjson.dumps(doc)
