@@ -23,6 +23,7 @@ from .common import ROLE_ORDER, SEED, SESSIONS, data_json, data_text, write_json
 from .stories.agents import (
     build_aider,
     build_cline,
+    build_codex,
     build_gemini_cli,
     build_glaive,
     build_mini_swe_agent,
@@ -31,9 +32,7 @@ from .stories.agents import (
 )
 from .stories.chat import build_anthropic, build_openai, build_sharegpt
 from .stories.claude_code import build_claude_code
-from .stories.codex import build_codex
-from .stories.demo import build_demo
-from .stories.hermes import build_gateway, build_state_db
+from .stories.hermes import build_demo, build_gateway, build_state_db
 
 _CLINE_ALSO = ("cline-task/ui_messages.json", "cline-task/task_metadata.json")
 #: Per sample, how a faithful reader turns the file into messages (the manifest's ``rule``).

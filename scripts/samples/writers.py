@@ -1,4 +1,5 @@
-"""Native-shape logs: each builds one agent's transcript and counts what it wrote."""
+"""Native-shape logs: each builds one agent's transcript and counts what it wrote; the
+Hermes tool schemas and system prompt."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .common import (
     Ids,
     compaction,
     data_json,
+    data_text,
     dumps_args,
     dumps_compact,
     fill,
@@ -23,13 +25,37 @@ from .common import (
     roles_counts,
 )
 from .shapes import shape, tagged
-from .tools import SHAREGPT_TOOLS, Call, sharegpt_system
 
 #: A message's content: a string or a list of content blocks / parts.
 Content = str | list[dict[str, Any]]
 
 #: The writers' fixed record shapes; ``"$name"`` strings are filled in.
 _RECORDS: dict[str, Any] = data_json("writer_records.json")
+
+#: The Hermes tool schemas and system prompt, and the ShareGPT samples' (a subset).
+Call = tuple[str, Any, str]  # (tool name, arguments as dict or raw string, result content)
+
+HERMES_TOOLS: list[dict[str, Any]] = data_json("hermes_tools.json")
+_SKILLS: list[list[str]] = data_json("hermes_skills.json")
+
+
+def hermes_system_prompt() -> str:
+    skills = "\n".join(f"    - {cat}/{name}: {desc}" for cat, name, desc in _SKILLS)
+    return data_text("text/hermes_system_prompt.txt").format(cwd=CWD, skills=skills)
+
+
+def tool_by_name(name: str) -> dict[str, Any]:
+    return next(t for t in HERMES_TOOLS if t["function"]["name"] == name)
+
+
+SHAREGPT_TOOLS = [
+    tool_by_name(n)["function"] for n in ("terminal", "read_file", "patch", "search_files")
+]
+
+
+def sharegpt_system() -> str:
+    tools = json.dumps(SHAREGPT_TOOLS, ensure_ascii=False)
+    return data_text("text/sharegpt_system.txt").format(tools=tools)
 
 
 def _arguments(args: Any) -> str:

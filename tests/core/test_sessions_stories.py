@@ -76,7 +76,7 @@ def test_hermes_stories_are_log_calls_replayed_by_the_shared_engine(steps: Any) 
     """user/assistant steps are ChatLog calls (their arguments a list) run by LogStory."""
     sys.path.insert(0, str(SCRIPTS))
     try:
-        from samples.stories.hermes_steps import HermesStory
+        from samples.stories.hermes import HermesStory
     finally:
         sys.path.remove(str(SCRIPTS))
     assert issubclass(HermesStory, steps.LogStory)

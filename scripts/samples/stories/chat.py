@@ -20,8 +20,7 @@ from ..common import (
     write_jsonl,
 )
 from ..project import WEBHOOKS, Repo, ledgerline
-from ..tools import Call
-from ..writers import AnthropicLog, ChatLog, ShareGPTLog
+from ..writers import AnthropicLog, Call, ChatLog, ShareGPTLog
 from .steps import LogStory
 
 # =========================================================================== OpenAI chat
