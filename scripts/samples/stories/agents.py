@@ -27,7 +27,7 @@ from ..common import (
     write_text,
 )
 from ..common import compaction as new_compaction
-from ..project import Repo, ledgerline
+from ..project import ledgerline
 from ..writers import CodexLog
 from .steps import LogStory
 
@@ -36,30 +36,6 @@ RECORDS: dict[str, dict[str, Any]] = data_json("agent_records.json")
 
 # ================================================================================= Codex
 
-RECON_CSV_HEAD = data_text("text/recon_csv_head.txt")
-
-
-class CodexTools:
-    """The Codex story's tools (see ``steps``): file text and the settlements CSV listing."""
-
-    def __init__(self, repo: Repo, ids: Ids) -> None:
-        self.repo = repo
-        self.ids = ids
-
-    def text(self, path: str) -> str:
-        return self.repo.text(path)
-
-    def settlements(self) -> str:
-        """``wc -l`` and ``cat`` of var/settlements.csv, cut to its first 263 lines."""
-        rows = "\n".join(
-            f"2025-09-{1 + i % 18:02d},INV-2025-{200 + i:04d},{('USD', 'EUR', 'GBP', 'JPY')[i % 4]},"
-            f"{(i * 37) % 900 + 10}.{(i * 13) % 100:02d},{(i * 37) % 900 + 10}.{(i * 13) % 100:02d},"
-            f"pi_{self.ids.b62(10)}"
-            for i in range(260)
-        )
-        csv = RECON_CSV_HEAD + "\n" + rows + "\n[... omitted 1021 of 1284 lines ...]"
-        return "1284 var/settlements.csv\n" + csv
-
 
 def build_codex(out_dir: Path) -> dict[str, Any]:
     rng = rng_for("codex")
@@ -67,10 +43,10 @@ def build_codex(out_dir: Path) -> dict[str, Any]:
     clock = Clock(datetime(2025, 9, 19, 9, 31, 2, 0, tzinfo=UTC), rng)
     cx = CodexLog(ids, clock)
     session = ids.uuid()
-    repo = ledgerline()
     cli = "src/app/cli.py"
+    repo = ledgerline(cli)
     repo.patch(cli, "    mismatches = 0\n", "    mismatches = 0\n    pending = 0\n")
-    story = LogStory({"rollout": cx}, CodexTools(repo, ids), ids)
+    story = LogStory({"rollout": cx}, repo, ids)  # its one tool: a file's text
     story.names["session"] = session
     story.replay("codex")
     write_jsonl(out_dir / "codex-rollout.jsonl", cx.lines)
