@@ -209,10 +209,6 @@ def prompt_span(prompts: list[int]) -> dict[str, int]:
     return {"first": prompts[0], "peak": max(prompts), "last": prompts[-1]}
 
 
-def data_url(png: bytes) -> str:
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-
-
 # ================================================================================ secrets
 
 

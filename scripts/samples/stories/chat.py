@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from typing import Any
 
 from ..common import (
     Ids,
-    data_bytes,
     data_json,
-    data_url,
     fill,
     parallel_calls,
     rng_for,
@@ -50,10 +47,6 @@ class OpenAITools:
         return ("apply_patch", {"diff": diff + "\n"}, out)
 
     shell = staticmethod(_shell)
-
-    @staticmethod
-    def image() -> str:
-        return data_url(data_bytes("images/openai_ci_dashboard.png"))
 
 
 def build_openai(out_dir: Path) -> dict[str, Any]:
@@ -96,10 +89,6 @@ class AnthropicTools:
         diff = self.repo.patch_many(path, edits)
         out = json.dumps({"path": path, "applied": True})
         return ("edit_file", {"path": path, "diff": diff}, out, False)
-
-    @staticmethod
-    def image() -> str:
-        return base64.b64encode(data_bytes("images/anthropic_invoice.png")).decode()
 
 
 def _blocks(messages: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:

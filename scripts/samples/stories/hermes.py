@@ -22,10 +22,8 @@ from ..common import (
     SECRETS,
     Clock,
     Ids,
-    data_bytes,
     data_json,
     data_text,
-    data_url,
     env_file,
     fill,
     make_secrets,
@@ -150,12 +148,6 @@ class HermesStory(LogStory):
 
 START = datetime(2025, 9, 16, 8, 41, 7, 118233, tzinfo=UTC)
 
-#: The screenshots users paste, by the name steps give them.
-IMAGES = {
-    "ci_dashboard": lambda: data_url(data_bytes("images/demo_ci_dashboard.png")),
-    "invoice": lambda: data_url(data_bytes("images/demo_invoice.png")),
-}
-
 
 class DemoStory(HermesStory):
     """The demo's world: the repo, the simulated test suite and the screenshots."""
@@ -173,8 +165,6 @@ class DemoStory(HermesStory):
         self.marks["invoice_reads"] = []
 
     def part(self, part: dict[str, Any]) -> str:
-        if "image" in part:
-            return IMAGES[part["image"]]()
         if "verbose_log" in part:
             return self.suite.verbose_log(part["verbose_log"])[0]
         return super().part(part)
