@@ -1,5 +1,5 @@
 """The made-up project ledgerline: its files (data/ledgerline/) and its simulated test suite
-(its tests and the causes of its red run, data/test_inventory.json and data/bugs.txt)."""
+(its collected test ids and the causes of its red run, data/test_ids.txt and data/bugs.txt)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from .common import data_json, data_text, rng_for
 
@@ -79,21 +78,6 @@ def ledgerline(*paths: str) -> Repo:
 
 # ============================================================================ test suite
 
-# module -> tests; "name[a|b|c]" expands to parametrized ids.
-_INVENTORY_SPEC: list[list[Any]] = data_json("test_inventory.json")
-
-
-def _expand(name: str) -> list[str]:
-    if "[" not in name:
-        return [name]
-    base, params = name[:-1].split("[", 1)
-    return [f"{base}[{p}]" for p in params.split("|")]
-
-
-def build_inventory() -> list[str]:
-    tests = ((module, name) for module, names in _INVENTORY_SPEC for name in names)
-    return [f"{module}::{n}" for module, name in tests for n in _expand(name)]
-
 
 @dataclass
 class Bug:
@@ -151,7 +135,7 @@ def parse_bugs(text: str) -> list[Bug]:
 def ledgerline_suite(seed: str, repo: Repo, active: Callable[[str], bool]) -> Suite:
     """The project's test suite on ``repo``: its tests and the causes of its red run, in fix
     order (``data/bugs.txt``), those whose key is ``active`` breaking their tests."""
-    suite = Suite(build_inventory(), rng_for(seed), repo)
+    suite = Suite(data_text("test_ids.txt").split("\n")[:-1], rng_for(seed), repo)
     for bug in parse_bugs(data_text("bugs.txt")):
         suite.add(bug, active=active(bug.key))
     return suite

@@ -412,3 +412,10 @@ def test_a_story_method_named_step_kind_plays_that_kind_of_step(steps: Any) -> N
     story = Story({"main": object()})
     story.play({"mark": "here", "note": 1})
     assert story.seen == [("here", 1)]
+
+
+def test_suite_inventory_is_the_projects_collected_test_ids() -> None:
+    """data/test_ids.txt reads like ``pytest --collect-only -q``: one unique id a line."""
+    ids = (DATA / "test_ids.txt").read_text(encoding="utf-8").split("\n")
+    assert ids[-1] == "" and len(set(ids[:-1])) == len(ids) - 1
+    assert all(re.fullmatch(r"tests/[\w/]+\.py::\w+(\[[^\]]+\])?", i) for i in ids[:-1])
