@@ -301,6 +301,26 @@ def test_manifest_describes_every_sample(manifest: dict[str, Any]) -> None:
         assert all(c["index"] < entry["messages"] for c in entry["compactions"]), name
 
 
+def test_manifest_counts_have_one_shape_everywhere(manifest: dict[str, Any]) -> None:
+    """Every block of counts (a sample's, a session's, with inactive rows) is the same four
+    keys in one order, with its formats' extras after the shared ones."""
+
+    def blocks(value: Any) -> list[dict[str, Any]]:
+        if isinstance(value, list):
+            return [b for v in value for b in blocks(v)]
+        if not isinstance(value, dict):
+            return []
+        inner = [b for v in value.values() for b in blocks(v)]
+        return [value, *inner] if "roles" in value else inner
+
+    found = blocks(manifest["files"])
+    assert len(found) >= len(manifest["files"]) + 2
+    for block in found:
+        keys = [k for k in block if k in ("messages", "roles", "tool_calls", "tool_results")]
+        assert keys == ["messages", "roles", "tool_calls", "tool_results"], block
+        assert block["tool_results"] == block["roles"].get("tool", 0)
+
+
 def test_state_db_has_a_rotated_parent_and_an_in_place_compacted_child() -> None:
     con = sqlite3.connect(f"file:{SESSIONS / 'hermes-state.db'}?mode=ro", uri=True)
     try:

@@ -12,7 +12,6 @@ from ..common import (
     fill,
     parallel_calls,
     rng_for,
-    role_counts,
     write_json,
     write_jsonl,
 )
@@ -113,19 +112,8 @@ def build_anthropic(out_dir: Path) -> dict[str, Any]:
     write_json(out_dir / "anthropic-messages.json", doc)
     errors = sum(1 for b in _blocks(a.messages, "user") if b.get("is_error"))
     thinking = sum(1 for b in _blocks(a.messages, "assistant") if b["type"] == "thinking")
-    return {
-        "format": "anthropic",
-        "messages": len(a.roles),
-        "raw_messages": len(a.messages),
-        "roles": role_counts(a.roles),
-        "tool_calls": a.tool_calls,
-        "tool_results": a.roles.count("tool"),
-        "tool_errors": errors,
-        "compactions": [],
-        "images": a.images,
-        "thinking_blocks": thinking,
-        "model": doc["model"],
-    }
+    more = {"raw_messages": len(a.messages), "tool_errors": errors, "thinking_blocks": thinking}
+    return a.entry("anthropic", doc["model"], **more)
 
 
 class ShareGPTTools:

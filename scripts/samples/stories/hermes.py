@@ -29,7 +29,6 @@ from ..common import (
     make_secrets,
     parallel_calls,
     rng_for,
-    role_counts,
     roles_counts,
     write_db,
     write_json,
@@ -361,7 +360,6 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
         old_id=old_id,
         child_id=child_id,
         live=_entry(active_child),
-        tool_results=sum(1 for m in active_child if m["role"] == "tool"),
         inactive=len(child.messages),
         with_inactive=_entry(child.messages + active_child),
         old=_entry(old.messages),
@@ -376,8 +374,4 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
 
 def _entry(msgs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     calls = sum(len(m.get("tool_calls") or ()) for m in msgs)
-    return {
-        "messages": len(msgs),
-        "roles": role_counts([m["role"] for m in msgs]),
-        "tool_calls": calls,
-    }
+    return roles_counts([m["role"] for m in msgs], calls)
