@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .common import data_json, data_text, rng_for
+from .common import Ids, data_json, data_text, rng_for
 
 # ========================================================================= virtual repo
 
@@ -278,8 +278,8 @@ def _log_lines(rng: random.Random, test: str, phase: str) -> list[str]:
         out.append(
             rng.choice(templates).format(
                 n=rng.randint(40, 330),
-                h="".join(rng.choice("0123456789abcdef") for _ in range(8)),
-                h2="".join(rng.choice("0123456789abcdef") for _ in range(6)),
+                h=Ids(rng).hex(8),
+                h2=Ids(rng).hex(6),
                 a=f"{a:.2f}",
                 b=f"{b:.2f}",
                 c=f"{a + b:.2f}",

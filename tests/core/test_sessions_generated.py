@@ -89,6 +89,17 @@ def test_check_reports_a_hand_edited_sample(generator: ModuleType, tmp_path: Pat
     assert generator.check(copy, work) == ["openai-chat.json: differs from a fresh generation"]
 
 
+def test_check_reports_every_file_a_builder_writes(generator: ModuleType, tmp_path: Path) -> None:
+    """--check compares every file a fresh generation writes, the samples' second files too."""
+    copy = tmp_path / "sessions"
+    shutil.copytree(SESSIONS, copy)
+    (copy / "cline-task" / "task_metadata.json").unlink()
+    work = tmp_path / "work"
+    work.mkdir()
+    assert generator.check(copy, work) == [f"cline-task/task_metadata.json: missing from {copy}"]
+    assert "cline-task/ui_messages.json" in generator.file_names(SESSIONS)
+
+
 def test_check_compares_database_rows_not_only_bytes(generator: ModuleType, tmp_path: Path) -> None:
     copy = tmp_path / "sessions"
     shutil.copytree(SESSIONS, copy)

@@ -309,25 +309,22 @@ def build_glaive(out_dir: Path) -> dict[str, Any]:
 def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
     shape, model = RECORDS["mini-swe-agent"], "anthropic/claude-sonnet-4-20250514"
     ask = f"<pr_description>\n{AGENT_ASK}\n</pr_description>"
-    msgs = [{"role": "system", "content": shape["system"]}, {"role": "user", "content": ask}]
-    roles = ["system", "user"]
-    commands = TASK["tools"]["mini-swe-agent"]
-
-    def say(role: str, content: str) -> None:
-        msgs.append({"role": role, "content": content})
-
+    says = [("system", shape["system"]), ("user", ask)]
+    roles = ["system", "user"]  # observations are user messages a reader makes tool results
     for k, (kind, target, output) in enumerate(AGENT_STEPS):
-        action = commands[kind].format(target)
-        say("assistant", shape["step"].format(thought=_thought(kind, target), action=action))
+        action = TASK["tools"]["mini-swe-agent"][kind].format(target)
         code = 1 if "FAILED" in output else 0
-        say("user", shape["observation"].format(code=code, output=output))
+        says.append(
+            ("assistant", shape["step"].format(thought=_thought(kind, target), action=action))
+        )
+        says.append(("user", shape["observation"].format(code=code, output=output)))
         roles += ["assistant", "tool"]
         if k == 1:  # a reply without an action, and the agent's format-error notice
-            say("assistant", shape["no_action"])
-            say("user", shape["format_error"])
+            says += [("assistant", shape["no_action"]), ("user", shape["format_error"])]
             roles += ["assistant", "user"]
-    say("assistant", shape["submit"])
+    says.append(("assistant", shape["submit"]))
     roles.append("assistant")
+    msgs = [{"role": role, "content": content} for role, content in says]
     doc = fill(shape["doc"], api_calls=len(roles) // 2, messages=msgs)
     write_json(out_dir / "mini-swe-agent.traj.json", doc)
     return manifest_entry("swe-agent", roles, len(AGENT_STEPS), [], model)
