@@ -142,14 +142,13 @@ class ChatLog(_Log):
 
 class AnthropicLog(_Log):
     """Anthropic Messages with strict user/assistant alternation; counts a reader's view
-    (``roles``: tool results split out of the user messages that carry them)."""
+    (``roles``: tool results split out of the user messages that carry them), the thinking
+    blocks and the tool results marked as errors."""
 
     def __init__(self, ids: Ids) -> None:
         super().__init__(ids)
         self.pending: list[tuple[str, str, bool]] = []  # (tool_use_id, content, is_error)
-
-    def signature(self) -> str:
-        return base64.b64encode(noise(self.ids.rng, 180, 320)).decode()
+        self.thinking_blocks = self.tool_errors = 0
 
     def user(self, *blocks: dict[str, Any] | str) -> None:
         """Flush pending tool results first (the API requires them to lead), then user blocks."""
@@ -160,6 +159,7 @@ class AnthropicLog(_Log):
             for tid, text, err in self.pending
         ]
         self.roles += ["tool"] * len(content)
+        self.tool_errors += sum(err for _, _, err in self.pending)
         self.pending = []
         extra = [shape("text_block", text=b) if isinstance(b, str) else b for b in blocks]
         self.images += sum(1 for b in extra if b.get("type") == "image")
@@ -176,7 +176,9 @@ class AnthropicLog(_Log):
             raise AssertionError("anthropic: roles must alternate")
         content = []
         if thinking:
-            content.append(shape("thinking_block", text=thinking, signature=self.signature()))
+            signature = base64.b64encode(noise(self.ids.rng, 180, 320)).decode()
+            content.append(shape("thinking_block", text=thinking, signature=signature))
+            self.thinking_blocks += 1
         content += [shape("text_block", text=text)] if text else []
         for name, args, result, err in calls:
             tid = self.ids.toolu()

@@ -419,3 +419,18 @@ def test_suite_inventory_is_the_projects_collected_test_ids() -> None:
     ids = (DATA / "test_ids.txt").read_text(encoding="utf-8").split("\n")
     assert ids[-1] == "" and len(set(ids[:-1])) == len(ids) - 1
     assert all(re.fullmatch(r"tests/[\w/]+\.py::\w+(\[[^\]]+\])?", i) for i in ids[:-1])
+
+
+def test_anthropic_log_counts_thinking_blocks_and_tool_errors_as_it_writes() -> None:
+    import random
+
+    from scripts.samples.common import Ids
+    from scripts.samples.writers import AnthropicLog
+
+    log = AnthropicLog(Ids(random.Random(2)))
+    log.user("go")
+    log.assistant("hmm", None, ("view_file", {"path": "a"}, "x", False), ("run", {}, "boom", True))
+    log.user("next")
+    log.assistant(None, "done")
+    assert (log.thinking_blocks, log.tool_errors, log.tool_calls) == (1, 1, 2)
+    assert log.roles == ["user", "assistant", "tool", "tool", "user", "assistant"]

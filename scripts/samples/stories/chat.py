@@ -90,16 +90,6 @@ class AnthropicTools:
         return ("edit_file", {"path": path, "diff": diff}, out, False)
 
 
-def _blocks(messages: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
-    """The content blocks of ``role``'s messages that hold a list of blocks."""
-    return [
-        b
-        for m in messages
-        if m["role"] == role and isinstance(m["content"], list)
-        for b in m["content"]
-    ]
-
-
 def build_anthropic(out_dir: Path) -> dict[str, Any]:
     a = AnthropicLog(Ids(rng_for("anthropic")))
     repo = ledgerline("src/app/web/filters.py")
@@ -110,9 +100,8 @@ def build_anthropic(out_dir: Path) -> dict[str, Any]:
     if a.pending:
         raise AssertionError("anthropic: unanswered tool_use blocks")
     write_json(out_dir / "anthropic-messages.json", doc)
-    errors = sum(1 for b in _blocks(a.messages, "user") if b.get("is_error"))
-    thinking = sum(1 for b in _blocks(a.messages, "assistant") if b["type"] == "thinking")
-    more = {"raw_messages": len(a.messages), "tool_errors": errors, "thinking_blocks": thinking}
+    more = {"raw_messages": len(a.messages), "tool_errors": a.tool_errors}
+    more["thinking_blocks"] = a.thinking_blocks
     return a.entry("anthropic", doc["model"], **more)
 
 
