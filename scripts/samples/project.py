@@ -7,7 +7,7 @@ import difflib
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .common import Ids, data_json, data_text, rng_for
 
@@ -135,10 +135,9 @@ def parse_bugs(text: str) -> list[Bug]:
 def ledgerline_suite(seed: str, repo: Repo, active: Callable[[str], bool]) -> Suite:
     """The project's test suite on ``repo``: its tests and the causes of its red run, in fix
     order (``data/bugs.txt``), those whose key is ``active`` breaking their tests."""
-    suite = Suite(data_text("test_ids.txt").split("\n")[:-1], rng_for(seed), repo)
-    for bug in parse_bugs(data_text("bugs.txt")):
-        suite.add(bug, active=active(bug.key))
-    return suite
+    bugs = {bug.key: bug for bug in parse_bugs(data_text("bugs.txt"))}
+    tests = data_text("test_ids.txt").split("\n")[:-1]
+    return Suite(tests, rng_for(seed), repo, bugs, {key for key in bugs if active(key)})
 
 
 @dataclass
@@ -146,23 +145,12 @@ class Suite:
     inventory: list[str]
     rng: random.Random
     repo: Repo
-    bugs: dict[str, Bug] = field(default_factory=dict)
-    active: set[str] = field(default_factory=set)
+    bugs: dict[str, Bug]
+    active: set[str]  # the keys of the bugs breaking their tests now
     skipped: tuple[str, ...] = (
         "tests/test_migrations.py::test_downgrade_one",
         "tests/billing/test_invoice_repository.py::test_lines_keep_order",
     )
-
-    def add(self, bug: Bug, active: bool = True) -> None:
-        for t in bug.tests:
-            if t not in self.inventory:
-                raise KeyError(f"{bug.key}: {t} is not in the inventory")
-        self.bugs[bug.key] = bug
-        if active:
-            self.active.add(bug.key)
-
-    def fix(self, key: str) -> None:
-        self.active.discard(key)
 
     def failing(self) -> dict[str, Bug]:
         return {t: self.bugs[k] for k in sorted(self.active) for t in self.bugs[k].tests}

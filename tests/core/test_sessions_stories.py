@@ -419,6 +419,10 @@ def test_suite_inventory_is_the_projects_collected_test_ids() -> None:
     ids = (DATA / "test_ids.txt").read_text(encoding="utf-8").split("\n")
     assert ids[-1] == "" and len(set(ids[:-1])) == len(ids) - 1
     assert all(re.fullmatch(r"tests/[\w/]+\.py::\w+(\[[^\]]+\])?", i) for i in ids[:-1])
+    # every test a bug of data/bugs.txt breaks is one of them
+    bugs = (DATA / "bugs.txt").read_text(encoding="utf-8")
+    broken = re.findall(r"^@@ test (\S+)$", bugs, flags=re.M)
+    assert broken and set(broken) <= set(ids)
 
 
 def test_anthropic_log_counts_thinking_blocks_and_tool_errors_as_it_writes() -> None:

@@ -137,7 +137,7 @@ class HermesStory(LogStory):
             self.marks[name] = index
 
     def step_fix(self, bug: str, step: dict[str, Any]) -> None:
-        self.tools.suite.fix(bug)
+        self.tools.suite.active.discard(bug)
 
     def part(self, part: dict[str, Any]) -> str:
         return suite_part(self.tools.suite, part)
