@@ -195,13 +195,7 @@ def build_demo(out_dir: Path) -> dict[str, Any]:
         count=len(h.messages),
         messages=h.messages,
     )
-    write_json(out_dir / "demo.json", doc)
-
-    reads = [h.messages[i]["content"] for i in marks["invoice_reads"]]
-    if len(set(reads)) != 1 or len(reads) != 3:
-        raise AssertionError("demo: the three invoice.py reads must be identical")
-    if len(json.loads(h.messages[marks["long_output"]]["content"])["output"].split("\n")) != 3000:
-        raise AssertionError("demo: the long output must be exactly 3,000 lines")
+    write_json(out_dir / "demo.json", doc)  # (tests check its three reads, its long output)
     entry: dict[str, Any] = fill(
         shape["manifest"],
         counts=roles_counts([m["role"] for m in h.messages], h.tool_calls),
