@@ -101,7 +101,7 @@ class Bug:
             kind, path, needle = m.groups()
             if kind == "line":
                 return str(repo.find_line(path, needle))
-            return frame(repo, path, needle, [])
+            return frame(repo, path, needle)
 
         report = self.reports[test]
         block, where = (_QUOTE.sub(quote, report[k]) for k in ("block", "where"))
@@ -280,11 +280,9 @@ def _log_lines(rng: random.Random, test: str, phase: str) -> list[str]:
     return out
 
 
-# ===================================================================== report excerpts
-
-
-def frame(repo: Repo, path: str, needle: str, errors: Sequence[str], header: str = "") -> str:
-    """A pytest traceback frame: the enclosing function up to the failing line, then E lines."""
+def frame(repo: Repo, path: str, needle: str) -> str:
+    """A pytest traceback frame: the enclosing function (its decorators first) up to the
+    failing line, the first holding ``needle``."""
     lines = repo.lines(path)
     at = repo.find_line(path, needle)
     start = at
@@ -296,7 +294,4 @@ def frame(repo: Repo, path: str, needle: str, errors: Sequence[str], header: str
     while start > 1 and lines[start - 2].lstrip().startswith("@"):
         start -= 1
     window = enumerate(lines[start - 1 : at], start=start)
-    body = [(">   " if n == at else "    ") + line if line else "" for n, line in window]
-    out = ([header, ""] if header else []) + body
-    out += [f"E       {e}" for e in errors]
-    return "\n".join(out)
+    return "\n".join((">   " if n == at else "    ") + ln if ln else "" for n, ln in window)
