@@ -24,7 +24,6 @@ from ..common import (
     Ids,
     data_json,
     data_text,
-    env_file,
     fill,
     make_secrets,
     parallel_calls,
@@ -157,7 +156,8 @@ class DemoStory(HermesStory):
         self.clock = Clock(START, rng)
         self.repo = ledgerline()
         self.repo.write("CHANGELOG.md", data_text("ledgerline/CHANGELOG.md"))
-        self.repo.write(".env", env_file(make_secrets(rng_for("demo-secrets"))))
+        secrets = make_secrets(rng_for("demo-secrets"))
+        self.repo.write(".env", data_text("text/env_file.txt").format(**secrets))
         self.suite = ledgerline_suite("demo-suite", self.repo, lambda key: key != "flaky_dedupe")
         log, tools = ChatLog(self.ids, self.clock), HermesTools(self.repo, self.suite)
         super().__init__({"demo": log}, tools, self.ids)
