@@ -451,7 +451,7 @@ class ShareGPTLog(_Log):
             self.turns.append({"from": "tool", "value": "\n".join(blocks)})
             self.roles += ["tool"] * len(calls)
 
-    def entry(self, prompt_index: int, model: str, stamp: str) -> dict[str, Any]:
+    def row(self, prompt_index: int, model: str, stamp: str) -> dict[str, Any]:
         entry: dict[str, Any] = fill(
             _RECORDS["sharegpt_entry"],
             prompt_index=prompt_index,

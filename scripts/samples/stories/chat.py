@@ -136,6 +136,6 @@ def build_sharegpt(out_dir: Path) -> dict[str, Any]:
     logs = {f"c{i}": ShareGPTLog(ids) for i in (1, 2, 3)}
     LogStory(logs, ShareGPTTools()).replay("sharegpt")
     pairs = enumerate(zip(logs.values(), _SHAREGPT_STAMPS, strict=True))
-    write_jsonl(out_dir / "sharegpt.jsonl", [t.entry(i, _SHAREGPT_MODEL, s) for i, (t, s) in pairs])
+    write_jsonl(out_dir / "sharegpt.jsonl", [t.row(i, _SHAREGPT_MODEL, s) for i, (t, s) in pairs])
     per = [t.manifest() for t in logs.values()]
     return {"format": "sharegpt", **per[0], "model": _SHAREGPT_MODEL, "trajectories": per}
