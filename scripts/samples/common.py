@@ -24,8 +24,6 @@ LEGACY_SUMMARY_PREFIX = "[CONTEXT SUMMARY]:"
 LATEST_ASK = "Now make the retry logic in src/app/payments/client.py idempotent and add a test."
 ROLE_ORDER = ("system", "developer", "user", "assistant", "tool")
 
-# =============================================================================== utilities
-
 
 def data_bytes(name: str) -> bytes:
     """A data file's bytes (the screenshots stories paste are ``images/*.png``)."""

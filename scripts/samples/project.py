@@ -11,8 +11,6 @@ from dataclasses import dataclass
 
 from .common import Ids, data_json, data_text, rng_for
 
-# ========================================================================= virtual repo
-
 
 class Repo:
     """The project's files as text, edited in step with the story so reads stay consistent."""
@@ -63,8 +61,6 @@ class Repo:
     def write(self, path: str, text: str) -> None:
         self.files[path] = text
 
-
-# ===================================================================== project sources
 
 _START_FILES: list[str] = data_json("project_files.json")
 WEBHOOKS = "src/app/payments/webhooks.py"  # the one file some stories start from

@@ -137,9 +137,6 @@ class ChatLog(_Log):
         return [cid for cid, _, _ in raw]
 
 
-# ====================================================================== Anthropic messages
-
-
 class AnthropicLog(_Log):
     """Anthropic Messages with strict user/assistant alternation; counts a reader's view
     (``roles``: tool results split out of the user messages that carry them), the thinking
@@ -189,8 +186,6 @@ class AnthropicLog(_Log):
         self.roles.append("assistant")
 
 
-# ============================================================================ Claude Code
-
 CC_MODEL = "claude-sonnet-4-5-20250929"
 CC_BRANCH = "fix/payments-idempotency"
 CC_CACHED_SYSTEM = 14_893  # system prompt + tool definitions, cached across sessions
@@ -213,7 +208,6 @@ class ClaudeCodeLog(_Log):
         kinds = ("sidechain", "abandoned_branch")
         self.excluded = {f"{k}_{n}": 0 for k in kinds for n in ("messages", "lines")}
 
-    # -- plumbing ------------------------------------------------------------------
     @property
     def off_main(self) -> str | None:
         """The excluded branch lines written now belong to (None on the main chain)."""
@@ -242,7 +236,6 @@ class ClaudeCodeLog(_Log):
         else:
             self.roles.append(role)
 
-    # -- lines -------------------------------------------------------------------------
     def prompt(self, text: Content, **extra: Any) -> str:
         self.clock.tick(15, 90)
         self._count("user")

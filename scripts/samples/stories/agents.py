@@ -34,8 +34,6 @@ from .steps import LogStory
 #: Each agent's fixed record shapes, ``"$name"`` marking what the builder fills in.
 RECORDS: dict[str, dict[str, Any]] = data_json("agent_records.json")
 
-# ================================================================================= Codex
-
 
 def build_codex(out_dir: Path) -> dict[str, Any]:
     rng = rng_for("codex")
@@ -60,9 +58,6 @@ def build_codex(out_dir: Path) -> dict[str, Any]:
         usage_events=len(cx.usage_events),
         prompt_tokens=prompt_span(cx.usage_events),
     )
-
-
-# ============================================================================= SWE-agent
 
 
 def _swe_turn(

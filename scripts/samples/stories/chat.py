@@ -19,8 +19,6 @@ from ..project import WEBHOOKS, Repo, ledgerline
 from ..writers import AnthropicLog, Call, ChatLog, ShareGPTLog
 from .steps import LogStory
 
-# =========================================================================== OpenAI chat
-
 
 def _shell(out: str, code: int = 0, err: str = "") -> str:
     return json.dumps({"stdout": out, "stderr": err, "exit_code": code})
