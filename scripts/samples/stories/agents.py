@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -60,37 +59,27 @@ def build_codex(out_dir: Path) -> dict[str, Any]:
     )
 
 
-def _swe_turn(
-    ids: Ids, history: list[dict[str, Any]], steps: list[dict[str, Any]], step: Sequence[str]
-) -> tuple[int, int]:
-    """One action and its observation, into ``history`` and ``steps``; returns the tokens
-    sent and received for it."""
-    thought, action, observation, open_file = step
-    shape, cid = RECORDS["swe-agent"], ids.call()
-    arguments = json.dumps({"command": action})
-    call = shapes.shape("swe_tool_call", id=cid, name="bash", arguments=arguments)
-    history.append(fill(shape["action"], thought=thought, action=action, call=call))
-    history.append(fill(shape["observation"], content=f"OBSERVATION:\n{observation}", id=cid))
-    sent = 6_200 + sum(len(json.dumps(m)) for m in history) // 4
-    received = len(thought) // 4 + len(action) // 4 + 40
-    time = round(ids.rng.uniform(0.05, 3.5), 3)
-    path = f"/testbed/src/app/api/{open_file}" if open_file else "n/a"
-    values = {"thought": thought, "action": action, "observation": observation}
-    steps.append(fill(shape["step"], **values, time=time, open_file=path))
-    return sent, received
-
-
 def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     ids, shape = Ids(rng_for("swe-agent")), RECORDS["swe-agent"]
     # the system prompt, the demonstration (thought/action style, observations as user
-    # messages) and the issue
+    # messages) and the issue; then per step an action, its observation and their tokens
     history = [fill(shape["system"], text=data_text("text/swe_agent_system.txt"))]
     history += [{**m, "agent": "main"} for m in data_json("stories/swe_agent_demonstration.json")]
     history.append(fill(shape["issue"], text=data_text("text/swe_agent_issue.txt")))
     steps: list[dict[str, Any]] = []
     obs: list[list[str]] = data_json("stories/swe_agent_steps.json")
-    usage = [_swe_turn(ids, history, steps, step) for step in obs]  # (sent, received) a step
-    sent, received = (sum(u[i] for u in usage) for i in (0, 1))
+    sent = received = 0
+    for thought, action, observation, open_file in obs:
+        cid, arguments = ids.call(), json.dumps({"command": action})
+        call = shapes.shape("swe_tool_call", id=cid, name="bash", arguments=arguments)
+        history.append(fill(shape["action"], thought=thought, action=action, call=call))
+        history.append(fill(shape["observation"], content=f"OBSERVATION:\n{observation}", id=cid))
+        sent += 6_200 + sum(len(json.dumps(m)) for m in history) // 4
+        received += len(thought) // 4 + len(action) // 4 + 40
+        time = round(ids.rng.uniform(0.05, 3.5), 3)
+        path = f"/testbed/src/app/api/{open_file}" if open_file else "n/a"
+        values = {"thought": thought, "action": action, "observation": observation}
+        steps.append(fill(shape["step"], **values, time=time, open_file=path))
     cost = round(sent * 3e-6 + received * 15e-6, 4)
     stats: dict[str, Any] = {"cost": cost, "sent": sent, "received": received, "calls": len(obs)}
     stats["submission"] = obs[3][2].split("\n", 1)[1] + data_text("text/swe_agent_test_diff.txt")
@@ -98,16 +87,11 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     doc = fill(data_json("swe_agent_doc.json"), trajectory=steps, history=history, **stats)
     doc["replay_config"] = json.dumps(doc["replay_config"])
     write_json(out_dir / "swe-agent.traj", doc)
-    return manifest_entry(
-        "swe-agent",
-        [m["role"] for m in history],
-        len(obs),
-        [],
-        "anthropic/claude-sonnet-4-20250514",
-        trajectory_steps=len(steps),
-        demonstration_messages=sum(1 for m in history if m.get("is_demo")),
-        model_stats=doc["info"]["model_stats"],
-    )
+    roles, model = [m["role"] for m in history], "anthropic/claude-sonnet-4-20250514"
+    demo = sum(1 for m in history if m.get("is_demo"))
+    more = {"trajectory_steps": len(steps), "demonstration_messages": demo}
+    more["model_stats"] = doc["info"]["model_stats"]
+    return manifest_entry("swe-agent", roles, len(obs), [], model, **more)
 
 
 # ============================================================ newer agents and datasets
