@@ -22,7 +22,6 @@ from .common import (
     fill,
     manifest_entry,
     noise,
-    roles_counts,
 )
 from .shapes import shape, tagged
 
@@ -455,8 +454,3 @@ class ShareGPTLog(_Log):
             api_calls=self.roles.count("assistant"),
         )
         return entry
-
-    def manifest(self) -> dict[str, Any]:
-        counts = roles_counts(self.roles, self.tool_calls)
-        messages = {"messages": counts.pop("messages"), "raw_turns": len(self.turns)}
-        return {**messages, **counts, "compactions": self.compactions, "images": 0}

@@ -310,6 +310,9 @@ def test_manifest_describes_every_sample(manifest: dict[str, Any]) -> None:
         assert entry["rule"], name
         assert sum(entry["roles"].values()) == entry["messages"], name
         assert all(c["index"] < entry["messages"] for c in entry["compactions"]), name
+    sharegpt = files["sharegpt.jsonl"]  # its trajectories' entries are sample entries too
+    for trajectory in sharegpt["trajectories"]:
+        assert (trajectory["format"], trajectory["model"]) == ("sharegpt", sharegpt["model"])
 
 
 def test_manifest_counts_have_one_shape_everywhere(manifest: dict[str, Any]) -> None:

@@ -135,5 +135,5 @@ def build_sharegpt(out_dir: Path) -> dict[str, Any]:
     LogStory(logs, ShareGPTTools()).replay("sharegpt")
     pairs = enumerate(zip(logs.values(), _SHAREGPT_STAMPS, strict=True))
     write_jsonl(out_dir / "sharegpt.jsonl", [t.row(i, _SHAREGPT_MODEL, s) for i, (t, s) in pairs])
-    per = [t.manifest() for t in logs.values()]
-    return {"format": "sharegpt", **per[0], "model": _SHAREGPT_MODEL, "trajectories": per}
+    per = [t.entry("sharegpt", _SHAREGPT_MODEL, raw_turns=len(t.turns)) for t in logs.values()]
+    return {**per[0], "trajectories": per}
