@@ -12,11 +12,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from samples.build import check, generate, main
+from samples.build import check, file_names, generate, main
 
 from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
-__all__ = ["STATE_SCHEMA", "check", "generate", "main"]
+__all__ = ["STATE_SCHEMA", "check", "file_names", "generate", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,6 +23,7 @@ from .common import ROLE_ORDER, SEED, SESSIONS, data_json, data_text, write_json
 from .stories.agents import (
     build_aider,
     build_cline,
+    build_codex,
     build_gemini_cli,
     build_glaive,
     build_mini_swe_agent,
@@ -31,40 +32,30 @@ from .stories.agents import (
 )
 from .stories.chat import build_anthropic, build_openai, build_sharegpt
 from .stories.claude_code import build_claude_code
-from .stories.codex import build_codex
-from .stories.demo import build_demo
-from .stories.hermes import build_gateway, build_state_db
+from .stories.hermes import build_demo, build_gateway, build_state_db
 
-_CLINE_ALSO = ("cline-task/ui_messages.json", "cline-task/task_metadata.json")
 #: Per sample, how a faithful reader turns the file into messages (the manifest's ``rule``).
 _RULES: dict[str, str] = data_json("rules.json")
 _DESCRIPTIONS: dict[str, str] = data_json("descriptions.json")  # the README's, per sample
 
-#: Each sample's file, its builder, and the files the builder writes besides it.
-BUILDERS: tuple[tuple[str, Callable[[Path], dict[str, Any]], tuple[str, ...]], ...] = (
-    ("demo.json", build_demo, ()),
-    ("openai-chat.json", build_openai, ()),
-    ("anthropic-messages.json", build_anthropic, ()),
-    ("hermes-gateway.jsonl", build_gateway, ()),
-    ("hermes-state.db", build_state_db, ()),
-    ("claude-code.jsonl", build_claude_code, ()),
-    ("codex-rollout.jsonl", build_codex, ()),
-    ("sharegpt.jsonl", build_sharegpt, ()),
-    ("swe-agent.traj", build_swe_agent, ()),
-    ("gemini-cli-session.jsonl", build_gemini_cli, ()),
-    ("cline-task/api_conversation_history.json", build_cline, _CLINE_ALSO),
-    ("opencode.db", build_opencode, ()),
-    ("aider-chat-history.md", build_aider, ()),
-    ("sharegpt-glaive.jsonl", build_glaive, ()),
-    ("mini-swe-agent.traj.json", build_mini_swe_agent, ()),
-)
-
-#: Every file the generator writes (and ``--check`` compares), in manifest order.
-FILE_NAMES = (
-    *(n for name, _, also in BUILDERS for n in (name, *also)),
-    "manifest.json",
-    "README.md",
-)
+#: Each sample's (first) file and its builder, in manifest order.
+BUILDERS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "demo.json": build_demo,
+    "openai-chat.json": build_openai,
+    "anthropic-messages.json": build_anthropic,
+    "hermes-gateway.jsonl": build_gateway,
+    "hermes-state.db": build_state_db,
+    "claude-code.jsonl": build_claude_code,
+    "codex-rollout.jsonl": build_codex,
+    "sharegpt.jsonl": build_sharegpt,
+    "swe-agent.traj": build_swe_agent,
+    "gemini-cli-session.jsonl": build_gemini_cli,
+    "cline-task/api_conversation_history.json": build_cline,
+    "opencode.db": build_opencode,
+    "aider-chat-history.md": build_aider,
+    "sharegpt-glaive.jsonl": build_glaive,
+    "mini-swe-agent.traj.json": build_mini_swe_agent,
+}
 
 #: Formats whose files keep the history a compaction replaced: the agent's live context
 #: starts again at the last compaction's summary. The other samples hold the compacted
@@ -100,7 +91,7 @@ def _readme(manifest: dict[str, Any]) -> str:
 def generate(out_dir: Path) -> dict[str, Any]:
     """Write every sample, the manifest and the README into ``out_dir``; return the manifest."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = {name: _entry(name, builder(out_dir)) for name, builder, _ in BUILDERS}
+    files = {name: _entry(name, builder(out_dir)) for name, builder in BUILDERS.items()}
     manifest = {
         "generator": "scripts/make_sessions.py",
         "seed": SEED,
@@ -110,6 +101,11 @@ def generate(out_dir: Path) -> dict[str, Any]:
     write_json(out_dir / "manifest.json", manifest)
     write_text(out_dir / "README.md", _readme(manifest))
     return manifest
+
+
+def file_names(out_dir: Path) -> list[str]:
+    """Every file under ``out_dir`` (what ``generate`` wrote there), sorted."""
+    return sorted(p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*") if p.is_file())
 
 
 def _db_rows(path: Path) -> list[str]:
@@ -123,7 +119,7 @@ def check(sessions: Path, workdir: Path | None = None) -> list[str]:
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         fresh = Path(tmp)
         generate(fresh)
-        for name in FILE_NAMES:
+        for name in file_names(fresh):
             new, old = fresh / name, sessions / name
             if not old.exists():
                 problems.append(f"{name}: missing from {sessions}")
@@ -162,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if problems:
             print("run `python scripts/make_sessions.py` and commit the result", file=sys.stderr)
             return 1
-        print(f"{args.sessions}: up to date ({len(FILE_NAMES)} files)")
+        print(f"{args.sessions}: up to date ({len(file_names(args.sessions))} files)")
         return 0
     manifest = generate(args.sessions)
     for name, entry in manifest["files"].items():

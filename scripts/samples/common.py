@@ -8,7 +8,7 @@ import random
 import sqlite3
 import string
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from contextlib import closing
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -23,8 +23,6 @@ SUMMARY_PREFIX = "[CONTEXT COMPACTION — REFERENCE ONLY]"
 LEGACY_SUMMARY_PREFIX = "[CONTEXT SUMMARY]:"
 LATEST_ASK = "Now make the retry logic in src/app/payments/client.py idempotent and add a test."
 ROLE_ORDER = ("system", "developer", "user", "assistant", "tool")
-
-# =============================================================================== utilities
 
 
 def data_bytes(name: str) -> bytes:
@@ -171,14 +169,11 @@ def parallel_calls(messages: list[dict[str, Any]]) -> int:
     return sum(1 for m in messages if len(m.get("tool_calls") or ()) > 1)
 
 
-def role_counts(roles: Sequence[str]) -> dict[str, int]:
-    """Messages per role, in :data:`ROLE_ORDER`, roles with none left out."""
-    return {r: roles.count(r) for r in ROLE_ORDER if r in roles}
-
-
 def roles_counts(roles: list[str], tool_calls: int) -> dict[str, Any]:
-    """A manifest entry's counts for the reader's roles, one a message."""
-    counts = {"messages": len(roles), "roles": role_counts(roles), "tool_calls": tool_calls}
+    """A manifest entry's counts for the reader's roles (one a message; per role in
+    :data:`ROLE_ORDER`, roles with none left out)."""
+    by_role = {r: roles.count(r) for r in ROLE_ORDER if r in roles}
+    counts = {"messages": len(roles), "roles": by_role, "tool_calls": tool_calls}
     return {**counts, "tool_results": roles.count("tool")}
 
 
@@ -209,10 +204,6 @@ def prompt_span(prompts: list[int]) -> dict[str, int]:
     return {"first": prompts[0], "peak": max(prompts), "last": prompts[-1]}
 
 
-def data_url(png: bytes) -> str:
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-
-
 # ================================================================================ secrets
 
 
@@ -222,8 +213,8 @@ SECRETS: list[dict[str, Any]] = data_json("secrets.json")
 
 
 def make_secrets(rng: random.Random) -> dict[str, str]:
-    """A value for each of :data:`SECRETS`; the JWT's is its prefix and a signature drawn
-    first."""
+    """A value for each of :data:`SECRETS` (``data/text/env_file.txt``'s fields); the JWT's
+    is its prefix and a signature drawn first."""
     sig = bytes(rng.getrandbits(8) for _ in range(32))
     signature = base64.urlsafe_b64encode(sig).decode("ascii").rstrip("=")
     out: dict[str, str] = {}
@@ -231,10 +222,6 @@ def make_secrets(rng: random.Random) -> dict[str, str]:
         drawn = (rng.choice(s["chars"]) for _ in range(s.get("length", 0)))  # drawn if joined
         out[s["name"]] = s["prefix"] + ("".join(drawn) if "chars" in s else signature)
     return out
-
-
-def env_file(secrets: dict[str, str]) -> str:
-    return data_text("text/env_file.txt").format(**secrets)
 
 
 def noise(rng: random.Random, lo: int, hi: int) -> bytes:

@@ -1,5 +1,5 @@
 """The made-up project ledgerline: its files (data/ledgerline/) and its simulated test suite
-(its tests and the causes of its red run, data/test_inventory.json and data/bugs.txt)."""
+(its collected test ids and the causes of its red run, data/test_ids.txt and data/bugs.txt)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,9 @@ import difflib
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from .common import data_json, data_text, rng_for
-
-# ========================================================================= virtual repo
+from .common import Ids, data_json, data_text, rng_for
 
 
 class Repo:
@@ -65,8 +62,6 @@ class Repo:
         self.files[path] = text
 
 
-# ===================================================================== project sources
-
 _START_FILES: list[str] = data_json("project_files.json")
 WEBHOOKS = "src/app/payments/webhooks.py"  # the one file some stories start from
 
@@ -78,21 +73,6 @@ def ledgerline(*paths: str) -> Repo:
 
 
 # ============================================================================ test suite
-
-# module -> tests; "name[a|b|c]" expands to parametrized ids.
-_INVENTORY_SPEC: list[list[Any]] = data_json("test_inventory.json")
-
-
-def _expand(name: str) -> list[str]:
-    if "[" not in name:
-        return [name]
-    base, params = name[:-1].split("[", 1)
-    return [f"{base}[{p}]" for p in params.split("|")]
-
-
-def build_inventory() -> list[str]:
-    tests = ((module, name) for module, names in _INVENTORY_SPEC for name in names)
-    return [f"{module}::{n}" for module, name in tests for n in _expand(name)]
 
 
 @dataclass
@@ -117,7 +97,7 @@ class Bug:
             kind, path, needle = m.groups()
             if kind == "line":
                 return str(repo.find_line(path, needle))
-            return frame(repo, path, needle, [])
+            return frame(repo, path, needle)
 
         report = self.reports[test]
         block, where = (_QUOTE.sub(quote, report[k]) for k in ("block", "where"))
@@ -151,10 +131,9 @@ def parse_bugs(text: str) -> list[Bug]:
 def ledgerline_suite(seed: str, repo: Repo, active: Callable[[str], bool]) -> Suite:
     """The project's test suite on ``repo``: its tests and the causes of its red run, in fix
     order (``data/bugs.txt``), those whose key is ``active`` breaking their tests."""
-    suite = Suite(build_inventory(), rng_for(seed), repo)
-    for bug in parse_bugs(data_text("bugs.txt")):
-        suite.add(bug, active=active(bug.key))
-    return suite
+    bugs = {bug.key: bug for bug in parse_bugs(data_text("bugs.txt"))}
+    tests = data_text("test_ids.txt").split("\n")[:-1]
+    return Suite(tests, rng_for(seed), repo, bugs, {key for key in bugs if active(key)})
 
 
 @dataclass
@@ -162,23 +141,12 @@ class Suite:
     inventory: list[str]
     rng: random.Random
     repo: Repo
-    bugs: dict[str, Bug] = field(default_factory=dict)
-    active: set[str] = field(default_factory=set)
+    bugs: dict[str, Bug]
+    active: set[str]  # the keys of the bugs breaking their tests now
     skipped: tuple[str, ...] = (
         "tests/test_migrations.py::test_downgrade_one",
         "tests/billing/test_invoice_repository.py::test_lines_keep_order",
     )
-
-    def add(self, bug: Bug, active: bool = True) -> None:
-        for t in bug.tests:
-            if t not in self.inventory:
-                raise KeyError(f"{bug.key}: {t} is not in the inventory")
-        self.bugs[bug.key] = bug
-        if active:
-            self.active.add(bug.key)
-
-    def fix(self, key: str) -> None:
-        self.active.discard(key)
 
     def failing(self) -> dict[str, Bug]:
         return {t: self.bugs[k] for k in sorted(self.active) for t in self.bugs[k].tests}
@@ -294,8 +262,8 @@ def _log_lines(rng: random.Random, test: str, phase: str) -> list[str]:
         out.append(
             rng.choice(templates).format(
                 n=rng.randint(40, 330),
-                h="".join(rng.choice("0123456789abcdef") for _ in range(8)),
-                h2="".join(rng.choice("0123456789abcdef") for _ in range(6)),
+                h=Ids(rng).hex(8),
+                h2=Ids(rng).hex(6),
                 a=f"{a:.2f}",
                 b=f"{b:.2f}",
                 c=f"{a + b:.2f}",
@@ -308,11 +276,9 @@ def _log_lines(rng: random.Random, test: str, phase: str) -> list[str]:
     return out
 
 
-# ===================================================================== report excerpts
-
-
-def frame(repo: Repo, path: str, needle: str, errors: Sequence[str], header: str = "") -> str:
-    """A pytest traceback frame: the enclosing function up to the failing line, then E lines."""
+def frame(repo: Repo, path: str, needle: str) -> str:
+    """A pytest traceback frame: the enclosing function (its decorators first) up to the
+    failing line, the first holding ``needle``."""
     lines = repo.lines(path)
     at = repo.find_line(path, needle)
     start = at
@@ -324,7 +290,4 @@ def frame(repo: Repo, path: str, needle: str, errors: Sequence[str], header: str
     while start > 1 and lines[start - 2].lstrip().startswith("@"):
         start -= 1
     window = enumerate(lines[start - 1 : at], start=start)
-    body = [(">   " if n == at else "    ") + line if line else "" for n, line in window]
-    out = ([header, ""] if header else []) + body
-    out += [f"E       {e}" for e in errors]
-    return "\n".join(out)
+    return "\n".join((">   " if n == at else "    ") + ln if ln else "" for n, ln in window)

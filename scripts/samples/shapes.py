@@ -1,11 +1,7 @@
-"""Agents' native record shapes, spelled once for both sample generators.
-
-``data/shapes.json`` holds each record with the agent's own keys in the agent's own order
-(``"$name"`` a filled-in value, ``"$name?"`` one whose key is left out when it is None).
-``scripts/samples`` (the bundled sessions) and ``benchmarks/gen.py`` (the large synthetic
-transcripts) build their records with :func:`shape`; ids, timestamps, serialising and
-counting stay with the callers. Nothing here imports tinyjuice: the files must test its
-readers, not echo its writers.
+"""Agents' native record shapes (``data/shapes.json``: the agent's keys in its order,
+``"$name"`` a filled-in value, ``"$name?"`` one left out when None), spelled once for the
+bundled samples and ``benchmarks/gen.py``. Nothing here imports tinyjuice: the files must
+test its readers, not echo its writers.
 """
 
 from __future__ import annotations

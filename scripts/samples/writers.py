@@ -1,4 +1,5 @@
-"""Native-shape logs: each builds one agent's transcript and counts what it wrote."""
+"""Native-shape logs: each builds one agent's transcript and counts what it wrote; the
+Hermes tool schemas and system prompt."""
 
 from __future__ import annotations
 
@@ -15,21 +16,45 @@ from .common import (
     Ids,
     compaction,
     data_json,
+    data_text,
     dumps_args,
     dumps_compact,
     fill,
     manifest_entry,
     noise,
-    roles_counts,
 )
 from .shapes import shape, tagged
-from .tools import SHAREGPT_TOOLS, Call, sharegpt_system
 
 #: A message's content: a string or a list of content blocks / parts.
 Content = str | list[dict[str, Any]]
 
 #: The writers' fixed record shapes; ``"$name"`` strings are filled in.
 _RECORDS: dict[str, Any] = data_json("writer_records.json")
+
+#: The Hermes tool schemas and system prompt, and the ShareGPT samples' (a subset).
+Call = tuple[str, Any, str]  # (tool name, arguments as dict or raw string, result content)
+
+HERMES_TOOLS: list[dict[str, Any]] = data_json("hermes_tools.json")
+_SKILLS: list[list[str]] = data_json("hermes_skills.json")
+
+
+def hermes_system_prompt() -> str:
+    skills = "\n".join(f"    - {cat}/{name}: {desc}" for cat, name, desc in _SKILLS)
+    return data_text("text/hermes_system_prompt.txt").format(cwd=CWD, skills=skills)
+
+
+def tool_by_name(name: str) -> dict[str, Any]:
+    return next(t for t in HERMES_TOOLS if t["function"]["name"] == name)
+
+
+SHAREGPT_TOOLS = [
+    tool_by_name(n)["function"] for n in ("terminal", "read_file", "patch", "search_files")
+]
+
+
+def sharegpt_system() -> str:
+    tools = json.dumps(SHAREGPT_TOOLS, ensure_ascii=False)
+    return data_text("text/sharegpt_system.txt").format(tools=tools)
 
 
 def _arguments(args: Any) -> str:
@@ -111,19 +136,15 @@ class ChatLog(_Log):
         return [cid for cid, _, _ in raw]
 
 
-# ====================================================================== Anthropic messages
-
-
 class AnthropicLog(_Log):
     """Anthropic Messages with strict user/assistant alternation; counts a reader's view
-    (``roles``: tool results split out of the user messages that carry them)."""
+    (``roles``: tool results split out of the user messages that carry them), the thinking
+    blocks and the tool results marked as errors."""
 
     def __init__(self, ids: Ids) -> None:
         super().__init__(ids)
         self.pending: list[tuple[str, str, bool]] = []  # (tool_use_id, content, is_error)
-
-    def signature(self) -> str:
-        return base64.b64encode(noise(self.ids.rng, 180, 320)).decode()
+        self.thinking_blocks = self.tool_errors = 0
 
     def user(self, *blocks: dict[str, Any] | str) -> None:
         """Flush pending tool results first (the API requires them to lead), then user blocks."""
@@ -134,6 +155,7 @@ class AnthropicLog(_Log):
             for tid, text, err in self.pending
         ]
         self.roles += ["tool"] * len(content)
+        self.tool_errors += sum(err for _, _, err in self.pending)
         self.pending = []
         extra = [shape("text_block", text=b) if isinstance(b, str) else b for b in blocks]
         self.images += sum(1 for b in extra if b.get("type") == "image")
@@ -150,7 +172,9 @@ class AnthropicLog(_Log):
             raise AssertionError("anthropic: roles must alternate")
         content = []
         if thinking:
-            content.append(shape("thinking_block", text=thinking, signature=self.signature()))
+            signature = base64.b64encode(noise(self.ids.rng, 180, 320)).decode()
+            content.append(shape("thinking_block", text=thinking, signature=signature))
+            self.thinking_blocks += 1
         content += [shape("text_block", text=text)] if text else []
         for name, args, result, err in calls:
             tid = self.ids.toolu()
@@ -160,8 +184,6 @@ class AnthropicLog(_Log):
         self.messages.append({"role": "assistant", "content": content})
         self.roles.append("assistant")
 
-
-# ============================================================================ Claude Code
 
 CC_MODEL = "claude-sonnet-4-5-20250929"
 CC_BRANCH = "fix/payments-idempotency"
@@ -185,7 +207,6 @@ class ClaudeCodeLog(_Log):
         kinds = ("sidechain", "abandoned_branch")
         self.excluded = {f"{k}_{n}": 0 for k in kinds for n in ("messages", "lines")}
 
-    # -- plumbing ------------------------------------------------------------------
     @property
     def off_main(self) -> str | None:
         """The excluded branch lines written now belong to (None on the main chain)."""
@@ -214,7 +235,6 @@ class ClaudeCodeLog(_Log):
         else:
             self.roles.append(role)
 
-    # -- lines -------------------------------------------------------------------------
     def prompt(self, text: Content, **extra: Any) -> str:
         self.clock.tick(15, 90)
         self._count("user")
@@ -423,7 +443,7 @@ class ShareGPTLog(_Log):
             self.turns.append({"from": "tool", "value": "\n".join(blocks)})
             self.roles += ["tool"] * len(calls)
 
-    def entry(self, prompt_index: int, model: str, stamp: str) -> dict[str, Any]:
+    def row(self, prompt_index: int, model: str, stamp: str) -> dict[str, Any]:
         entry: dict[str, Any] = fill(
             _RECORDS["sharegpt_entry"],
             prompt_index=prompt_index,
@@ -434,8 +454,3 @@ class ShareGPTLog(_Log):
             api_calls=self.roles.count("assistant"),
         )
         return entry
-
-    def manifest(self) -> dict[str, Any]:
-        counts = roles_counts(self.roles, self.tool_calls)
-        messages = {"messages": counts.pop("messages"), "raw_turns": len(self.turns)}
-        return {**messages, **counts, "compactions": self.compactions, "images": 0}

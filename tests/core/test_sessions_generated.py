@@ -89,6 +89,17 @@ def test_check_reports_a_hand_edited_sample(generator: ModuleType, tmp_path: Pat
     assert generator.check(copy, work) == ["openai-chat.json: differs from a fresh generation"]
 
 
+def test_check_reports_every_file_a_builder_writes(generator: ModuleType, tmp_path: Path) -> None:
+    """--check compares every file a fresh generation writes, the samples' second files too."""
+    copy = tmp_path / "sessions"
+    shutil.copytree(SESSIONS, copy)
+    (copy / "cline-task" / "task_metadata.json").unlink()
+    work = tmp_path / "work"
+    work.mkdir()
+    assert generator.check(copy, work) == [f"cline-task/task_metadata.json: missing from {copy}"]
+    assert "cline-task/ui_messages.json" in generator.file_names(SESSIONS)
+
+
 def test_check_compares_database_rows_not_only_bytes(generator: ModuleType, tmp_path: Path) -> None:
     copy = tmp_path / "sessions"
     shutil.copytree(SESSIONS, copy)
@@ -299,6 +310,29 @@ def test_manifest_describes_every_sample(manifest: dict[str, Any]) -> None:
         assert entry["rule"], name
         assert sum(entry["roles"].values()) == entry["messages"], name
         assert all(c["index"] < entry["messages"] for c in entry["compactions"]), name
+    sharegpt = files["sharegpt.jsonl"]  # its trajectories' entries are sample entries too
+    for trajectory in sharegpt["trajectories"]:
+        assert (trajectory["format"], trajectory["model"]) == ("sharegpt", sharegpt["model"])
+
+
+def test_manifest_counts_have_one_shape_everywhere(manifest: dict[str, Any]) -> None:
+    """Every block of counts (a sample's, a session's, with inactive rows) is the same four
+    keys in one order, with its formats' extras after the shared ones."""
+
+    def blocks(value: Any) -> list[dict[str, Any]]:
+        if isinstance(value, list):
+            return [b for v in value for b in blocks(v)]
+        if not isinstance(value, dict):
+            return []
+        inner = [b for v in value.values() for b in blocks(v)]
+        return [value, *inner] if "roles" in value else inner
+
+    found = blocks(manifest["files"])
+    assert len(found) >= len(manifest["files"]) + 2
+    for block in found:
+        keys = [k for k in block if k in ("messages", "roles", "tool_calls", "tool_results")]
+        assert keys == ["messages", "roles", "tool_calls", "tool_results"], block
+        assert block["tool_results"] == block["roles"].get("tool", 0)
 
 
 def test_state_db_has_a_rotated_parent_and_an_in_place_compacted_child() -> None:

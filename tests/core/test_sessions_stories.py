@@ -5,6 +5,7 @@ steps. (That the replayed stories write exactly the committed samples is
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -48,6 +49,7 @@ def test_values_resolve_files_refs_tools_and_parts(steps: Any) -> None:
     story.names["t1"] = "toolu_01"
     step = {
         "file": {"$file": "text/codex_agents.txt"},
+        "png": {"$png": "images/demo_invoice.png"},
         "ref": {"$ref": "t1"},
         "tool": {"$tool": ["read", "a.py", 3]},
         "joined": {"$": ["head ", {"run": "tests"}, " ", {"$tool": ["read", "b.py"]}]},
@@ -55,6 +57,8 @@ def test_values_resolve_files_refs_tools_and_parts(steps: Any) -> None:
     }
     got = story.resolve(step)
     assert got["file"] == (DATA / "text" / "codex_agents.txt").read_bytes().decode("utf-8")
+    png = (DATA / "images" / "demo_invoice.png").read_bytes()
+    assert got["png"] == base64.b64encode(png).decode("ascii")
     assert got["ref"] == "toolu_01"
     assert got["tool"] == "<a.py:3>"
     assert got["joined"] == "head [tests] <b.py:1>"
@@ -76,7 +80,7 @@ def test_hermes_stories_are_log_calls_replayed_by_the_shared_engine(steps: Any) 
     """user/assistant steps are ChatLog calls (their arguments a list) run by LogStory."""
     sys.path.insert(0, str(SCRIPTS))
     try:
-        from samples.stories.hermes_steps import HermesStory
+        from samples.stories.hermes import HermesStory
     finally:
         sys.path.remove(str(SCRIPTS))
     assert issubclass(HermesStory, steps.LogStory)
@@ -148,7 +152,7 @@ def test_claude_code_steps_are_log_calls_replayed_by_the_shared_engine(steps: An
 def test_every_data_file_is_used_by_the_generator() -> None:
     code = "\n".join(p.read_text(encoding="utf-8") for p in (SCRIPTS / "samples").rglob("*.py"))
     stories = "\n".join(p.read_text(encoding="utf-8") for p in (DATA / "stories").glob("*.jsonl"))
-    quoted = set(re.findall(r'"\$file": "([^"]+)"', stories))
+    quoted = set(re.findall(r'"\$(?:file|png)": "([^"]+)"', stories))
     listed = json.loads((DATA / "project_files.json").read_text(encoding="utf-8"))
     for path in DATA.rglob("*"):
         if not path.is_file():
@@ -289,8 +293,6 @@ def test_noise_draws_its_length_then_the_bytes() -> None:
 
 def test_pasted_screenshots_are_the_png_data_files() -> None:
     """The screenshots in the samples are data/images/*.png, byte for byte."""
-    import base64
-
     images = {p.stem: p.read_bytes() for p in (DATA / "images").glob("*.png")}
     assert set(images) == {
         "demo_ci_dashboard",
@@ -410,3 +412,29 @@ def test_a_story_method_named_step_kind_plays_that_kind_of_step(steps: Any) -> N
     story = Story({"main": object()})
     story.play({"mark": "here", "note": 1})
     assert story.seen == [("here", 1)]
+
+
+def test_suite_inventory_is_the_projects_collected_test_ids() -> None:
+    """data/test_ids.txt reads like ``pytest --collect-only -q``: one unique id a line."""
+    ids = (DATA / "test_ids.txt").read_text(encoding="utf-8").split("\n")
+    assert ids[-1] == "" and len(set(ids[:-1])) == len(ids) - 1
+    assert all(re.fullmatch(r"tests/[\w/]+\.py::\w+(\[[^\]]+\])?", i) for i in ids[:-1])
+    # every test a bug of data/bugs.txt breaks is one of them
+    bugs = (DATA / "bugs.txt").read_text(encoding="utf-8")
+    broken = re.findall(r"^@@ test (\S+)$", bugs, flags=re.M)
+    assert broken and set(broken) <= set(ids)
+
+
+def test_anthropic_log_counts_thinking_blocks_and_tool_errors_as_it_writes() -> None:
+    import random
+
+    from scripts.samples.common import Ids
+    from scripts.samples.writers import AnthropicLog
+
+    log = AnthropicLog(Ids(random.Random(2)))
+    log.user("go")
+    log.assistant("hmm", None, ("view_file", {"path": "a"}, "x", False), ("run", {}, "boom", True))
+    log.user("next")
+    log.assistant(None, "done")
+    assert (log.thinking_blocks, log.tool_errors, log.tool_calls) == (1, 1, 2)
+    assert log.roles == ["user", "assistant", "tool", "tool", "user", "assistant"]

@@ -1,9 +1,8 @@
-"""SWE-agent, Gemini CLI, Cline, opencode, aider, glaive and mini-SWE-agent samples."""
+"""The Codex, SWE-agent, Gemini CLI, Cline, opencode, aider, glaive and mini-SWE-agent samples."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -19,6 +18,7 @@ from ..common import (
     dumps_compact,
     fill,
     manifest_entry,
+    prompt_span,
     rng_for,
     write_db,
     write_json,
@@ -26,44 +26,60 @@ from ..common import (
     write_text,
 )
 from ..common import compaction as new_compaction
+from ..project import ledgerline
+from ..writers import CodexLog
+from .steps import LogStory
 
 #: Each agent's fixed record shapes, ``"$name"`` marking what the builder fills in.
 RECORDS: dict[str, dict[str, Any]] = data_json("agent_records.json")
 
-# ============================================================================= SWE-agent
 
-
-def _swe_turn(
-    ids: Ids, history: list[dict[str, Any]], steps: list[dict[str, Any]], step: Sequence[str]
-) -> tuple[int, int]:
-    """One action and its observation, into ``history`` and ``steps``; returns the tokens
-    sent and received for it."""
-    thought, action, observation, open_file = step
-    shape, cid = RECORDS["swe-agent"], ids.call()
-    arguments = json.dumps({"command": action})
-    call = shapes.shape("swe_tool_call", id=cid, name="bash", arguments=arguments)
-    history.append(fill(shape["action"], thought=thought, action=action, call=call))
-    history.append(fill(shape["observation"], content=f"OBSERVATION:\n{observation}", id=cid))
-    sent = 6_200 + sum(len(json.dumps(m)) for m in history) // 4
-    received = len(thought) // 4 + len(action) // 4 + 40
-    time = round(ids.rng.uniform(0.05, 3.5), 3)
-    path = f"/testbed/src/app/api/{open_file}" if open_file else "n/a"
-    values = {"thought": thought, "action": action, "observation": observation}
-    steps.append(fill(shape["step"], **values, time=time, open_file=path))
-    return sent, received
+def build_codex(out_dir: Path) -> dict[str, Any]:
+    rng = rng_for("codex")
+    ids = Ids(rng)
+    clock = Clock(datetime(2025, 9, 19, 9, 31, 2, 0, tzinfo=UTC), rng)
+    cx = CodexLog(ids, clock)
+    session = ids.uuid()
+    cli = "src/app/cli.py"
+    repo = ledgerline(cli)
+    repo.patch(cli, "    mismatches = 0\n", "    mismatches = 0\n    pending = 0\n")
+    story = LogStory({"rollout": cx}, repo, ids)  # its one tool: a file's text
+    story.names["session"] = session
+    story.replay("codex")
+    write_jsonl(out_dir / "codex-rollout.jsonl", cx.lines)
+    return cx.entry(
+        "codex",
+        "gpt-5-codex",
+        context_window=272_000,
+        session_id=session,
+        lines=len(cx.lines),
+        injected_user_messages=cx.injected,
+        usage_events=len(cx.usage_events),
+        prompt_tokens=prompt_span(cx.usage_events),
+    )
 
 
 def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     ids, shape = Ids(rng_for("swe-agent")), RECORDS["swe-agent"]
     # the system prompt, the demonstration (thought/action style, observations as user
-    # messages) and the issue
+    # messages) and the issue; then per step an action, its observation and their tokens
     history = [fill(shape["system"], text=data_text("text/swe_agent_system.txt"))]
     history += [{**m, "agent": "main"} for m in data_json("stories/swe_agent_demonstration.json")]
     history.append(fill(shape["issue"], text=data_text("text/swe_agent_issue.txt")))
     steps: list[dict[str, Any]] = []
     obs: list[list[str]] = data_json("stories/swe_agent_steps.json")
-    usage = [_swe_turn(ids, history, steps, step) for step in obs]  # (sent, received) a step
-    sent, received = (sum(u[i] for u in usage) for i in (0, 1))
+    sent = received = 0
+    for thought, action, observation, open_file in obs:
+        cid, arguments = ids.call(), json.dumps({"command": action})
+        call = shapes.shape("swe_tool_call", id=cid, name="bash", arguments=arguments)
+        history.append(fill(shape["action"], thought=thought, action=action, call=call))
+        history.append(fill(shape["observation"], content=f"OBSERVATION:\n{observation}", id=cid))
+        sent += 6_200 + sum(len(json.dumps(m)) for m in history) // 4
+        received += len(thought) // 4 + len(action) // 4 + 40
+        time = round(ids.rng.uniform(0.05, 3.5), 3)
+        path = f"/testbed/src/app/api/{open_file}" if open_file else "n/a"
+        values = {"thought": thought, "action": action, "observation": observation}
+        steps.append(fill(shape["step"], **values, time=time, open_file=path))
     cost = round(sent * 3e-6 + received * 15e-6, 4)
     stats: dict[str, Any] = {"cost": cost, "sent": sent, "received": received, "calls": len(obs)}
     stats["submission"] = obs[3][2].split("\n", 1)[1] + data_text("text/swe_agent_test_diff.txt")
@@ -71,16 +87,11 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
     doc = fill(data_json("swe_agent_doc.json"), trajectory=steps, history=history, **stats)
     doc["replay_config"] = json.dumps(doc["replay_config"])
     write_json(out_dir / "swe-agent.traj", doc)
-    return manifest_entry(
-        "swe-agent",
-        [m["role"] for m in history],
-        len(obs),
-        [],
-        "anthropic/claude-sonnet-4-20250514",
-        trajectory_steps=len(steps),
-        demonstration_messages=sum(1 for m in history if m.get("is_demo")),
-        model_stats=doc["info"]["model_stats"],
-    )
+    roles, model = [m["role"] for m in history], "anthropic/claude-sonnet-4-20250514"
+    demo = sum(1 for m in history if m.get("is_demo"))
+    more = {"trajectory_steps": len(steps), "demonstration_messages": demo}
+    more["model_stats"] = doc["info"]["model_stats"]
+    return manifest_entry("swe-agent", roles, len(obs), [], model, **more)
 
 
 # ============================================================ newer agents and datasets
@@ -277,25 +288,22 @@ def build_glaive(out_dir: Path) -> dict[str, Any]:
 def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
     shape, model = RECORDS["mini-swe-agent"], "anthropic/claude-sonnet-4-20250514"
     ask = f"<pr_description>\n{AGENT_ASK}\n</pr_description>"
-    msgs = [{"role": "system", "content": shape["system"]}, {"role": "user", "content": ask}]
-    roles = ["system", "user"]
-    commands = TASK["tools"]["mini-swe-agent"]
-
-    def say(role: str, content: str) -> None:
-        msgs.append({"role": role, "content": content})
-
+    says = [("system", shape["system"]), ("user", ask)]
+    roles = ["system", "user"]  # observations are user messages a reader makes tool results
     for k, (kind, target, output) in enumerate(AGENT_STEPS):
-        action = commands[kind].format(target)
-        say("assistant", shape["step"].format(thought=_thought(kind, target), action=action))
+        action = TASK["tools"]["mini-swe-agent"][kind].format(target)
         code = 1 if "FAILED" in output else 0
-        say("user", shape["observation"].format(code=code, output=output))
+        says.append(
+            ("assistant", shape["step"].format(thought=_thought(kind, target), action=action))
+        )
+        says.append(("user", shape["observation"].format(code=code, output=output)))
         roles += ["assistant", "tool"]
         if k == 1:  # a reply without an action, and the agent's format-error notice
-            say("assistant", shape["no_action"])
-            say("user", shape["format_error"])
+            says += [("assistant", shape["no_action"]), ("user", shape["format_error"])]
             roles += ["assistant", "user"]
-    say("assistant", shape["submit"])
+    says.append(("assistant", shape["submit"]))
     roles.append("assistant")
+    msgs = [{"role": role, "content": content} for role, content in says]
     doc = fill(shape["doc"], api_calls=len(roles) // 2, messages=msgs)
     write_json(out_dir / "mini-swe-agent.traj.json", doc)
     return manifest_entry("swe-agent", roles, len(AGENT_STEPS), [], model)

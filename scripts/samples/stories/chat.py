@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from typing import Any
 
 from ..common import (
     Ids,
-    data_bytes,
     data_json,
-    data_url,
     fill,
     parallel_calls,
     rng_for,
-    role_counts,
     write_json,
     write_jsonl,
 )
 from ..project import WEBHOOKS, Repo, ledgerline
-from ..tools import Call
-from ..writers import AnthropicLog, ChatLog, ShareGPTLog
+from ..writers import AnthropicLog, Call, ChatLog, ShareGPTLog
 from .steps import LogStory
-
-# =========================================================================== OpenAI chat
 
 
 def _shell(out: str, code: int = 0, err: str = "") -> str:
@@ -51,10 +44,6 @@ class OpenAITools:
         return ("apply_patch", {"diff": diff + "\n"}, out)
 
     shell = staticmethod(_shell)
-
-    @staticmethod
-    def image() -> str:
-        return data_url(data_bytes("images/openai_ci_dashboard.png"))
 
 
 def build_openai(out_dir: Path) -> dict[str, Any]:
@@ -98,20 +87,6 @@ class AnthropicTools:
         out = json.dumps({"path": path, "applied": True})
         return ("edit_file", {"path": path, "diff": diff}, out, False)
 
-    @staticmethod
-    def image() -> str:
-        return base64.b64encode(data_bytes("images/anthropic_invoice.png")).decode()
-
-
-def _blocks(messages: list[dict[str, Any]], role: str) -> list[dict[str, Any]]:
-    """The content blocks of ``role``'s messages that hold a list of blocks."""
-    return [
-        b
-        for m in messages
-        if m["role"] == role and isinstance(m["content"], list)
-        for b in m["content"]
-    ]
-
 
 def build_anthropic(out_dir: Path) -> dict[str, Any]:
     a = AnthropicLog(Ids(rng_for("anthropic")))
@@ -123,21 +98,9 @@ def build_anthropic(out_dir: Path) -> dict[str, Any]:
     if a.pending:
         raise AssertionError("anthropic: unanswered tool_use blocks")
     write_json(out_dir / "anthropic-messages.json", doc)
-    errors = sum(1 for b in _blocks(a.messages, "user") if b.get("is_error"))
-    thinking = sum(1 for b in _blocks(a.messages, "assistant") if b["type"] == "thinking")
-    return {
-        "format": "anthropic",
-        "messages": len(a.roles),
-        "raw_messages": len(a.messages),
-        "roles": role_counts(a.roles),
-        "tool_calls": a.tool_calls,
-        "tool_results": a.roles.count("tool"),
-        "tool_errors": errors,
-        "compactions": [],
-        "images": a.images,
-        "thinking_blocks": thinking,
-        "model": doc["model"],
-    }
+    more = {"raw_messages": len(a.messages), "tool_errors": a.tool_errors}
+    more["thinking_blocks"] = a.thinking_blocks
+    return a.entry("anthropic", doc["model"], **more)
 
 
 class ShareGPTTools:
@@ -171,6 +134,6 @@ def build_sharegpt(out_dir: Path) -> dict[str, Any]:
     logs = {f"c{i}": ShareGPTLog(ids) for i in (1, 2, 3)}
     LogStory(logs, ShareGPTTools()).replay("sharegpt")
     pairs = enumerate(zip(logs.values(), _SHAREGPT_STAMPS, strict=True))
-    write_jsonl(out_dir / "sharegpt.jsonl", [t.entry(i, _SHAREGPT_MODEL, s) for i, (t, s) in pairs])
-    per = [t.manifest() for t in logs.values()]
-    return {"format": "sharegpt", **per[0], "model": _SHAREGPT_MODEL, "trajectories": per}
+    write_jsonl(out_dir / "sharegpt.jsonl", [t.row(i, _SHAREGPT_MODEL, s) for i, (t, s) in pairs])
+    per = [t.entry("sharegpt", _SHAREGPT_MODEL, raw_turns=len(t.turns)) for t in logs.values()]
+    return {**per[0], "trajectories": per}

@@ -1,4 +1,10 @@
-"""The Hermes gateway session and the Hermes state.db sample."""
+"""The Hermes samples: demo.json, the gateway session and state.db.
+
+Their steps (``data/stories/{demo,gateway,state_db}.jsonl``, see ``steps``) are user
+messages, assistant messages whose tool calls :class:`HermesTools` computes from the repo
+and suite as they stand, and changes to the world between them (a bug fixed, a file
+written, tests added, a mark for the manifest).
+"""
 
 from __future__ import annotations
 
@@ -12,19 +18,199 @@ from typing import Any, ClassVar
 from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
 from ..common import (
+    LATEST_ASK,
+    SECRETS,
     Clock,
     Ids,
     data_json,
+    data_text,
     fill,
+    make_secrets,
+    parallel_calls,
     rng_for,
-    role_counts,
+    roles_counts,
     write_db,
+    write_json,
     write_jsonl,
 )
-from ..project import Repo, ledgerline, ledgerline_suite
-from ..tools import hermes_system_prompt, tool_by_name
-from ..writers import ChatLog
-from .hermes_steps import HermesStory, HermesTools
+from ..project import Repo, Suite, ledgerline, ledgerline_suite
+from ..writers import HERMES_TOOLS, Call, ChatLog, hermes_system_prompt, tool_by_name
+from .steps import LogStory
+
+
+def suite_part(suite: Suite, part: dict[str, Any]) -> str:
+    """A step's simulated test run: ``{"run": targets, "take": all | head | body | last}``
+    (head: before the summary section; body: all but the last line; last: the last line)."""
+    out = suite.run(tuple(part["run"]))[0]
+    take = part["take"]
+    if take == "head":
+        return out.split("\n=")[0]
+    if take == "body":
+        return "\n".join(out.split("\n")[:-1])
+    return out.split("\n")[-1] if take == "last" else out
+
+
+def _json(doc: Any) -> str:
+    return json.dumps(doc, ensure_ascii=False)
+
+
+class HermesTools:
+    """Hermes tool calls a step names, each computed from the repo and the suite (if the story
+    has one) at the time it runs."""
+
+    def __init__(self, repo: Repo, suite: Suite | None = None) -> None:
+        self.repo = repo
+        self.suite = suite
+
+    def sh(self, command: str, output: str, code: int = 0, **extra: Any) -> Call:
+        out = _json({"output": output, "exit_code": code, "error": None})
+        return ("terminal", {"command": command, **extra}, out)
+
+    def pytest(self, *targets: str, flags: str = "-q") -> Call:
+        assert self.suite is not None, "this story has no test suite"
+        output, code = self.suite.run(targets or ("tests",), stop_first="-x" in flags)
+        cmd = f"python -m pytest {flags} {' '.join(targets)}".rstrip()
+        return self.sh(cmd, output, code)
+
+    def read(self, path: str, offset: int | None = None, limit: int | None = None) -> Call:
+        more = {"offset": offset, "limit": limit}
+        args = {"path": path, **{k: v for k, v in more.items() if v is not None}}
+        start, total = offset or 1, len(self.repo.lines(path))
+        truncated = limit is not None and start - 1 + limit < total
+        body: dict[str, Any] = {
+            "content": self.repo.numbered(path, start, limit),
+            "total_lines": total,
+            "file_size": len(self.repo.text(path).encode()),
+            "truncated": truncated,
+        }
+        if limit is not None and truncated:
+            shown = f"showing {start}-{start + limit - 1} of {total} lines"
+            body["hint"] = f"Use offset={start + limit} to continue reading ({shown})"
+        return ("read_file", args, _json(body))
+
+    def edit(self, path: str, old: str, new: str) -> Call:
+        args = {"mode": "replace", "path": path, "old_string": old, "new_string": new}
+        diff = self.repo.patch(path, old, new)
+        return ("patch", args, _json({"success": True, "diff": diff, "files_modified": [path]}))
+
+    def edit_many(self, path: str, edits: Sequence[tuple[str, str]]) -> Call:
+        diff = self.repo.patch_many(path, edits)
+        out = {"success": True, "diff": diff, "files_modified": [path]}
+        return ("patch", {"mode": "patch", "patch": diff + "\n"}, _json(out))
+
+    def search(
+        self, pattern: str, needle: str, paths: Sequence[str], path: str = "src", glob: str = "*.py"
+    ) -> Call:
+        args = {"pattern": pattern, "path": path, "file_glob": glob}
+        lines = ((p, i, ln) for p in paths for i, ln in enumerate(self.repo.lines(p), start=1))
+        hits = [{"path": p, "line": i, "content": ln.strip()} for p, i, ln in lines if needle in ln]
+        return ("search_files", args, _json({"total_count": len(hits), "matches": hits}))
+
+    def todo(self, items: Sequence[tuple[str, str, str]], merge: bool = False) -> Call:
+        todos = [{"id": i, "content": c, "status": st} for i, c, st in items]
+        states = ("pending", "in_progress", "completed")
+        counts = {k: sum(1 for _, _, st in items if st == k) for k in states}
+        args: dict[str, Any] = {"todos": todos, **({"merge": True} if merge else {})}
+        return ("todo", args, _json({"todos": todos, "summary": {"total": len(todos), **counts}}))
+
+    def git_diff_file(self, path: str, before: str) -> Call:
+        head = f"diff --git a/{path} b/{path}\nindex 3f1c2a9..8e0b7d4 100644\n"
+        return self.sh(f"git diff {path}", head + Repo.diff(path, before, self.repo.text(path)))
+
+
+class HermesStory(LogStory):
+    """Replays Hermes steps: ``user`` and ``assistant`` (its text, then its tool calls: each a
+    ``$tool`` of :class:`HermesTools` or a literal ``[name, args, result]``) are
+    :class:`ChatLog` calls; ``mark`` keeps the last message's index in ``marks`` for the
+    manifest, ``fix`` fixes a bug of the suite, and ``{"run": ...}`` parts are test runs."""
+
+    def __init__(self, logs: dict[str, ChatLog], tools: HermesTools, ids: Any = None) -> None:
+        super().__init__(logs, tools, ids)
+        self.marks: dict[str, Any] = {}
+
+    def step_mark(self, name: str, step: dict[str, Any]) -> None:
+        index = len(self.log.messages) - 1
+        if isinstance(self.marks.get(name), list):
+            self.marks[name].append(index)
+        else:
+            self.marks[name] = index
+
+    def step_fix(self, bug: str, step: dict[str, Any]) -> None:
+        self.tools.suite.active.discard(bug)
+
+    def part(self, part: dict[str, Any]) -> str:
+        return suite_part(self.tools.suite, part)
+
+
+# ====================================================================== demo.json
+
+START = datetime(2025, 9, 16, 8, 41, 7, 118233, tzinfo=UTC)
+
+
+class DemoStory(HermesStory):
+    """The demo's world: the repo, the simulated test suite and the screenshots."""
+
+    def __init__(self) -> None:
+        rng = rng_for("demo")
+        self.ids = Ids(rng)
+        self.clock = Clock(START, rng)
+        self.repo = ledgerline()
+        self.repo.write("CHANGELOG.md", data_text("ledgerline/CHANGELOG.md"))
+        secrets = make_secrets(rng_for("demo-secrets"))
+        self.repo.write(".env", data_text("text/env_file.txt").format(**secrets))
+        self.suite = ledgerline_suite("demo-suite", self.repo, lambda key: key != "flaky_dedupe")
+        log, tools = ChatLog(self.ids, self.clock), HermesTools(self.repo, self.suite)
+        super().__init__({"demo": log}, tools, self.ids)
+        self.marks["invoice_reads"] = []
+
+    def part(self, part: dict[str, Any]) -> str:
+        if "verbose_log" in part:
+            return self.suite.verbose_log(part["verbose_log"])[0]
+        return super().part(part)
+
+    def step_write(self, value: list[Any], step: dict[str, Any]) -> None:
+        self.repo.write(*self.resolve(value))
+
+    def step_extend(self, tests: list[str], step: dict[str, Any]) -> None:
+        self.suite.inventory.extend(tests)
+
+    def step_activate(self, bug: str, step: dict[str, Any]) -> None:
+        self.suite.active.add(bug)  # the flaky test failing this run (``fix`` ends it)
+
+    def step_skip_hex(self, n: int, step: dict[str, Any]) -> None:
+        self.ids.hex(n)  # an id the story drew here (a background process id)
+
+
+def build_demo(out_dir: Path) -> dict[str, Any]:
+    story = DemoStory()
+    story.replay("demo")
+    h, marks = story.log, story.marks
+    shape = data_json("demo_session.json")  # the session log and its manifest entry
+    doc = fill(
+        shape["session"],
+        start=START.replace(tzinfo=None).isoformat(),
+        updated=story.clock.local(),
+        system_prompt=hermes_system_prompt(),
+        tools=HERMES_TOOLS,
+        count=len(h.messages),
+        messages=h.messages,
+    )
+    write_json(out_dir / "demo.json", doc)  # (tests check its three reads, its long output)
+    entry: dict[str, Any] = fill(
+        shape["manifest"],
+        counts=roles_counts([m["role"] for m in h.messages], h.tool_calls),
+        compactions=h.compactions,
+        images=h.images,
+        model=doc["model"],
+        session_id=doc["session_id"],
+        prompt_chars=len(doc["system_prompt"]),
+        tool_count=len(HERMES_TOOLS),
+        parallel=parallel_calls(h.messages),
+        secret_kinds=[s["kind"] for s in SECRETS],
+        latest_text=LATEST_ASK,
+        **marks,
+    )
+    return entry
 
 
 class GatewayStory(HermesStory):
@@ -168,7 +354,6 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
         old_id=old_id,
         child_id=child_id,
         live=_entry(active_child),
-        tool_results=sum(1 for m in active_child if m["role"] == "tool"),
         inactive=len(child.messages),
         with_inactive=_entry(child.messages + active_child),
         old=_entry(old.messages),
@@ -183,8 +368,4 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
 
 def _entry(msgs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     calls = sum(len(m.get("tool_calls") or ()) for m in msgs)
-    return {
-        "messages": len(msgs),
-        "roles": role_counts([m["role"] for m in msgs]),
-        "tool_calls": calls,
-    }
+    return roles_counts([m["role"] for m in msgs], calls)

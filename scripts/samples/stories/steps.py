@@ -1,23 +1,24 @@
 """Stories as data: the steps in ``data/stories/*.jsonl`` and the values inside them.
 
 A story file holds one JSON object a line, a step; each story module replays its steps
-through its agent's writer. Inside a step, three forms stand for values computed at
-replay time rather than copied: ``{"$file": path}`` is a data file's text (a project
-file, a long summary), ``{"$ref": name}`` a value an earlier step named (a tool-use id,
-a message uuid), ``{"$tool": [name, *args]}`` what the story's tool ``name`` returns for
-those arguments (a file read, an edit's diff, a screenshot; a ``"kw"`` key beside it
-gives keyword arguments), and ``{"$": [parts]}`` a
-string joined from literal parts and parts the story computes (:meth:`Values.part`, e.g.
-a simulated test run). Values resolve left to right, depth first: the order the story's
-random draws and edits happened in.
+through its agent's writer. Inside a step, these forms stand for values computed at replay
+time rather than copied: ``{"$file": path}`` is a data file's text (a project file, a long
+summary), ``{"$png": path}`` its bytes in base64 (a pasted screenshot), ``{"$ref": name}``
+a value an earlier step named (a tool-use id, a message uuid), ``{"$tool": [name, *args]}``
+what the story's tool ``name`` returns for those arguments (a file read, an edit's diff; a
+``"kw"`` key beside it gives keyword arguments), and ``{"$": [parts]}`` a string joined
+from literal parts and parts the story computes (:meth:`Values.part`, e.g. a simulated
+test run). Values resolve left to right, depth first: the order the story's random draws
+and edits happened in.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
-from ..common import data_text
+from ..common import data_bytes, data_text
 
 
 def read_steps(story: str) -> list[dict[str, Any]]:
@@ -46,6 +47,8 @@ class Values:
             ((key, arg),) = value.items()
             if key == "$file":
                 return data_text(arg)
+            if key == "$png":
+                return base64.b64encode(data_bytes(arg)).decode("ascii")
             if key == "$ref":
                 return self.names[arg]
             if key == "$":
