@@ -651,6 +651,70 @@ _SHARES: dict[str, float] = {
 }
 
 
+#: The pre-tokenizer patterns (tiktoken ``Encoding._pat_str``: cl100k_base and its offline
+#: copy, o200k_base) under which a space never lies inside a piece after a non-space
+#: character: every alternative holding a non-whitespace character takes whitespace only
+#: as its first character or as trailing ``\r``/``\n``. So the non-blank runs of a text
+#: split at spaces lie in distinct pieces, each at least one token: :func:`_cost_floor`.
+_SPACE_SPLIT_PATTERNS = frozenset(
+    (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        "|".join(
+            (
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""\p{N}{1,3}""",
+                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            )
+        ),
+    )
+)
+
+
+#: Runs of ASCII letters (apostrophes within: a contraction may share their piece) and of
+#: up to three ASCII digits: see :func:`_cost_floor`.
+_PIECE_RUN_RE = re.compile(r"[A-Za-z']*[A-Za-z][A-Za-z']*|[0-9]{1,3}")
+
+
+def _cost_floor(item: str) -> int:
+    """A lower bound of an item's bullet cost (``count(_bullet(item)) + 1``) under a
+    :data:`_SPACE_SPLIT_PATTERNS` encoding: one token per piece the pre-tokenizer must
+    make, here the item's runs split at spaces that hold a non-blank character (Python's
+    blanks include every ``\\s`` of the tokenizer) and the bullet's dash; plus the line
+    break. Cheap enough for every item; :func:`_piece_floor` is finer."""
+    if item.isprintable():
+        # No blank but the space: every non-empty run counts.
+        runs = item.split(" ")
+        return len(runs) - runs.count("") + 2
+    return sum(1 for r in _bullet(item).split(" ") if r and not r.isspace()) + 1
+
+
+#: Runs of ASCII letters (apostrophes within: a contraction may share their piece) and of
+#: up to three ASCII digits: see :func:`_piece_floor`.
+_PIECE_RUN_RE = re.compile(r"[A-Za-z']*[A-Za-z][A-Za-z']*|[0-9]{1,3}")
+
+
+def _piece_floor(item: str) -> int:
+    """Like :func:`_cost_floor`, counting for ASCII text its letter runs and its digits in
+    threes (a piece holds letters or digits, never both, and never two letter runs), the
+    dash and the line break; 0 for other text."""
+    return len(_PIECE_RUN_RE.findall(item)) + 2 if item.isascii() else 0
+
+
+def _floors(counter: TokenCounter) -> bool:
+    """Whether :func:`_cost_floor` bounds ``counter``'s costs (an exact tiktoken counter
+    with a known pre-tokenizer); any other counter counts every item."""
+    from tinyjuice.tokens import TiktokenCounter
+
+    if type(counter) is not TiktokenCounter:
+        return False
+    pattern = getattr(getattr(counter, "_enc", None), "_pat_str", None)
+    return pattern in _SPACE_SPLIT_PATTERNS
+
+
 def _allocate(
     items: Mapping[str, list[str]],
     room: int,
@@ -661,10 +725,24 @@ def _allocate(
 
     Returns the chosen items and the omitted ones, per category. ``memo`` (item → cost,
     for this counter) remembers each item's cost across calls.
+
+    An item is counted only when its cost decides something: under a counter
+    :func:`_floors` accepts, an item whose :func:`_cost_floor` (then, tried once,
+    :func:`_piece_floor`) already exceeds the room it is tried against cannot be taken,
+    whatever its exact cost (on a long session most items are: the room is spent early).
+    Costs not counted are kept negated (``-floor``).
     """
     costs: dict[str, list[int]] = {}
+    floors = _floors(counter)
     for key, _ in _CATEGORIES:
         lines = items[key]
+        if floors:
+            if memo is None:
+                costs[key] = [-_cost_floor(i) for i in lines]
+            else:
+                get = memo.get
+                costs[key] = [get(i) or -_cost_floor(i) for i in lines]
+            continue
         if memo is None:
             costs[key] = (
                 [c + 1 for c in counter.count_many([_bullet(i) for i in lines])] if lines else []
@@ -675,6 +753,24 @@ def _allocate(
             for i, c in zip(new, counter.count_many([_bullet(i) for i in new]), strict=True):
                 memo[i] = c + 1
         costs[key] = list(map(memo.__getitem__, lines))
+
+    refined: set[tuple[str, int]] = set()
+
+    def settle(key: str, i: int, limit: int) -> int:
+        # The cost of an item whose floor is within ``limit``: its finer floor (negated)
+        # when that is above, else its exact cost (remembered in both places).
+        item = items[key][i]
+        if (key, i) not in refined:
+            refined.add((key, i))
+            floor = max(-costs[key][i], _piece_floor(item))
+            costs[key][i] = -floor
+            if floor > limit:
+                return -floor
+        cost = costs[key][i] = counter.count(_bullet(item)) + 1
+        if memo is not None:
+            memo[item] = cost
+        return cost
+
     taken: dict[str, list[bool]] = {key: [False] * len(items[key]) for key, _ in _CATEGORIES}
     picked: dict[str, list[str]] = {key: list(items[key]) for key, _ in _CATEGORIES}
     used = 0
@@ -687,7 +783,11 @@ def _allocate(
         for key in group:
             allowance = int(group_room * _SHARES[key]) + carry
             for i, cost in enumerate(costs[key]):
-                if cost <= allowance:
+                if cost < 0:
+                    if -cost > allowance:
+                        continue
+                    cost = settle(key, i, allowance)
+                if 0 < cost <= allowance:
                     taken[key][i] = True
                     allowance -= cost
                     used += cost
@@ -700,7 +800,9 @@ def _allocate(
             for i, cost in enumerate(costs[key]):
                 if taken[key][i]:
                     continue
-                if cost <= room - used:
+                if cost < 0 and -cost <= room - used:
+                    cost = settle(key, i, room - used)
+                if 0 < cost <= room - used:
                     taken[key][i] = True
                     used += cost
                 elif key == "asks" and i == 0 and room - used > 40:

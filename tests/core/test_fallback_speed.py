@@ -1,0 +1,109 @@
+"""The fallback summary's shortcuts (issue #14) decide exactly as the long way round."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tinyjuice.summary import fallback as fb
+from tinyjuice.tokens import TiktokenCounter, default_counter
+
+
+def _exact_counter() -> TiktokenCounter:
+    counter = default_counter()
+    if not isinstance(counter, TiktokenCounter) or not fb._floors(counter):
+        pytest.skip("needs a tiktoken encoding with a known pre-tokenizer")
+    # A fresh cache: what it holds afterwards is what was counted.
+    return TiktokenCounter(counter._enc, counter.name)
+
+
+#: Whitespace the tokenizer may glue to its neighbours (a tab, a line break followed by a
+#: slash, a no-break space, characters Python alone calls blank).
+_TRICKY = (
+    "",
+    " ",
+    "a",
+    ")\n/",
+    "x)\n/y z",
+    "\t \t",
+    "a \t b",
+    "a\x1cb c",
+    "a\u00a0b",
+    "a \u3000 b",
+    "do \n not  ",
+    "- - -",
+    "  leading and trailing  ",
+    "\n\n",
+    "emoji 🎉 and 日本語 text",
+    "'s 're 'll 't",
+    "1234567 89",
+    "don't it's we'll '-' ''x''",
+    "src/module_0/file_0.py",
+    "a1b2c3 x-y_z ABCdef",
+)
+
+
+@pytest.mark.parametrize("item", _TRICKY)
+def test_cost_floor_never_exceeds_the_exact_cost_on_tricky_text(item: str) -> None:
+    counter = _exact_counter()
+    exact = counter.count(fb._bullet(item)) + 1
+    assert fb._cost_floor(item) <= exact
+    assert fb._piece_floor(item) <= exact
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=80))
+def test_cost_floor_never_exceeds_the_exact_cost(item: str) -> None:
+    counter = _exact_counter()
+    exact = counter.count(fb._bullet(item)) + 1
+    assert fb._cost_floor(item) <= exact
+    assert fb._piece_floor(item) <= exact
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_piece_floor_never_exceeds_the_exact_cost_on_ascii(item: str) -> None:
+    counter = _exact_counter()
+    assert fb._piece_floor(item) <= counter.count(fb._bullet(item)) + 1
+
+
+_WORDS = st.sampled_from(
+    ["src/app.py", "make", "test", "FAILED", "exit", "1", "x", "--flag", "\n", "  ", "é", "a/b/c"]
+)
+_ITEMS = st.lists(st.lists(_WORDS, min_size=1, max_size=12).map(" ".join), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.fixed_dictionaries({key: _ITEMS for key, _ in fb._CATEGORIES}),
+    st.integers(min_value=0, max_value=600),
+)
+def test_allocate_with_floors_decides_as_with_exact_costs(
+    items: dict[str, list[str]], room: int
+) -> None:
+    counter = _exact_counter()
+    items = {key: list(dict.fromkeys(v)) for key, v in items.items()}
+    floored = fb._allocate(items, room, counter)
+    memo: dict[str, int] = {}
+    remembered = fb._allocate(items, room, counter, memo)
+    again = fb._allocate(items, room, counter, memo)  # from the memo's exact costs
+    fb_floors = fb._floors
+    try:
+        fb._floors = lambda counter: False  # type: ignore[assignment]
+        exact = fb._allocate(items, room, counter)
+    finally:
+        fb._floors = fb_floors
+    assert floored == remembered == again == exact
+
+
+def test_allocate_counts_only_the_items_that_decide() -> None:
+    counter = _exact_counter()
+    items: dict[str, list[str]] = {key: [] for key, _ in fb._CATEGORIES}
+    items["paths"] = [f"src/module_{i}/file_{i}.py" for i in range(2000)]
+    items["digests"] = [f"[bash] ran job {i} with exit code {i % 3}" for i in range(2000)]
+    chosen, left_out = fb._allocate(items, 500, counter)
+    assert chosen["paths"] and left_out["paths"] and left_out["digests"]
+    counted = [k for k in counter._cache if isinstance(k, str) and k.startswith("- ")]
+    # Once the room is spent, an item's floor rules it out without encoding it.
+    assert len(counted) < 400
