@@ -107,3 +107,83 @@ def test_allocate_counts_only_the_items_that_decide() -> None:
     counted = [k for k in counter._cache if isinstance(k, str) and k.startswith("- ")]
     # Once the room is spent, an item's floor rules it out without encoding it.
     assert len(counted) < 400
+
+
+# ------------------------------------------------------------------------- rules
+
+
+def _strict_user_rules(text: str) -> tuple[tuple[str, str, str], ...]:
+    from tinyjuice.facts import _CONSTRAINT_RE, norm_text, split_sentences
+
+    return tuple(
+        (norm_text(s), s, "user")
+        for s in split_sentences(text)
+        if _CONSTRAINT_RE.search(s) and 8 <= len(s) <= 300
+    )
+
+
+def test_constraint_hint_is_the_strict_pattern_loosened() -> None:
+    from tinyjuice.facts import _CONSTRAINT_RE
+    from tinyjuice.survival import _CONSTRAINT_HINT_RE
+
+    # Matched against lowered text: the strict pattern must hold no upper case.
+    assert _CONSTRAINT_RE.pattern == _CONSTRAINT_RE.pattern.lower()
+    assert "\\b" not in _CONSTRAINT_HINT_RE.pattern
+
+
+_RULE_BITS = st.sampled_from(
+    [
+        "Always",
+        "NEVER",
+        "do",
+        "not",
+        "don't",
+        "must",
+        "make",
+        "sure",
+        "keep",
+        "the",
+        "under",
+        "no",
+        "circumstances",
+        "preFER",
+        "alwayſ",
+        "İ",
+        "ı",
+        "use",
+        "only",
+        " ",
+        "\t",
+        "\n",
+        "\u00a0",
+        ". ",
+        "! ",
+        "-",
+        "•",
+        "*",
+        "x",
+        "long sentence filler words",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_RULE_BITS, max_size=30).map("".join))
+def test_constraint_hint_never_hides_a_rule(text: str) -> None:
+    from tinyjuice.survival import _may_constrain
+
+    if _strict_user_rules(text):
+        assert _may_constrain(text)
+
+
+def test_user_text_without_a_constraint_word_is_not_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tinyjuice import survival
+    from tinyjuice.model import Message, Role, TextPart
+
+    def boom(text: str) -> object:
+        raise AssertionError("split_sentences called")
+
+    asks = [Message(Role.USER, (TextPart(f"Fix bug {i}. Then run the tests."),)) for i in range(3)]
+    monkeypatch.setattr(survival, "split_sentences", boom)
+    assert survival.find_rules(asks) == ()
+    assert survival.find_rules(asks, memo={}) == ()
