@@ -187,3 +187,72 @@ def test_user_text_without_a_constraint_word_is_not_split(monkeypatch: pytest.Mo
     monkeypatch.setattr(survival, "split_sentences", boom)
     assert survival.find_rules(asks) == ()
     assert survival.find_rules(asks, memo={}) == ()
+
+
+# --------------------------------------------------------------------------- fit
+
+
+def _many_items_middle() -> list[object]:
+    from tinyjuice.model import Message, MessageMeta, Role, TextPart, ToolCall
+
+    middle: list[object] = []
+    for i in range(400):
+        middle.append(Message(Role.USER, (TextPart(f"ask {i}: look at src/area_{i}/mod_{i}.py"),)))
+        middle.append(
+            Message(
+                Role.ASSISTANT,
+                (),
+                tool_calls=(ToolCall(f"c{i}", "bash", f'{{"command": "make t{i} v={i * 7}"}}'),),
+            )
+        )
+        middle.append(
+            Message(
+                Role.TOOL,
+                (TextPart(f"FAILED case {i}: out/data_{i}.csv missing"),),
+                tool_call_id=f"c{i}",
+                tool_name="bash",
+                meta=MessageMeta(is_error=i % 2 == 0),
+            )
+        )
+    return middle
+
+
+def test_appendix_id_moves_a_note_count_by_at_most_the_spread() -> None:
+    import random
+
+    counter = _exact_counter()
+    note = fb._note(12_345, {"paths": 3, "digests": 40}, None, fb._PLACEHOLDER_ID)
+    base = counter.count(note)
+    rng = random.Random(14)
+    ids = ["f" * 16, "a1" * 8, "0123456789abcdef", "9" * 16, "abcdef" + "0" * 10]
+    ids += ["".join(rng.choice("0123456789abcdef") for _ in range(16)) for _ in range(300)]
+    for appendix_id in ids:
+        moved = counter.count(note.replace(fb._PLACEHOLDER_ID, appendix_id))
+        assert abs(moved - base) <= fb._ID_SPREAD
+
+
+def test_fill_hashes_the_appendix_only_when_the_bound_cannot_decide(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = _exact_counter()
+    middle = _many_items_middle()
+    hashed = []
+    real_id = fb._Draft.appendix_id
+
+    def spy(self: fb._Draft) -> str | None:
+        hashed.append(1)
+        return real_id(self)
+
+    monkeypatch.setattr(fb._Draft, "appendix_id", spy)
+    shortcut = fb.fallback_summary(middle, budget_tokens=6000, counter=counter)  # type: ignore[arg-type]
+    with_bound = len(hashed)
+    hashed.clear()
+    monkeypatch.setattr(fb, "_floors", lambda counter: False)
+    exact = fb.fallback_summary(middle, budget_tokens=6000, counter=counter)  # type: ignore[arg-type]
+    assert shortcut.omitted and shortcut.included == exact.included
+    assert (shortcut.text, shortcut.appendix, shortcut.tokens) == (
+        exact.text,
+        exact.appendix,
+        exact.tokens,
+    )
+    assert with_bound < len(hashed)

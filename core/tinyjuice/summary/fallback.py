@@ -1022,13 +1022,38 @@ class _Draft:
         summary = _assemble(self.n_messages, self.chosen, self.omitted, self.focus, appendix_id)
         return listed, appendix_id, summary, summary.render()
 
-    def text(self) -> str:
+    def text(self, placeholder: bool = False) -> str:
         """``render()[3]`` without building the appendix: its id is hashed from each
-        category's bytes, kept between calls (the fit moves a few items at a time)."""
-        appendix_id = self.appendix_id() if self.appendix else None
+        category's bytes, kept between calls (the fit moves a few items at a time).
+        ``placeholder``: the id as :data:`_PLACEHOLDER_ID` (nothing hashed)."""
+        if not self.appendix:
+            appendix_id = None
+        elif placeholder:
+            left_out = self.left_out
+            appendix_id = (
+                _PLACEHOLDER_ID if any(left_out.get(key) for key, _ in _CATEGORIES) else None
+            )
+        else:
+            appendix_id = self.appendix_id()
         return _assemble(
             self.n_messages, self.chosen, self.omitted, self.focus, appendix_id
         ).render()
+
+    def sided_count(self, budget: int, counter: TokenCounter) -> int:
+        """A token count of ``text()`` on the same side of ``budget`` as the exact one.
+
+        Under a counter :func:`_floors` accepts, the text with a placeholder id is counted
+        first: the appendix id (twice in the note) moves the count by at most
+        :data:`_ID_SPREAD`, so when that count is farther from ``budget``, the bound says
+        on which side the text falls without hashing the appendix.
+        """
+        if self.appendix and _floors(counter):
+            rough = counter.count(self.text(placeholder=True))
+            if rough + _ID_SPREAD <= budget:
+                return rough + _ID_SPREAD
+            if rough - _ID_SPREAD > budget:
+                return rough - _ID_SPREAD
+        return counter.count(self.text())
 
     def appendix_id(self) -> str | None:
         """``_appendix_id(_appendix(…))``: the same bytes fed to sha256 piece by piece."""
@@ -1121,7 +1146,7 @@ class _Draft:
         if omitted and tokens < budget_tokens:
             # The note was reserved at its longest: give the room it did not need back.
             _Fill(chosen, left_out, omitted, self.redact).run(
-                lambda: counter.count(self.text()), budget_tokens
+                lambda: self.sided_count(budget_tokens, counter), budget_tokens
             )
         # Rendered in full once, with the appendix (the text was counted last time).
         listed, appendix_id, summary, text = self.render()
@@ -1133,8 +1158,8 @@ class _Fill:
 
     The note was reserved at its longest, and a tight budget can leave room it did not
     need. Highest priority first, each item is tried by rendering the whole summary
-    (``render`` returns its token count), at most :attr:`TRIES` times, so the cost stays
-    small however many items were left out.
+    (``render`` returns its token count, or a bound on the same side of the budget), at
+    most :attr:`TRIES` times, so the cost stays small however many items were left out.
     """
 
     TRIES = 24
@@ -1171,6 +1196,14 @@ class _Fill:
 
 #: Hex digits of an appendix id (the first characters of its sha256).
 _APPENDIX_ID_CHARS = 16
+#: An id of that length, counted in its stead (:meth:`_Draft.sided_count`).
+_PLACEHOLDER_ID = "0" * _APPENDIX_ID_CHARS
+#: How far the appendix id can move a note's count under a :func:`_floors` encoding: it
+#: is named twice, after ``sha256:`` and after a space, and each of those stretches (the
+#: id and the character before it) is whole pre-tokenizer pieces (alphanumerics between
+#: punctuation or spaces: nothing around them joins a piece with them), so it counts 1
+#: to 17 tokens, whatever the id.
+_ID_SPREAD = 2 * _APPENDIX_ID_CHARS
 
 
 def _add_trail(
