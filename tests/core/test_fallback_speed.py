@@ -256,3 +256,37 @@ def test_fill_hashes_the_appendix_only_when_the_bound_cannot_decide(
         exact.tokens,
     )
     assert with_bound < len(hashed)
+
+
+# ----------------------------------------------------------------------- collect
+
+
+def _sessions() -> list[object]:
+    from pathlib import Path
+
+    from tinyjuice.formats import load
+
+    root = Path(__file__).resolve().parents[2] / "sessions"
+    found = sorted(p for p in root.glob("*.json*") if p.is_file() and p.name != "manifest.json")
+    found += [root / "swe-agent.traj"]
+    return [load(p).messages for p in found] + [_many_items_middle()]
+
+
+def test_flat_facts_chain_what_the_per_message_facts_hold() -> None:
+    import itertools
+    from operator import attrgetter
+
+    for messages in _sessions():
+        facts = fb._extract(messages)  # type: ignore[arg-type]
+        flat = fb._flat_facts(messages)  # type: ignore[arg-type]
+        for key in fb._Facts._fields:
+            chained = list(itertools.chain.from_iterable(map(attrgetter(key), facts)))
+            assert list(flat[key]) == chained, key
+
+
+def test_collect_without_a_memo_equals_collect_with_one() -> None:
+    for messages in _sessions():
+        plain = fb._collect(messages, 3)  # type: ignore[arg-type]
+        remembered = fb._collect(messages, 3, {}, fb.FactsMemo())  # type: ignore[arg-type]
+        assert plain.items == remembered.items
+        assert plain.call_counts == remembered.call_counts

@@ -312,17 +312,22 @@ def _collect(
     memo: FactsMemo | None = None,
 ) -> _Collector:
     """The items of ``middle`` per category: each message's :class:`_Facts` (from
-    ``memo`` when it has them), merged first seen first without duplicates."""
-    facts = _extract(middle, paths) if memo is None else memo.facts(middle, paths)
+    ``memo`` when it has them; without one, chained straight from the pass over the
+    messages), merged first seen first without duplicates."""
+    chain = itertools.chain.from_iterable
+    if memo is None:
+        columns = _flat_facts(middle, paths)
+    else:
+        facts = memo.facts(middle, paths)
+        columns = {key: chain(map(attrgetter(key), facts)) for key in _Facts._fields}
     out = _Collector()
     items = out.items
-    chain = itertools.chain.from_iterable
     for key in _MERGED:
-        items[key] = dict.fromkeys(chain(map(attrgetter(key), facts)))
-    items["paths"] = _undiff_paths(dict.fromkeys(chain(map(attrgetter("paths"), facts))))
-    asks = list(chain(map(attrgetter("asks"), facts)))
+        items[key] = dict.fromkeys(columns[key])
+    items["paths"] = _undiff_paths(dict.fromkeys(columns["paths"]))
+    asks = list(columns["asks"])
     items["asks"] = dict.fromkeys(reversed(asks))
-    calls = list(chain(map(attrgetter("calls"), facts)))
+    calls = list(columns["calls"])
     first_id = dict(reversed(calls))
     counts = Counter(map(itemgetter(0), calls))  # first seen first
     out.call_counts = {r: [n, first_id[r]] for r, n in counts.items()}
@@ -357,18 +362,111 @@ def _urls(text: str) -> list[str]:
 
 # Long for speed: one pass over the messages collecting every kind of fact, the path
 # and error texts queued for one batched scan (per-kind helpers would walk them 5 times).
+#: Per message: (tools, urls, digests, commands, ask, calls), in its order.
+_Early = tuple[list[str], list[str], list[str], list[str], str, list[tuple[str, str]]]
+
+
+class _Pass(NamedTuple):
+    """What :func:`_first_pass` found: per message its early items (:data:`_Early`) and
+    where its path and error texts start (one more entry at the end); the paths found in
+    each path text and the error lines in each error text."""
+
+    early: list[_Early]
+    path_at: list[int]
+    error_at: list[int]
+    found: dict[int, list[str]]
+    lines: dict[int, list[str]]
+    todo: _Pending
+
+
 def _extract(
     messages: Sequence[Message], paths: dict[str, list[str]] | None = None
 ) -> list[_Facts]:
     """Each message's :class:`_Facts`; paths and error lines found in one batched scan."""
+    early, path_at, error_at, found, lines, todo = _first_pass(messages, paths)
+    error_labels = todo.error_labels
+    named_paths, error_firsts = todo.named_paths, todo.error_firsts
+    out: list[_Facts] = []
+    for j, (tools, urls, digests, commands, ask, rendered) in enumerate(early):
+        p0, p1 = path_at[j], path_at[j + 1]
+        e0, e1 = error_at[j], error_at[j + 1]
+        if not (tools or urls or digests or commands or ask or rendered or p1 > p0 or e1 > e0):
+            out.append(_NO_FACTS)
+            continue
+        ps: list[str] = []
+        for k in range(p0, p1):
+            named = named_paths.get(k)
+            if named is not None:
+                ps.append(named)
+            more = found.get(k)
+            if more:
+                ps += more
+        errors: list[str] = []
+        for k in range(e0, e1):
+            label = error_labels[k]
+            errors += [label + _one_line(line, _ERROR_CHARS) for line in lines.get(k, ())]
+            first_line = error_firsts.get(k)
+            if first_line is not None:
+                errors.append(first_line)
+        out.append(
+            _Facts(
+                tuple(tools),
+                tuple(urls),
+                tuple(digests),
+                tuple(commands),
+                tuple(ps),
+                tuple(errors),
+                (ask,) if ask else (),
+                tuple(rendered),
+            )
+        )
+    return out
+
+
+def _flat_facts(
+    messages: Sequence[Message], paths: dict[str, list[str]] | None = None
+) -> dict[str, Iterable[Any]]:
+    """Every message's items per :class:`_Facts` field, chained in message order: what
+    :func:`_extract` gives, without a record per message (when none is remembered)."""
+    early, _, _, found, lines, todo = _first_pass(messages, paths)
+    chain = itertools.chain.from_iterable
+    named_paths, error_firsts, error_labels = todo.named_paths, todo.error_firsts, todo.error_labels
+    # Path and error texts are listed in message order: their indices order the items.
+    ps: list[str] = []
+    for k in sorted(named_paths.keys() | found.keys()):
+        named = named_paths.get(k)
+        if named is not None:
+            ps.append(named)
+        more = found.get(k)
+        if more:
+            ps += more
+    errors: list[str] = []
+    for k in sorted(lines.keys() | error_firsts.keys()):
+        label = error_labels[k]
+        errors += [label + _one_line(line, _ERROR_CHARS) for line in lines.get(k, ())]
+        first_line = error_firsts.get(k)
+        if first_line is not None:
+            errors.append(first_line)
+    return {
+        "tools": chain(map(itemgetter(0), early)),
+        "urls": chain(map(itemgetter(1), early)),
+        "digests": chain(map(itemgetter(2), early)),
+        "commands": chain(map(itemgetter(3), early)),
+        "paths": ps,
+        "errors": errors,
+        "asks": [e[4] for e in early if e[4]],
+        "calls": chain(map(itemgetter(5), early)),
+    }
+
+
+def _first_pass(messages: Sequence[Message], paths: dict[str, list[str]] | None) -> _Pass:
+    """The per-message pass of :func:`_extract`, the path and error texts scanned."""
     todo = _Pending()
     path_texts, error_texts, error_labels = todo.path_texts, todo.error_texts, todo.error_labels
     calls = _Calls(todo)
     tool_role = Role.TOOL
     user_role = Role.USER
-    # Per message: (tools, urls, digests, commands, asks, calls) and where its path and
-    # error texts start.
-    early: list[tuple[list[str], list[str], list[str], list[str], str, list[tuple[str, str]]]] = []
+    early: list[_Early] = []
     path_at: list[int] = []
     error_at: list[int] = []
     for m in messages:
@@ -426,43 +524,7 @@ def _extract(
     path_at.append(len(path_texts))
     error_at.append(len(error_texts))
     found = _paths_many(path_texts, paths) if path_texts else {}
-    lines = _error_lines_many(error_texts)
-    named_paths, error_firsts = todo.named_paths, todo.error_firsts
-    out: list[_Facts] = []
-    for j, (tools, urls, digests, commands, ask, rendered) in enumerate(early):
-        p0, p1 = path_at[j], path_at[j + 1]
-        e0, e1 = error_at[j], error_at[j + 1]
-        if not (tools or urls or digests or commands or ask or rendered or p1 > p0 or e1 > e0):
-            out.append(_NO_FACTS)
-            continue
-        ps: list[str] = []
-        for k in range(p0, p1):
-            named = named_paths.get(k)
-            if named is not None:
-                ps.append(named)
-            more = found.get(k)
-            if more:
-                ps += more
-        errors: list[str] = []
-        for k in range(e0, e1):
-            label = error_labels[k]
-            errors += [label + _one_line(line, _ERROR_CHARS) for line in lines.get(k, ())]
-            first_line = error_firsts.get(k)
-            if first_line is not None:
-                errors.append(first_line)
-        out.append(
-            _Facts(
-                tuple(tools),
-                tuple(urls),
-                tuple(digests),
-                tuple(commands),
-                tuple(ps),
-                tuple(errors),
-                (ask,) if ask else (),
-                tuple(rendered),
-            )
-        )
-    return out
+    return _Pass(early, path_at, error_at, found, _error_lines_many(error_texts), todo)
 
 
 class _Calls:
