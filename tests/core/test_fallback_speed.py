@@ -84,16 +84,17 @@ def test_allocate_with_floors_decides_as_with_exact_costs(
 ) -> None:
     counter = _exact_counter()
     items = {key: list(dict.fromkeys(v)) for key, v in items.items()}
-    floored = fb._allocate(items, room, counter)
-    memo: dict[str, int] = {}
-    remembered = fb._allocate(items, room, counter, memo)
-    again = fb._allocate(items, room, counter, memo)  # from the memo's exact costs
-    fb_floors = fb._floors
+    fb_floors, over = fb._floors, fb._FLOORS_OVER
     try:
+        fb._FLOORS_OVER = 0  # floors whatever the room
+        floored = fb._allocate(items, room, counter)
+        memo: dict[str, int] = {}
+        remembered = fb._allocate(items, room, counter, memo)
+        again = fb._allocate(items, room, counter, memo)  # from the memo's exact costs
         fb._floors = lambda counter: False  # type: ignore[assignment]
         exact = fb._allocate(items, room, counter)
     finally:
-        fb._floors = fb_floors
+        fb._floors, fb._FLOORS_OVER = fb_floors, over
     assert floored == remembered == again == exact
 
 

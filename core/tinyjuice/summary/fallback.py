@@ -766,6 +766,10 @@ def _piece_floor(item: str) -> int:
     return len(_PIECE_RUN_RE.findall(item)) + 2 if item.isascii() else 0
 
 
+#: Characters of items per token of room above which :func:`_allocate` uses floors.
+_FLOORS_OVER = 8
+
+
 def _floors(counter: TokenCounter) -> bool:
     """Whether :func:`_cost_floor` bounds ``counter``'s costs (an exact tiktoken counter
     with a known pre-tokenizer); any other counter counts every item."""
@@ -795,7 +799,11 @@ def _allocate(
     Costs not counted are kept negated (``-floor``).
     """
     costs: dict[str, list[int]] = {}
-    floors = _floors(counter)
+    # Floors pay only when most items cannot fit (about 4 characters a token): else
+    # nearly every item is counted anyway, after its floors.
+    floors = _floors(counter) and sum(
+        len(i) for key, _ in _CATEGORIES for i in items[key]
+    ) > _FLOORS_OVER * max(room, 1)
     for key, _ in _CATEGORIES:
         lines = items[key]
         if floors:
