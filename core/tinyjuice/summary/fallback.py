@@ -427,8 +427,10 @@ def _flat_facts(
     messages: Sequence[Message], paths: dict[str, list[str]] | None = None
 ) -> dict[str, Iterable[Any]]:
     """Every message's items per :class:`_Facts` field, chained in message order: what
-    :func:`_extract` gives, without a record per message (when none is remembered)."""
-    early, _, _, found, lines, todo = _first_pass(messages, paths)
+    :func:`_extract` gives, without a record per message (when none is remembered), and
+    without a repeated tool call's items but the call (merged first seen first, the
+    same)."""
+    early, _, _, found, lines, todo = _first_pass(messages, paths, merged=True)
     chain = itertools.chain.from_iterable
     named_paths, error_firsts, error_labels = todo.named_paths, todo.error_firsts, todo.error_labels
     # Path and error texts are listed in message order: their indices order the items.
@@ -459,11 +461,14 @@ def _flat_facts(
     }
 
 
-def _first_pass(messages: Sequence[Message], paths: dict[str, list[str]] | None) -> _Pass:
-    """The per-message pass of :func:`_extract`, the path and error texts scanned."""
+def _first_pass(
+    messages: Sequence[Message], paths: dict[str, list[str]] | None, merged: bool = False
+) -> _Pass:
+    """The per-message pass of :func:`_extract`, the path and error texts scanned.
+    ``merged``: only the items' first occurrences matter (see :class:`_Calls`)."""
     todo = _Pending()
     path_texts, error_texts, error_labels = todo.path_texts, todo.error_texts, todo.error_labels
-    calls = _Calls(todo)
+    calls = _Calls(todo, repeats=not merged)
     tool_role = Role.TOOL
     user_role = Role.USER
     early: list[_Early] = []
@@ -529,12 +534,17 @@ def _first_pass(messages: Sequence[Message], paths: dict[str, list[str]] | None)
 
 class _Calls:
     """Tool calls: the call itself, its tool name, paths, URLs and shell commands (a
-    call repeated verbatim, same tool and arguments, is worked out once)."""
+    call repeated verbatim, same tool and arguments, is worked out once).
 
-    __slots__ = ("_seen", "_shell", "_todo")
+    ``repeats=False`` (items merged across messages, first seen first): a repeated call
+    adds only itself, as its name, paths, URLs and commands are in already.
+    """
 
-    def __init__(self, todo: _Pending) -> None:
+    __slots__ = ("_repeats", "_seen", "_shell", "_todo")
+
+    def __init__(self, todo: _Pending, repeats: bool = True) -> None:
         self._todo = todo
+        self._repeats = repeats
         self._shell: dict[str, bool] = {}
         #: (name, arguments) → (rendered, URLs, commands, (named path or None, text)…).
         self._seen: dict[
@@ -551,6 +561,8 @@ class _Calls:
         seen = self._seen.get(key)
         if seen is None:
             seen = self._seen[key] = self._work_out(call)
+        elif not self._repeats:
+            return seen[0], call.id
         rendered, call_urls, call_commands, texts = seen
         if call.name:
             tools.append(call.name)
