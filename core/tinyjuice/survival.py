@@ -5,12 +5,10 @@ Details: docs/compaction.md (`tinyjuice.survival`).
 
 from __future__ import annotations
 
-import itertools
-import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from tinyjuice.breakdown import _classified_sections
 from tinyjuice.facts import _CONSTRAINT_RE, _real_user, norm_text, split_sentences
@@ -137,42 +135,80 @@ def find_rules(
     """The rules in ``middle`` (see the module docs), de-duplicated, first seen first.
 
     ``memo`` (one per transcript) remembers each message's rules by the message object.
+    Only the messages that may hold rules (:func:`_may_hold_rules`, found in one pass)
+    are read or remembered.
     """
     seen: dict[str, Rule] = {}
-    if memo is None:
-        for offset, m in enumerate(middle):
-            for key, line, source in _message_rules(m):
-                if key not in seen:
-                    seen[key] = Rule(line, source, start_index + offset)
-        return tuple(redact_rule(r) for r in list(seen.values())[:MAX_RULES])
-    # The memo keeps each message alive, so an id found there is that message.
-    hits = list(map(memo.get, map(id, middle)))
-    for i in itertools.compress(range(len(hits)), map(operator.not_, hits)):
-        m = middle[i]
-        hits[i] = memo[id(m)] = (m, _message_rules(m))
-    done = cast("list[tuple[Message, tuple[tuple[str, str, str], ...]]]", hits)  # no miss left
-    # Only the messages with rules (found in C: they are few).
-    for offset in itertools.compress(range(len(done)), map(operator.itemgetter(1), done)):
-        for key, line, source in done[offset][1]:
+    user, system, tool = Role.USER, Role.SYSTEM, Role.TOOL
+    # _may_hold_rules, inlined (it is asked of every message).
+    candidates = [
+        offset
+        for offset, m in enumerate(middle)
+        if (role := m.role) is user
+        or role is system
+        or m.meta.is_injected
+        or (role is tool and _is_skill(m))
+    ]
+    for offset in candidates:
+        m = middle[offset]
+        if memo is None:
+            found = _message_rules(m)
+        else:
+            # The memo keeps each message alive, so an id found there is that message.
+            hit = memo.get(id(m))
+            if hit is None:
+                hit = memo[id(m)] = (m, _message_rules(m))
+            found = hit[1]
+        for key, line, source in found:
             if key not in seen:
                 seen[key] = Rule(line, source, start_index + offset)
     return tuple(redact_rule(r) for r in list(seen.values())[:MAX_RULES])
 
 
+def _is_skill(m: Message) -> bool:
+    return (m.tool_name or "").lower() == "skill"
+
+
+def _may_hold_rules(m: Message) -> bool:
+    """A real ask or a rules source (:func:`_source_of`) may hold rules; nothing else is
+    read."""
+    role = m.role
+    return (
+        role is Role.USER
+        or role is Role.SYSTEM
+        or m.meta.is_injected
+        or (role is Role.TOOL and _is_skill(m))
+    )
+
+
+#: :data:`~tinyjuice.facts._CONSTRAINT_RE` loosened for lower-case text: no word
+#: boundaries, any blanks between its words. Every sentence of a text
+#: (:func:`~tinyjuice.facts.split_sentences`: pieces with their blanks collapsed) that
+#: matches the strict pattern is a stretch of the text this one matches, once lowered.
+_CONSTRAINT_HINT_RE = re.compile(_CONSTRAINT_RE.pattern.replace(r"\b", "").replace(" ", r"\s+"))
+#: Characters ``re.IGNORECASE`` matches to an ASCII letter that ``str.lower`` does not
+#: turn into it (dotted and dotless I, long s).
+_ODD_FOLDS = ("\u0130", "\u0131", "\u017f")
+
+
+def _may_constrain(text: str) -> bool:
+    """False when no sentence of ``text`` can match ``_CONSTRAINT_RE`` (one case-sensitive
+    scan of the lowered text instead of a case-insensitive one per sentence)."""
+    return _CONSTRAINT_HINT_RE.search(text.lower()) is not None or any(
+        c in text for c in _ODD_FOLDS
+    )
+
+
 def _message_rules(m: Message) -> tuple[tuple[str, str, str], ...]:
     """The rules of one message, in order: ``(norm_text key, text, source)``."""
-    role = m.role
-    if (
-        role is not Role.USER
-        and role is not Role.SYSTEM
-        and not m.meta.is_injected
-        and not (role is Role.TOOL and (m.tool_name or "").lower() == "skill")
-    ):
-        return ()  # no real ask and no rules source (_source_of): the text is not read
+    if not _may_hold_rules(m):
+        return ()  # the text is not read
     text = m.text
     if not text.strip():
         return ()
     if _real_user(m):
+        if not _may_constrain(text):
+            return ()
         return tuple(
             (norm_text(s), s, "user")
             for s in split_sentences(text)

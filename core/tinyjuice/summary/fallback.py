@@ -312,17 +312,22 @@ def _collect(
     memo: FactsMemo | None = None,
 ) -> _Collector:
     """The items of ``middle`` per category: each message's :class:`_Facts` (from
-    ``memo`` when it has them), merged first seen first without duplicates."""
-    facts = _extract(middle, paths) if memo is None else memo.facts(middle, paths)
+    ``memo`` when it has them; without one, chained straight from the pass over the
+    messages), merged first seen first without duplicates."""
+    chain = itertools.chain.from_iterable
+    if memo is None:
+        columns = _flat_facts(middle, paths)
+    else:
+        facts = memo.facts(middle, paths)
+        columns = {key: chain(map(attrgetter(key), facts)) for key in _Facts._fields}
     out = _Collector()
     items = out.items
-    chain = itertools.chain.from_iterable
     for key in _MERGED:
-        items[key] = dict.fromkeys(chain(map(attrgetter(key), facts)))
-    items["paths"] = _undiff_paths(dict.fromkeys(chain(map(attrgetter("paths"), facts))))
-    asks = list(chain(map(attrgetter("asks"), facts)))
+        items[key] = dict.fromkeys(columns[key])
+    items["paths"] = _undiff_paths(dict.fromkeys(columns["paths"]))
+    asks = list(columns["asks"])
     items["asks"] = dict.fromkeys(reversed(asks))
-    calls = list(chain(map(attrgetter("calls"), facts)))
+    calls = list(columns["calls"])
     first_id = dict(reversed(calls))
     counts = Counter(map(itemgetter(0), calls))  # first seen first
     out.call_counts = {r: [n, first_id[r]] for r, n in counts.items()}
@@ -357,18 +362,116 @@ def _urls(text: str) -> list[str]:
 
 # Long for speed: one pass over the messages collecting every kind of fact, the path
 # and error texts queued for one batched scan (per-kind helpers would walk them 5 times).
+#: Per message: (tools, urls, digests, commands, ask, calls), in its order.
+_Early = tuple[list[str], list[str], list[str], list[str], str, list[tuple[str, str]]]
+
+
+class _Pass(NamedTuple):
+    """What :func:`_first_pass` found: per message its early items (:data:`_Early`) and
+    where its path and error texts start (one more entry at the end); the paths found in
+    each path text and the error lines in each error text."""
+
+    early: list[_Early]
+    path_at: list[int]
+    error_at: list[int]
+    found: dict[int, list[str]]
+    lines: dict[int, list[str]]
+    todo: _Pending
+
+
 def _extract(
     messages: Sequence[Message], paths: dict[str, list[str]] | None = None
 ) -> list[_Facts]:
     """Each message's :class:`_Facts`; paths and error lines found in one batched scan."""
+    early, path_at, error_at, found, lines, todo = _first_pass(messages, paths)
+    error_labels = todo.error_labels
+    named_paths, error_firsts = todo.named_paths, todo.error_firsts
+    out: list[_Facts] = []
+    for j, (tools, urls, digests, commands, ask, rendered) in enumerate(early):
+        p0, p1 = path_at[j], path_at[j + 1]
+        e0, e1 = error_at[j], error_at[j + 1]
+        if not (tools or urls or digests or commands or ask or rendered or p1 > p0 or e1 > e0):
+            out.append(_NO_FACTS)
+            continue
+        ps: list[str] = []
+        for k in range(p0, p1):
+            named = named_paths.get(k)
+            if named is not None:
+                ps.append(named)
+            more = found.get(k)
+            if more:
+                ps += more
+        errors: list[str] = []
+        for k in range(e0, e1):
+            label = error_labels[k]
+            errors += [label + _one_line(line, _ERROR_CHARS) for line in lines.get(k, ())]
+            first_line = error_firsts.get(k)
+            if first_line is not None:
+                errors.append(first_line)
+        out.append(
+            _Facts(
+                tuple(tools),
+                tuple(urls),
+                tuple(digests),
+                tuple(commands),
+                tuple(ps),
+                tuple(errors),
+                (ask,) if ask else (),
+                tuple(rendered),
+            )
+        )
+    return out
+
+
+def _flat_facts(
+    messages: Sequence[Message], paths: dict[str, list[str]] | None = None
+) -> dict[str, Iterable[Any]]:
+    """Every message's items per :class:`_Facts` field, chained in message order: what
+    :func:`_extract` gives, without a record per message (when none is remembered), and
+    without a repeated tool call's items but the call (merged first seen first, the
+    same)."""
+    early, _, _, found, lines, todo = _first_pass(messages, paths, merged=True)
+    chain = itertools.chain.from_iterable
+    named_paths, error_firsts, error_labels = todo.named_paths, todo.error_firsts, todo.error_labels
+    # Path and error texts are listed in message order: their indices order the items.
+    ps: list[str] = []
+    for k in sorted(named_paths.keys() | found.keys()):
+        named = named_paths.get(k)
+        if named is not None:
+            ps.append(named)
+        more = found.get(k)
+        if more:
+            ps += more
+    errors: list[str] = []
+    for k in sorted(lines.keys() | error_firsts.keys()):
+        label = error_labels[k]
+        errors += [label + _one_line(line, _ERROR_CHARS) for line in lines.get(k, ())]
+        first_line = error_firsts.get(k)
+        if first_line is not None:
+            errors.append(first_line)
+    return {
+        "tools": chain(map(itemgetter(0), early)),
+        "urls": chain(map(itemgetter(1), early)),
+        "digests": chain(map(itemgetter(2), early)),
+        "commands": chain(map(itemgetter(3), early)),
+        "paths": ps,
+        "errors": errors,
+        "asks": [e[4] for e in early if e[4]],
+        "calls": chain(map(itemgetter(5), early)),
+    }
+
+
+def _first_pass(
+    messages: Sequence[Message], paths: dict[str, list[str]] | None, merged: bool = False
+) -> _Pass:
+    """The per-message pass of :func:`_extract`, the path and error texts scanned.
+    ``merged``: only the items' first occurrences matter (see :class:`_Calls`)."""
     todo = _Pending()
     path_texts, error_texts, error_labels = todo.path_texts, todo.error_texts, todo.error_labels
-    calls = _Calls(todo)
+    calls = _Calls(todo, repeats=not merged)
     tool_role = Role.TOOL
     user_role = Role.USER
-    # Per message: (tools, urls, digests, commands, asks, calls) and where its path and
-    # error texts start.
-    early: list[tuple[list[str], list[str], list[str], list[str], str, list[tuple[str, str]]]] = []
+    early: list[_Early] = []
     path_at: list[int] = []
     error_at: list[int] = []
     for m in messages:
@@ -426,53 +529,22 @@ def _extract(
     path_at.append(len(path_texts))
     error_at.append(len(error_texts))
     found = _paths_many(path_texts, paths) if path_texts else {}
-    lines = _error_lines_many(error_texts)
-    named_paths, error_firsts = todo.named_paths, todo.error_firsts
-    out: list[_Facts] = []
-    for j, (tools, urls, digests, commands, ask, rendered) in enumerate(early):
-        p0, p1 = path_at[j], path_at[j + 1]
-        e0, e1 = error_at[j], error_at[j + 1]
-        if not (tools or urls or digests or commands or ask or rendered or p1 > p0 or e1 > e0):
-            out.append(_NO_FACTS)
-            continue
-        ps: list[str] = []
-        for k in range(p0, p1):
-            named = named_paths.get(k)
-            if named is not None:
-                ps.append(named)
-            more = found.get(k)
-            if more:
-                ps += more
-        errors: list[str] = []
-        for k in range(e0, e1):
-            label = error_labels[k]
-            errors += [label + _one_line(line, _ERROR_CHARS) for line in lines.get(k, ())]
-            first_line = error_firsts.get(k)
-            if first_line is not None:
-                errors.append(first_line)
-        out.append(
-            _Facts(
-                tuple(tools),
-                tuple(urls),
-                tuple(digests),
-                tuple(commands),
-                tuple(ps),
-                tuple(errors),
-                (ask,) if ask else (),
-                tuple(rendered),
-            )
-        )
-    return out
+    return _Pass(early, path_at, error_at, found, _error_lines_many(error_texts), todo)
 
 
 class _Calls:
     """Tool calls: the call itself, its tool name, paths, URLs and shell commands (a
-    call repeated verbatim, same tool and arguments, is worked out once)."""
+    call repeated verbatim, same tool and arguments, is worked out once).
 
-    __slots__ = ("_seen", "_shell", "_todo")
+    ``repeats=False`` (items merged across messages, first seen first): a repeated call
+    adds only itself, as its name, paths, URLs and commands are in already.
+    """
 
-    def __init__(self, todo: _Pending) -> None:
+    __slots__ = ("_repeats", "_seen", "_shell", "_todo")
+
+    def __init__(self, todo: _Pending, repeats: bool = True) -> None:
         self._todo = todo
+        self._repeats = repeats
         self._shell: dict[str, bool] = {}
         #: (name, arguments) → (rendered, URLs, commands, (named path or None, text)…).
         self._seen: dict[
@@ -489,6 +561,8 @@ class _Calls:
         seen = self._seen.get(key)
         if seen is None:
             seen = self._seen[key] = self._work_out(call)
+        elif not self._repeats:
+            return seen[0], call.id
         rendered, call_urls, call_commands, texts = seen
         if call.name:
             tools.append(call.name)
@@ -651,6 +725,74 @@ _SHARES: dict[str, float] = {
 }
 
 
+#: The pre-tokenizer patterns (tiktoken ``Encoding._pat_str``: cl100k_base and its offline
+#: copy, o200k_base) under which a space never lies inside a piece after a non-space
+#: character: every alternative holding a non-whitespace character takes whitespace only
+#: as its first character or as trailing ``\r``/``\n``. So the non-blank runs of a text
+#: split at spaces lie in distinct pieces, each at least one token: :func:`_cost_floor`.
+_SPACE_SPLIT_PATTERNS = frozenset(
+    (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        "|".join(
+            (
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""\p{N}{1,3}""",
+                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            )
+        ),
+    )
+)
+
+
+#: Runs of ASCII letters (apostrophes within: a contraction may share their piece) and of
+#: up to three ASCII digits: see :func:`_cost_floor`.
+_PIECE_RUN_RE = re.compile(r"[A-Za-z']*[A-Za-z][A-Za-z']*|[0-9]{1,3}")
+
+
+def _cost_floor(item: str) -> int:
+    """A lower bound of an item's bullet cost (``count(_bullet(item)) + 1``) under a
+    :data:`_SPACE_SPLIT_PATTERNS` encoding: one token per piece the pre-tokenizer must
+    make, here the item's runs split at spaces that hold a non-blank character (Python's
+    blanks include every ``\\s`` of the tokenizer) and the bullet's dash; plus the line
+    break. Cheap enough for every item; :func:`_piece_floor` is finer."""
+    if item.isprintable():
+        # No blank but the space: every non-empty run counts.
+        runs = item.split(" ")
+        return len(runs) - runs.count("") + 2
+    return sum(1 for r in _bullet(item).split(" ") if r and not r.isspace()) + 1
+
+
+#: Runs of ASCII letters (apostrophes within: a contraction may share their piece) and of
+#: up to three ASCII digits: see :func:`_piece_floor`.
+_PIECE_RUN_RE = re.compile(r"[A-Za-z']*[A-Za-z][A-Za-z']*|[0-9]{1,3}")
+
+
+def _piece_floor(item: str) -> int:
+    """Like :func:`_cost_floor`, counting for ASCII text its letter runs and its digits in
+    threes (a piece holds letters or digits, never both, and never two letter runs), the
+    dash and the line break; 0 for other text."""
+    return len(_PIECE_RUN_RE.findall(item)) + 2 if item.isascii() else 0
+
+
+#: Characters of items per token of room above which :func:`_allocate` uses floors.
+_FLOORS_OVER = 8
+
+
+def _floors(counter: TokenCounter) -> bool:
+    """Whether :func:`_cost_floor` bounds ``counter``'s costs (an exact tiktoken counter
+    with a known pre-tokenizer); any other counter counts every item."""
+    from tinyjuice.tokens import TiktokenCounter
+
+    if type(counter) is not TiktokenCounter:
+        return False
+    pattern = getattr(getattr(counter, "_enc", None), "_pat_str", None)
+    return pattern in _SPACE_SPLIT_PATTERNS
+
+
 def _allocate(
     items: Mapping[str, list[str]],
     room: int,
@@ -661,10 +803,28 @@ def _allocate(
 
     Returns the chosen items and the omitted ones, per category. ``memo`` (item → cost,
     for this counter) remembers each item's cost across calls.
+
+    An item is counted only when its cost decides something: under a counter
+    :func:`_floors` accepts, an item whose :func:`_cost_floor` (then, tried once,
+    :func:`_piece_floor`) already exceeds the room it is tried against cannot be taken,
+    whatever its exact cost (on a long session most items are: the room is spent early).
+    Costs not counted are kept negated (``-floor``).
     """
     costs: dict[str, list[int]] = {}
+    # Floors pay only when most items cannot fit (about 4 characters a token): else
+    # nearly every item is counted anyway, after its floors.
+    floors = _floors(counter) and sum(
+        len(i) for key, _ in _CATEGORIES for i in items[key]
+    ) > _FLOORS_OVER * max(room, 1)
     for key, _ in _CATEGORIES:
         lines = items[key]
+        if floors:
+            if memo is None:
+                costs[key] = [-_cost_floor(i) for i in lines]
+            else:
+                get = memo.get
+                costs[key] = [get(i) or -_cost_floor(i) for i in lines]
+            continue
         if memo is None:
             costs[key] = (
                 [c + 1 for c in counter.count_many([_bullet(i) for i in lines])] if lines else []
@@ -675,6 +835,24 @@ def _allocate(
             for i, c in zip(new, counter.count_many([_bullet(i) for i in new]), strict=True):
                 memo[i] = c + 1
         costs[key] = list(map(memo.__getitem__, lines))
+
+    refined: set[tuple[str, int]] = set()
+
+    def settle(key: str, i: int, limit: int) -> int:
+        # The cost of an item whose floor is within ``limit``: its finer floor (negated)
+        # when that is above, else its exact cost (remembered in both places).
+        item = items[key][i]
+        if (key, i) not in refined:
+            refined.add((key, i))
+            floor = max(-costs[key][i], _piece_floor(item))
+            costs[key][i] = -floor
+            if floor > limit:
+                return -floor
+        cost = costs[key][i] = counter.count(_bullet(item)) + 1
+        if memo is not None:
+            memo[item] = cost
+        return cost
+
     taken: dict[str, list[bool]] = {key: [False] * len(items[key]) for key, _ in _CATEGORIES}
     picked: dict[str, list[str]] = {key: list(items[key]) for key, _ in _CATEGORIES}
     used = 0
@@ -687,7 +865,11 @@ def _allocate(
         for key in group:
             allowance = int(group_room * _SHARES[key]) + carry
             for i, cost in enumerate(costs[key]):
-                if cost <= allowance:
+                if cost < 0:
+                    if -cost > allowance:
+                        continue
+                    cost = settle(key, i, allowance)
+                if 0 < cost <= allowance:
                     taken[key][i] = True
                     allowance -= cost
                     used += cost
@@ -700,7 +882,9 @@ def _allocate(
             for i, cost in enumerate(costs[key]):
                 if taken[key][i]:
                     continue
-                if cost <= room - used:
+                if cost < 0 and -cost <= room - used:
+                    cost = settle(key, i, room - used)
+                if 0 < cost <= room - used:
                     taken[key][i] = True
                     used += cost
                 elif key == "asks" and i == 0 and room - used > 40:
@@ -920,13 +1104,38 @@ class _Draft:
         summary = _assemble(self.n_messages, self.chosen, self.omitted, self.focus, appendix_id)
         return listed, appendix_id, summary, summary.render()
 
-    def text(self) -> str:
+    def text(self, placeholder: bool = False) -> str:
         """``render()[3]`` without building the appendix: its id is hashed from each
-        category's bytes, kept between calls (the fit moves a few items at a time)."""
-        appendix_id = self.appendix_id() if self.appendix else None
+        category's bytes, kept between calls (the fit moves a few items at a time).
+        ``placeholder``: the id as :data:`_PLACEHOLDER_ID` (nothing hashed)."""
+        if not self.appendix:
+            appendix_id = None
+        elif placeholder:
+            left_out = self.left_out
+            appendix_id = (
+                _PLACEHOLDER_ID if any(left_out.get(key) for key, _ in _CATEGORIES) else None
+            )
+        else:
+            appendix_id = self.appendix_id()
         return _assemble(
             self.n_messages, self.chosen, self.omitted, self.focus, appendix_id
         ).render()
+
+    def sided_count(self, budget: int, counter: TokenCounter) -> int:
+        """A token count of ``text()`` on the same side of ``budget`` as the exact one.
+
+        Under a counter :func:`_floors` accepts, the text with a placeholder id is counted
+        first: the appendix id (twice in the note) moves the count by at most
+        :data:`_ID_SPREAD`, so when that count is farther from ``budget``, the bound says
+        on which side the text falls without hashing the appendix.
+        """
+        if self.appendix and _floors(counter):
+            rough = counter.count(self.text(placeholder=True))
+            if rough + _ID_SPREAD <= budget:
+                return rough + _ID_SPREAD
+            if rough - _ID_SPREAD > budget:
+                return rough - _ID_SPREAD
+        return counter.count(self.text())
 
     def appendix_id(self) -> str | None:
         """``_appendix_id(_appendix(…))``: the same bytes fed to sha256 piece by piece."""
@@ -1019,7 +1228,7 @@ class _Draft:
         if omitted and tokens < budget_tokens:
             # The note was reserved at its longest: give the room it did not need back.
             _Fill(chosen, left_out, omitted, self.redact).run(
-                lambda: counter.count(self.text()), budget_tokens
+                lambda: self.sided_count(budget_tokens, counter), budget_tokens
             )
         # Rendered in full once, with the appendix (the text was counted last time).
         listed, appendix_id, summary, text = self.render()
@@ -1031,8 +1240,8 @@ class _Fill:
 
     The note was reserved at its longest, and a tight budget can leave room it did not
     need. Highest priority first, each item is tried by rendering the whole summary
-    (``render`` returns its token count), at most :attr:`TRIES` times, so the cost stays
-    small however many items were left out.
+    (``render`` returns its token count, or a bound on the same side of the budget), at
+    most :attr:`TRIES` times, so the cost stays small however many items were left out.
     """
 
     TRIES = 24
@@ -1069,6 +1278,14 @@ class _Fill:
 
 #: Hex digits of an appendix id (the first characters of its sha256).
 _APPENDIX_ID_CHARS = 16
+#: An id of that length, counted in its stead (:meth:`_Draft.sided_count`).
+_PLACEHOLDER_ID = "0" * _APPENDIX_ID_CHARS
+#: How far the appendix id can move a note's count under a :func:`_floors` encoding: it
+#: is named twice, after ``sha256:`` and after a space, and each of those stretches (the
+#: id and the character before it) is whole pre-tokenizer pieces (alphanumerics between
+#: punctuation or spaces: nothing around them joins a piece with them), so it counts 1
+#: to 17 tokens, whatever the id.
+_ID_SPREAD = 2 * _APPENDIX_ID_CHARS
 
 
 def _add_trail(

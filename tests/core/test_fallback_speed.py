@@ -1,0 +1,306 @@
+"""The fallback summary's shortcuts (issue #14) decide exactly as the long way round."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tinyjuice.summary import fallback as fb
+from tinyjuice.tokens import TiktokenCounter, default_counter
+
+
+def _exact_counter() -> TiktokenCounter:
+    counter = default_counter()
+    if not isinstance(counter, TiktokenCounter) or not fb._floors(counter):
+        pytest.skip("needs a tiktoken encoding with a known pre-tokenizer")
+    # A fresh cache: what it holds afterwards is what was counted.
+    return TiktokenCounter(counter._enc, counter.name)
+
+
+#: Whitespace the tokenizer may glue to its neighbours (a tab, a line break followed by a
+#: slash, a no-break space, characters Python alone calls blank).
+_TRICKY = (
+    "",
+    " ",
+    "a",
+    ")\n/",
+    "x)\n/y z",
+    "\t \t",
+    "a \t b",
+    "a\x1cb c",
+    "a\u00a0b",
+    "a \u3000 b",
+    "do \n not  ",
+    "- - -",
+    "  leading and trailing  ",
+    "\n\n",
+    "emoji 🎉 and 日本語 text",
+    "'s 're 'll 't",
+    "1234567 89",
+    "don't it's we'll '-' ''x''",
+    "src/module_0/file_0.py",
+    "a1b2c3 x-y_z ABCdef",
+)
+
+
+@pytest.mark.parametrize("item", _TRICKY)
+def test_cost_floor_never_exceeds_the_exact_cost_on_tricky_text(item: str) -> None:
+    counter = _exact_counter()
+    exact = counter.count(fb._bullet(item)) + 1
+    assert fb._cost_floor(item) <= exact
+    assert fb._piece_floor(item) <= exact
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=80))
+def test_cost_floor_never_exceeds_the_exact_cost(item: str) -> None:
+    counter = _exact_counter()
+    exact = counter.count(fb._bullet(item)) + 1
+    assert fb._cost_floor(item) <= exact
+    assert fb._piece_floor(item) <= exact
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_piece_floor_never_exceeds_the_exact_cost_on_ascii(item: str) -> None:
+    counter = _exact_counter()
+    assert fb._piece_floor(item) <= counter.count(fb._bullet(item)) + 1
+
+
+_WORDS = st.sampled_from(
+    ["src/app.py", "make", "test", "FAILED", "exit", "1", "x", "--flag", "\n", "  ", "é", "a/b/c"]
+)
+_ITEMS = st.lists(st.lists(_WORDS, min_size=1, max_size=12).map(" ".join), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.fixed_dictionaries({key: _ITEMS for key, _ in fb._CATEGORIES}),
+    st.integers(min_value=0, max_value=600),
+)
+def test_allocate_with_floors_decides_as_with_exact_costs(
+    items: dict[str, list[str]], room: int
+) -> None:
+    counter = _exact_counter()
+    items = {key: list(dict.fromkeys(v)) for key, v in items.items()}
+    fb_floors, over = fb._floors, fb._FLOORS_OVER
+    try:
+        fb._FLOORS_OVER = 0  # floors whatever the room
+        floored = fb._allocate(items, room, counter)
+        memo: dict[str, int] = {}
+        remembered = fb._allocate(items, room, counter, memo)
+        again = fb._allocate(items, room, counter, memo)  # from the memo's exact costs
+        fb._floors = lambda counter: False  # type: ignore[assignment]
+        exact = fb._allocate(items, room, counter)
+    finally:
+        fb._floors, fb._FLOORS_OVER = fb_floors, over
+    assert floored == remembered == again == exact
+
+
+def test_allocate_counts_only_the_items_that_decide() -> None:
+    counter = _exact_counter()
+    items: dict[str, list[str]] = {key: [] for key, _ in fb._CATEGORIES}
+    items["paths"] = [f"src/module_{i}/file_{i}.py" for i in range(2000)]
+    items["digests"] = [f"[bash] ran job {i} with exit code {i % 3}" for i in range(2000)]
+    chosen, left_out = fb._allocate(items, 500, counter)
+    assert chosen["paths"] and left_out["paths"] and left_out["digests"]
+    counted = [k for k in counter._cache if isinstance(k, str) and k.startswith("- ")]
+    # Once the room is spent, an item's floor rules it out without encoding it.
+    assert len(counted) < 400
+
+
+# ------------------------------------------------------------------------- rules
+
+
+def _strict_user_rules(text: str) -> tuple[tuple[str, str, str], ...]:
+    from tinyjuice.facts import _CONSTRAINT_RE, norm_text, split_sentences
+
+    return tuple(
+        (norm_text(s), s, "user")
+        for s in split_sentences(text)
+        if _CONSTRAINT_RE.search(s) and 8 <= len(s) <= 300
+    )
+
+
+def test_constraint_hint_is_the_strict_pattern_loosened() -> None:
+    from tinyjuice.facts import _CONSTRAINT_RE
+    from tinyjuice.survival import _CONSTRAINT_HINT_RE
+
+    # Matched against lowered text: the strict pattern must hold no upper case.
+    assert _CONSTRAINT_RE.pattern == _CONSTRAINT_RE.pattern.lower()
+    assert "\\b" not in _CONSTRAINT_HINT_RE.pattern
+
+
+_RULE_BITS = st.sampled_from(
+    [
+        "Always",
+        "NEVER",
+        "do",
+        "not",
+        "don't",
+        "must",
+        "make",
+        "sure",
+        "keep",
+        "the",
+        "under",
+        "no",
+        "circumstances",
+        "preFER",
+        "alwayſ",
+        "İ",
+        "ı",
+        "use",
+        "only",
+        " ",
+        "\t",
+        "\n",
+        "\u00a0",
+        ". ",
+        "! ",
+        "-",
+        "•",
+        "*",
+        "x",
+        "long sentence filler words",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_RULE_BITS, max_size=30).map("".join))
+def test_constraint_hint_never_hides_a_rule(text: str) -> None:
+    from tinyjuice.survival import _may_constrain
+
+    if _strict_user_rules(text):
+        assert _may_constrain(text)
+
+
+def test_user_text_without_a_constraint_word_is_not_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tinyjuice import survival
+    from tinyjuice.model import Message, Role, TextPart
+
+    def boom(text: str) -> object:
+        raise AssertionError("split_sentences called")
+
+    asks = [Message(Role.USER, (TextPart(f"Fix bug {i}. Then run the tests."),)) for i in range(3)]
+    monkeypatch.setattr(survival, "split_sentences", boom)
+    assert survival.find_rules(asks) == ()
+    assert survival.find_rules(asks, memo={}) == ()
+
+
+# --------------------------------------------------------------------------- fit
+
+
+def _many_items_middle() -> list[object]:
+    from tinyjuice.model import Message, MessageMeta, Role, TextPart, ToolCall
+
+    middle: list[object] = []
+    for i in range(400):
+        middle.append(Message(Role.USER, (TextPart(f"ask {i}: look at src/area_{i}/mod_{i}.py"),)))
+        middle.append(
+            Message(
+                Role.ASSISTANT,
+                (),
+                tool_calls=(ToolCall(f"c{i}", "bash", f'{{"command": "make t{i} v={i * 7}"}}'),),
+            )
+        )
+        middle.append(
+            Message(
+                Role.TOOL,
+                (TextPart(f"FAILED case {i}: out/data_{i}.csv missing"),),
+                tool_call_id=f"c{i}",
+                tool_name="bash",
+                meta=MessageMeta(is_error=i % 2 == 0),
+            )
+        )
+    return middle
+
+
+def test_appendix_id_moves_a_note_count_by_at_most_the_spread() -> None:
+    import random
+
+    counter = _exact_counter()
+    note = fb._note(12_345, {"paths": 3, "digests": 40}, None, fb._PLACEHOLDER_ID)
+    base = counter.count(note)
+    rng = random.Random(14)
+    ids = ["f" * 16, "a1" * 8, "0123456789abcdef", "9" * 16, "abcdef" + "0" * 10]
+    ids += ["".join(rng.choice("0123456789abcdef") for _ in range(16)) for _ in range(300)]
+    for appendix_id in ids:
+        moved = counter.count(note.replace(fb._PLACEHOLDER_ID, appendix_id))
+        assert abs(moved - base) <= fb._ID_SPREAD
+
+
+def test_fill_hashes_the_appendix_only_when_the_bound_cannot_decide(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = _exact_counter()
+    middle = _many_items_middle()
+    hashed = []
+    real_id = fb._Draft.appendix_id
+
+    def spy(self: fb._Draft) -> str | None:
+        hashed.append(1)
+        return real_id(self)
+
+    monkeypatch.setattr(fb._Draft, "appendix_id", spy)
+    shortcut = fb.fallback_summary(middle, budget_tokens=6000, counter=counter)  # type: ignore[arg-type]
+    with_bound = len(hashed)
+    hashed.clear()
+    monkeypatch.setattr(fb, "_floors", lambda counter: False)
+    exact = fb.fallback_summary(middle, budget_tokens=6000, counter=counter)  # type: ignore[arg-type]
+    assert shortcut.omitted and shortcut.included == exact.included
+    assert (shortcut.text, shortcut.appendix, shortcut.tokens) == (
+        exact.text,
+        exact.appendix,
+        exact.tokens,
+    )
+    assert with_bound < len(hashed)
+
+
+# ----------------------------------------------------------------------- collect
+
+
+def _sessions() -> list[object]:
+    from pathlib import Path
+
+    from tinyjuice.formats import load
+
+    root = Path(__file__).resolve().parents[2] / "sessions"
+    found = sorted(p for p in root.glob("*.json*") if p.is_file() and p.name != "manifest.json")
+    found += [root / "swe-agent.traj"]
+    return [load(p).messages for p in found] + [_many_items_middle()]
+
+
+def test_flat_facts_chain_what_the_per_message_facts_hold() -> None:
+    import itertools
+    from operator import attrgetter
+
+    for messages in _sessions():
+        facts = fb._extract(messages)  # type: ignore[arg-type]
+        flat = fb._flat_facts(messages)  # type: ignore[arg-type]
+        for key in fb._Facts._fields:
+            chained = list(itertools.chain.from_iterable(map(attrgetter(key), facts)))
+            if key in ("asks", "calls"):
+                assert list(flat[key]) == chained, key
+            else:
+                # A repeated call's items are left out: first occurrences are the same.
+                assert dict.fromkeys(flat[key]) == dict.fromkeys(chained), key
+
+
+def test_collect_without_a_memo_equals_collect_with_one() -> None:
+    from tinyjuice.model import Message, Role, ToolCall
+
+    repeated = [
+        Message(Role.ASSISTANT, (), tool_calls=(ToolCall(f"r{i}", "bash", args),))
+        for i, args in enumerate(
+            ['{"command": "cat a/x.py"}', '{"command": "ls b/"}'] * 3
+            + ['{"command": "cat b/x.py"}', '{"path": "a/x.py"}', '{"command": "ls b/"}']
+        )
+    ]
+    for messages in [*_sessions(), repeated]:
+        plain = fb._collect(messages, 3)  # type: ignore[arg-type]
+        remembered = fb._collect(messages, 3, {}, fb.FactsMemo())  # type: ignore[arg-type]
+        assert plain.items == remembered.items
+        assert plain.call_counts == remembered.call_counts
