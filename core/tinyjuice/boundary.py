@@ -245,14 +245,14 @@ class BoundaryIndex:
             if base._has_summary is not None:
                 from tinyjuice.summary import is_summary_message
 
-                self._has_summary = base._has_summary or any(
-                    is_summary_message(m) for m in messages[k:]
-                )
+                self._has_summary = base._has_summary or any(map(is_summary_message, messages[k:]))
         # The first group a new message can reach back into (0: build whole).
         lo = k
+        tool_role, user_role = Role.TOOL, Role.USER
         for i in range(k, n):
             m = messages[i]
-            if m.role is Role.TOOL:
+            role = m.role
+            if role is tool_role:
                 tools += 1
                 parent = last_call.get(m.tool_call_id) if m.tool_call_id is not None else None
                 owner = parent if parent is not None else i - 1
@@ -266,7 +266,7 @@ class BoundaryIndex:
                     calls_at[i] = 1
                     for call in m.tool_calls:
                         last_call[call.id] = i
-                if m.is_real_user:
+                if role is user_role and m.is_real_user:
                     users.append(i)
             tool_prefix[i + 1] = tools
             call_prefix[i + 1] = calls
@@ -329,7 +329,7 @@ class BoundaryIndex:
         if self._has_summary is None:
             from tinyjuice.summary import is_summary_message
 
-            self._has_summary = any(is_summary_message(m) for m in self._messages)
+            self._has_summary = any(map(is_summary_message, self._messages))
         return self._has_summary
 
     def is_legal(self, index: int) -> bool:
