@@ -278,9 +278,23 @@ class BoundaryIndex:
             # Groups before ``lo`` end before it: they stay as they were.
             group_start = base.group_start[:lo] + array("q", [0]) * (n - lo)
             group_end = base.group_end[:lo] + array("q", [0]) * (n - lo)
+        if base is None:
+            legal = array("b", [0]) * (n + 1)
+            legal_indices: list[int] = []
+        else:
+            legal = base.legal[:lo] + array("b", [0]) * (n + 1 - lo)
+            legal_indices = base.legal_indices[: bisect_left(base.legal_indices, lo)]
+        # A boundary is legal at each group's start (0 is one) and at the end.
+        add_legal = legal_indices.append
         i = lo
         while i < n:
+            legal[i] = 1
+            add_legal(i)
             end = reach[i]
+            if end == i:  # a message alone (most are)
+                group_start[i] = group_end[i] = i
+                i += 1
+                continue
             j = i + 1
             while j <= end:
                 if reach[j] > end:
@@ -290,17 +304,8 @@ class BoundaryIndex:
                 group_start[k] = i
                 group_end[k] = end
             i = end + 1
-
-        if base is None:
-            legal = array("b", [0]) * (n + 1)
-            legal_indices: list[int] = []
-        else:
-            legal = base.legal[:lo] + array("b", [0]) * (n + 1 - lo)
-            legal_indices = base.legal_indices[: bisect_left(base.legal_indices, lo)]
-        for j in range(lo, n + 1):
-            if j == 0 or j == n or group_start[j] == j:
-                legal[j] = 1
-                legal_indices.append(j)
+        legal[n] = 1
+        add_legal(n)
 
         self._reach = reach
         self._last_call = last_call
