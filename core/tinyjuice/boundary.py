@@ -245,14 +245,14 @@ class BoundaryIndex:
             if base._has_summary is not None:
                 from tinyjuice.summary import is_summary_message
 
-                self._has_summary = base._has_summary or any(
-                    is_summary_message(m) for m in messages[k:]
-                )
+                self._has_summary = base._has_summary or any(map(is_summary_message, messages[k:]))
         # The first group a new message can reach back into (0: build whole).
         lo = k
+        tool_role, user_role = Role.TOOL, Role.USER
         for i in range(k, n):
             m = messages[i]
-            if m.role is Role.TOOL:
+            role = m.role
+            if role is tool_role:
                 tools += 1
                 parent = last_call.get(m.tool_call_id) if m.tool_call_id is not None else None
                 owner = parent if parent is not None else i - 1
@@ -266,7 +266,7 @@ class BoundaryIndex:
                     calls_at[i] = 1
                     for call in m.tool_calls:
                         last_call[call.id] = i
-                if m.is_real_user:
+                if role is user_role and m.is_real_user:
                     users.append(i)
             tool_prefix[i + 1] = tools
             call_prefix[i + 1] = calls
@@ -278,9 +278,23 @@ class BoundaryIndex:
             # Groups before ``lo`` end before it: they stay as they were.
             group_start = base.group_start[:lo] + array("q", [0]) * (n - lo)
             group_end = base.group_end[:lo] + array("q", [0]) * (n - lo)
+        if base is None:
+            legal = array("b", [0]) * (n + 1)
+            legal_indices: list[int] = []
+        else:
+            legal = base.legal[:lo] + array("b", [0]) * (n + 1 - lo)
+            legal_indices = base.legal_indices[: bisect_left(base.legal_indices, lo)]
+        # A boundary is legal at each group's start (0 is one) and at the end.
+        add_legal = legal_indices.append
         i = lo
         while i < n:
+            legal[i] = 1
+            add_legal(i)
             end = reach[i]
+            if end == i:  # a message alone (most are)
+                group_start[i] = group_end[i] = i
+                i += 1
+                continue
             j = i + 1
             while j <= end:
                 if reach[j] > end:
@@ -290,17 +304,8 @@ class BoundaryIndex:
                 group_start[k] = i
                 group_end[k] = end
             i = end + 1
-
-        if base is None:
-            legal = array("b", [0]) * (n + 1)
-            legal_indices: list[int] = []
-        else:
-            legal = base.legal[:lo] + array("b", [0]) * (n + 1 - lo)
-            legal_indices = base.legal_indices[: bisect_left(base.legal_indices, lo)]
-        for j in range(lo, n + 1):
-            if j == 0 or j == n or group_start[j] == j:
-                legal[j] = 1
-                legal_indices.append(j)
+        legal[n] = 1
+        add_legal(n)
 
         self._reach = reach
         self._last_call = last_call
@@ -329,7 +334,7 @@ class BoundaryIndex:
         if self._has_summary is None:
             from tinyjuice.summary import is_summary_message
 
-            self._has_summary = any(is_summary_message(m) for m in self._messages)
+            self._has_summary = any(map(is_summary_message, self._messages))
         return self._has_summary
 
     def is_legal(self, index: int) -> bool:

@@ -231,8 +231,11 @@ def _load_encoding(preferred: str | None) -> tuple[_Encoding, str] | None:
 def counted_kind(messages: Sequence[Message], kind: CountKind) -> CountKind:
     """The kind of a count of ``messages`` made with a counter of ``kind``: images are
     counted with a flat estimate, so a count that includes one is an estimate."""
-    if kind is CountKind.EXACT and any(m.media for m in messages):
-        return CountKind.ESTIMATED
+    if kind is CountKind.EXACT:
+        for m in messages:  # any(m.media for m in messages), without a tuple per message
+            for p in m.parts:
+                if isinstance(p, MediaPart):
+                    return CountKind.ESTIMATED
     return kind
 
 
@@ -285,6 +288,16 @@ def _fixed_overhead(message: Message, counter: TokenCounter) -> int:
 
 def message_tokens(message: Message, counter: TokenCounter) -> int:
     """Tokens one message costs: its texts, role overhead, tool-call envelopes, media."""
+    parts = message.parts
+    if (
+        len(parts) == 1
+        and type(parts[0]) is TextPart
+        and not message.tool_calls
+        and not message.reasoning
+    ):
+        # The common shape (one text, no calls, no reasoning, no media), without the lists.
+        n = counter.count(parts[0].text) + counter.message_overhead
+        return n + 2 if message.tool_call_id else n
     return sum(counter.count(t) for t in _message_texts(message)) + _fixed_overhead(
         message, counter
     )
@@ -372,6 +385,8 @@ def count_transcript(
     """
     counter = counter or default_counter()
     msgs = transcript.messages
+    if type(counter) is RoughCounter:
+        return _count_rough(transcript, counter)
     flat: list[str] = []
     ends: list[int] = []
     fixed: list[int] = []
@@ -418,6 +433,45 @@ def count_transcript(
         prefix=tuple(prefix),
         system_prompt=sys_tokens + (counter.message_overhead if sys_text else 0),
         tools=tools_tokens,
+        counter=counter.name,
+        kind=counter.kind,
+    )
+
+
+def _count_rough(transcript: Transcript, counter: RoughCounter) -> TranscriptTokens:
+    """:func:`count_transcript` with the rough counter: the same figures, each text's
+    estimate summed in the one pass (no list of texts, no second pass)."""
+    overhead = counter.message_overhead
+    per: list[int] = []
+    append = per.append
+    for m in transcript.messages:
+        n = overhead
+        for p in m.parts:
+            if type(p) is TextPart:
+                n += (len(p.text) + 3) // 4
+            elif type(p) is ThinkingPart:
+                if not p.redacted:
+                    n += (len(p.text) + 3) // 4
+            else:
+                n += IMAGE_TOKENS
+        if m.reasoning:
+            n += (len(m.reasoning) + 3) // 4
+        calls = m.tool_calls
+        if calls:
+            n += TOOL_CALL_OVERHEAD * len(calls)
+            for call in calls:
+                n += (len(call.name) + 3) // 4 + (len(call.arguments) + 3) // 4
+        if m.tool_call_id:
+            n += 2
+        append(n)
+    sys_text = transcript.system_prompt or ""
+    tools = transcript.tools
+    tools_text = tool_schema_text(tools) if tools and not tools_in_text(transcript) else ""
+    return TranscriptTokens(
+        per_message=tuple(per),
+        prefix=(0, *accumulate(per)),
+        system_prompt=rough_tokens(sys_text) + (overhead if sys_text else 0),
+        tools=rough_tokens(tools_text),
         counter=counter.name,
         kind=counter.kind,
     )
