@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from operator import attrgetter
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import orjson
 
-from tinyjuice.model import Message, MessageMeta, Part, Role, TextPart, ToolCall
+from tinyjuice.model import Message, Part, Role, TextPart, ToolCall
 from tinyjuice.redact import redact_clip
 from tinyjuice.text import cut_end, cut_middle
 
@@ -301,72 +301,12 @@ def _exit_from_text(output: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _slot_fields(cls: type) -> tuple[str, ...] | None:
-    """``cls``'s fields when its generated ``__init__`` only sets each one (a frozen
-    slotted dataclass without ``__post_init__``, slots in field order), else None."""
-    params = getattr(cls, "__dataclass_params__", None)
-    if params is None or not params.frozen or not params.init or hasattr(cls, "__post_init__"):
-        return None
-    every = fields(cls)
-    names = tuple(f.name for f in every)
-    if not names or not all(f.init for f in every):
-        return None
-    return names if tuple(getattr(cls, "__slots__", ())) == names else None
-
-
-def _generate(cls: type, names: tuple[str, ...], given: tuple[str, ...], rebuild: bool) -> Any:
-    """``make([obj, ]*values)``: a new ``cls`` with each field set through its slot, to the
-    value passed for it when it is in ``given``, else to ``obj``'s (``rebuild``)."""
-    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    body = ["    o = _new(_cls)"]
-    for i, name in enumerate(names):
-        env[f"_set{i}"] = cls.__dict__[name].__set__
-        value = f"v{given.index(name)}" if name in given else f"obj.{name}"
-        body.append(f"    _set{i}(o, {value})")
-    head = ", ".join([*(["obj"] if rebuild else []), *(f"v{k}" for k in range(len(given)))])
-    exec(f"def make({head}):\n" + "\n".join(body) + "\n    return o\n", env)
-    return env["make"]
-
-
-def _fast_constructor(cls: type[_T]) -> Callable[..., _T]:
-    """A positional constructor of the frozen slotted dataclass ``cls``, about twice as
-    fast as calling it: each field is set through its slot, as the generated ``__init__``
-    does, without an ``object.__setattr__`` lookup per field (a digest pass builds five
-    objects per digest, tens of thousands of them). Every field must be passed.
-
-    ``cls`` itself when its ``__init__`` may do more (see :func:`_slot_fields`).
-    """
-    names = _slot_fields(cls)
-    if names is None:
-        return cls
-    make: Callable[..., _T] = _generate(cls, names, names, rebuild=False)
-    return make
-
-
-def _fast_replacer(cls: type[_T], *changed: str) -> Callable[..., _T]:
-    """``make(obj, *values)``: ``dataclasses.replace(obj, **dict(zip(changed, values)))``
-    for an object of exactly ``cls``, built as :func:`_fast_constructor` builds (falls
-    back to ``replace`` for a class it cannot build)."""
-    names = _slot_fields(cls)
-    if names is None or not set(changed) <= set(names):
-
-        def slow(obj: _T, *values: Any) -> _T:
-            return replace(obj, **dict(zip(changed, values, strict=True)))
-
-        return slow
-    make: Callable[..., _T] = _generate(cls, names, changed, rebuild=True)
-    return make
-
-
 @dataclass(frozen=True, slots=True)
 class _Output:
     body: str
     doc: dict[str, Any] | None
     exit_code: int | None
     is_error: bool
-
-
-_new_output = _fast_constructor(_Output)
 
 
 def _inspect(output: str, is_error: bool) -> _Output:
@@ -393,7 +333,7 @@ def _inspect(output: str, is_error: bool) -> _Output:
             cut = output.find("\nOutput:\n", 0, 512)
             if cut >= 0:
                 body = output[cut + len("\nOutput:\n") :]
-    return _new_output(body, doc, exit_code, is_error)
+    return _Output(body, doc, exit_code, is_error)
 
 
 def _count_lines(text: str) -> int:
@@ -826,9 +766,6 @@ class DigestRecord:
         return self.chars_before - self.chars_after
 
 
-_new_record = _fast_constructor(DigestRecord)
-
-
 @dataclass(frozen=True, slots=True)
 class DigestResult:
     messages: tuple[Message, ...]
@@ -875,27 +812,11 @@ def _rebuild(obj: _T, **changes: Any) -> _T:
 _POSITIONAL: dict[type, tuple[attrgetter[Any], dict[str, int]] | None] = {}
 
 
-#: The digest's rebuild of the usual message (one text part): a digest pass writes tens of
-#: thousands of these.
-_message_with = _fast_replacer(Message, "parts", "meta")
-_meta_with = _fast_replacer(MessageMeta, "generated_by")
-_text_with = _fast_replacer(TextPart, "text")
-
-
-def _digest_message(msg: Message, first: TextPart, text: str) -> Message:
-    """``_rebuild(msg, parts=(_rebuild(first, text=text),), meta=...)`` with
-    ``meta.generated_by = "digest"``, for a message whose only part is ``first``."""
-    if type(msg) is not Message or type(msg.meta) is not MessageMeta:
-        meta = _rebuild(msg.meta, generated_by="digest")
-        return _rebuild(msg, parts=(_rebuild(first, text=text),), meta=meta)
-    return _message_with(msg, (_text_with(first, text),), _meta_with(msg.meta, "digest"))
-
-
 def _with_text(msg: Message, text: str) -> Message:
+    meta = _rebuild(msg.meta, generated_by="digest")
     first = msg.parts[0] if len(msg.parts) == 1 else None
     if type(first) is TextPart:
-        return _digest_message(msg, first, text)
-    meta = _rebuild(msg.meta, generated_by="digest")
+        return _rebuild(msg, parts=(_rebuild(first, text=text),), meta=meta)
     parts: list[Part] = []
     placed = False
     for part in msg.parts:
@@ -1110,7 +1031,7 @@ def _digest_candidates(
                 outcomes[id(msg)] = (msg, call, i, ref, ref_call, msg, None)
             continue
         out[i] = digested if digested is not None else _with_text(msg, new_text)
-        record = _new_record(
+        record = DigestRecord(
             i,
             msg.tool_call_id,
             name,
