@@ -22,6 +22,9 @@ from test_redact_catalogue import CATALOGUE
 from tinyjuice import redact as redact_mod
 from tinyjuice.model import Message, Role, TextPart, ToolCall
 from tinyjuice.redact import (
+    _AWS_CANDIDATE,
+    _CANDIDATE_SCAN,
+    _SCAN_PASSES,
     _BatchText,
     _find_secrets,
     _hit_texts,
@@ -68,6 +71,20 @@ def test_the_joined_scan_leaves_alone_only_what_redaction_leaves_alone(
         assert (got is t) == (want is t)
         # The rules run on a matched text without the filter, and find the same.
         assert _find_secrets(t, True) == find_secrets(t)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_text, max_size=8))
+def test_the_passes_flag_exactly_what_the_candidate_scan_flags(texts: list[str]) -> None:
+    # Text by text, each alone: the per-character passes against the one alternation.
+    for t in texts:
+        low = t.lower()
+        assert any(p.search(low) for p in _SCAN_PASSES) == bool(_CANDIDATE_SCAN.search(low))
+    # Joined: a match never runs into the next text, and every text is judged.
+    _, hit = _hit_texts(texts)
+    assert hit == {
+        t for t in texts if t and (_CANDIDATE_SCAN.search(t.lower()) or _AWS_CANDIDATE.search(t))
+    }
 
 
 def _reference_strings(value: Any, out: list[str]) -> bool:
