@@ -10,6 +10,7 @@ every secret pattern (the corpus and the catalogue) and their near misses.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,8 @@ from tinyjuice.redact import (
     _AWS_CANDIDATE,
     _CANDIDATE_SCAN,
     _SCAN_PASSES,
+    _SHAPE_PASSES,
+    _SHAPES,
     _BatchText,
     _find_secrets,
     _hit_texts,
@@ -80,6 +83,8 @@ def test_the_passes_flag_exactly_what_the_candidate_scan_flags(texts: list[str])
     for t in texts:
         low = t.lower()
         assert any(p.search(low) for p in _SCAN_PASSES) == bool(_CANDIDATE_SCAN.search(low))
+        # The newer shapes' gate in _scan, likewise.
+        assert any(p.search(low) for p in _SHAPE_PASSES) == bool(re.search(_SHAPES, low))
     # Joined: a match never runs into the next text, and every text is judged.
     _, hit = _hit_texts(texts)
     assert hit == {
