@@ -673,7 +673,7 @@ def redact_text(text: str) -> str:
 
 
 def _redacted(text: str, candidate: bool = False) -> str:
-    hits = _find_secrets(text, candidate)
+    hits = _find_secrets(text, True) if candidate else find_secrets(text)
     if not hits:
         return text
     pieces: list[str] = []
