@@ -51,6 +51,11 @@ class TranscriptAnalysis:
     def redact_messages(self, messages: Sequence[Message]) -> tuple[list[Message], int]:
         """:func:`tinyjuice.redact.redact_messages`, scanning each message once ever."""
         memo = self._redacted
+        if not memo:  # the first run: nothing to look up (a preview's middle is large)
+            out, changed = redact_messages(messages)
+            memo.update(zip(map(id, messages), zip(messages, out, strict=True), strict=True))
+            self.redacted_fresh += len(messages)
+            return out, changed
         out = list(messages)
         todo: list[int] = []
         for i, m in enumerate(messages):

@@ -10,12 +10,13 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from itertools import accumulate, compress
 from typing import Any
 
 import orjson
 
 from tinyjuice._escapes import Unescaped, decoded_views, unescape
-from tinyjuice.model import Message, Part, TextPart, ThinkingPart, ToolCall
+from tinyjuice.model import EMPTY, Message, Part, TextPart, ThinkingPart, ToolCall
 
 __all__ = [
     "SecretHit",
@@ -419,15 +420,16 @@ _URL_SECRET = (
 )
 #: Newer provider shapes, lower-cased, each entered at a punctuation mark and checked
 #: backwards from there (a new first letter would slow every filter down).
-_SHAPES = "|".join(
-    (
-        "_(?:(?<=whsec_)|(?<=npm_)|(?<=gsk_)|(?<=do[por]_v1_)|(?<=shp(?:at|ca|pa|ss)_))",
-        "-(?:(?<=xapp-)|(?<=gocspx-)|(?<=pypi-)age|(?<=age-secret-key-)1)",
-        r"\.(?:(?<=sg\.)[a-z0-9_\-]{22}\.|(?<=ya29\.)|(?<=hv[sbr]\.))",
-        r":aa[a-z0-9_\-]{33}",
-    )
+_SHAPE_ALTERNATIVES = (
+    "_(?:(?<=whsec_)|(?<=npm_)|(?<=gsk_)|(?<=do[por]_v1_)|(?<=shp(?:at|ca|pa|ss)_))",
+    "-(?:(?<=xapp-)|(?<=gocspx-)|(?<=pypi-)age|(?<=age-secret-key-)1)",
+    r"\.(?:(?<=sg\.)[a-z0-9_\-]{22}\.|(?<=ya29\.)|(?<=hv[sbr]\.))",
+    r":aa[a-z0-9_\-]{33}",
 )
-_SHAPES_RE = re.compile(_SHAPES)
+_SHAPES = "|".join(_SHAPE_ALTERNATIVES)
+#: :data:`_SHAPES` one alternative at a time: each starts with one literal character and
+#: is searched for at C speed; their alternation tests a character set at every position.
+_SHAPE_PASSES = tuple(map(re.compile, _SHAPE_ALTERNATIVES))
 _CANDIDATE = re.compile(
     "|".join(
         (
@@ -467,6 +469,33 @@ _CANDIDATE_SCAN = re.compile(
     )
 )
 _AWS_CANDIDATE = re.compile(r"A(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}")
+#: :data:`_CANDIDATE_SCAN`'s alternatives regrouped by the one character each is entered
+#: at, one pattern per character: a pattern that starts with one literal character is
+#: searched for at C speed (``re`` skips to that character), while an alternation of
+#: several first characters tests a character set at every position, about as slow as
+#: all of these together. A text where one of them matches is a text where
+#: :data:`_CANDIDATE_SCAN` matches, and the other way round.
+_SCAN_PASSES: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p)
+    for p in (
+        f"k(?:(?<=tok)en{_NAME_TAIL}|ey{_NAME_TAIL}"
+        + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
+        f"c(?:(?<=sec)ret{_NAME_TAIL}|redential{_NAME_TAIL}|ookie{_NAME_TAIL})",
+        f"w(?<=passw)(?:{_NAME_TAIL}|ord\\s+\\S)",
+        f"h(?:(?<=passph)rase{_NAME_TAIL}|(?<=auth){_NAME_TAIL})",
+        "z(?<=aiz)a",
+        "_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=hf_)"
+        "|(?<=whsec_)|(?<=npm_)|(?<=gsk_)|(?<=do[por]_v1_)|(?<=shp(?:at|ca|pa|ss)_))",
+        "-(?:(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glcbt-)"
+        "|(?<=xapp-)|(?<=gocspx-)|(?<=pypi-)age|(?<=age-secret-key-)1)",
+        r"\.(?:(?<=sg\.)[a-z0-9_\-]{22}\.|(?<=ya29\.)|(?<=hv[sbr]\.))",
+        r":(?:aa[a-z0-9_\-]{33}" + "|" + _URL_SECRET[1:] + ")",
+        "xox",
+        "j(?<=eyj)",
+        r"bearer\s",
+        "v(?<=priv)ate key",
+    )
+)
 
 
 _CONNINFO_PASSWORD = re.compile(
@@ -506,12 +535,18 @@ def _lowered(text: str) -> str:
     return low
 
 
-def _scan(text: str, low: str) -> list[_Hit]:
-    """Every hit in ``text`` read as it stands (overlapping, unsorted)."""
-    if _CANDIDATE.search(low) is None:
+def _scan(text: str, low: str, candidate: bool = False) -> list[_Hit]:
+    """Every hit in ``text`` read as it stands (overlapping, unsorted). ``candidate``:
+    the caller's own scan found a place where a hit may start (the filter is skipped;
+    it only saves the rules' work, it never changes what they find)."""
+    if not candidate and _CANDIDATE.search(low) is None:
         return []
     present = {n for n in _NEEDLES if n in low}
-    shapes = _SHAPES_RE.search(low) is not None
+    shapes = False
+    for shape in _SHAPE_PASSES:
+        if shape.search(low) is not None:
+            shapes = True
+            break
     hits: list[_Hit] = []
     for rule in _RULES:
         if (rule.needles and present.isdisjoint(rule.needles)) or (rule.shape and not shapes):
@@ -588,10 +623,15 @@ def find_secrets(text: str) -> list[SecretHit]:
 
     Text holding JSON escapes is also read with them decoded (see :func:`_escaped_hits`).
     """
+    return _find_secrets(text)
+
+
+def _find_secrets(text: str, candidate: bool = False) -> list[SecretHit]:
+    """:func:`find_secrets`; ``candidate``: see :func:`_scan`."""
     if not text:
         return []
     low = _lowered(text)
-    hits = _scan(text, low)
+    hits = _scan(text, low, candidate)
     if "\\" in text:
         hits = _with_escapes(text, low, hits)
     return _resolve(hits) if hits else []
@@ -632,8 +672,8 @@ def redact_text(text: str) -> str:
     return text if done is None else done
 
 
-def _redacted(text: str) -> str:
-    hits = find_secrets(text)
+def _redacted(text: str, candidate: bool = False) -> str:
+    hits = _find_secrets(text, True) if candidate else find_secrets(text)
     if not hits:
         return text
     pieces: list[str] = []
@@ -827,23 +867,50 @@ def _json_strings(value: Any, out: list[str]) -> bool:
     pop, push, add = stack.pop, stack.append, out.append
     while stack:
         v = pop()
-        if isinstance(v, str):
-            add(v)
-        elif isinstance(v, Mapping):
-            for k, item in v.items():
-                if isinstance(k, str) and not sensitive:
-                    known = _SENSITIVE_KEYS.get(k)
-                    if known is None:
-                        known = is_sensitive_key(k)
-                    if known:
-                        sensitive = True
-                if type(item) not in _SCALARS:
+        kind = type(v)
+        if kind is dict or (kind is not list and isinstance(v, Mapping)):
+            # A record's keys are mostly the same few, known not to be sensitive: the
+            # test runs over them at C speed, key by key only when one is new.
+            if not sensitive and not _SAFE_KEYS.issuperset(v):
+                sensitive = _any_sensitive_key(v)
+            # String leaves are taken here, not pushed: a source record holds mostly
+            # short strings (ids, timestamps), and each push and pop costs.
+            for item in v.values():
+                kind = type(item)
+                if kind is str:
+                    add(item)
+                elif kind not in _SCALARS:
                     push(item)
-        elif isinstance(v, list | tuple):
+        elif kind is list or kind is tuple or isinstance(v, list | tuple):
             for item in v:
-                if type(item) not in _SCALARS:
+                kind = type(item)
+                if kind is str:
+                    add(item)
+                elif kind not in _SCALARS:
                     push(item)
+        elif isinstance(v, str):
+            add(v)
     return sensitive
+
+
+#: Keys :func:`is_sensitive_key` calls not sensitive (emptied at :data:`_MEMO_SIZE`).
+_SAFE_KEYS: set[Any] = set()
+
+
+def _any_sensitive_key(record: Mapping[Any, Any]) -> bool:
+    """Whether a key of ``record`` is sensitive; the others are remembered as safe."""
+    for k in record:
+        if not isinstance(k, str):
+            continue
+        known = _SENSITIVE_KEYS.get(k)
+        if known is None:
+            known = is_sensitive_key(k)
+        if known:
+            return True
+        if len(_SAFE_KEYS) >= _MEMO_SIZE:
+            _SAFE_KEYS.clear()
+        _SAFE_KEYS.add(k)
+    return False
 
 
 def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
@@ -885,66 +952,95 @@ def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
 #: into the next (whitespace ends every open class; ``\x00`` is neither space, ``:`` nor
 #: ``=``), so each string is judged as if it stood alone, or more leniently.
 _JOIN = "\n\x00"
+_JOIN_LEN = len(_JOIN)
+
+
+def _hit_texts(texts: Iterable[str]) -> tuple[dict[str, None], set[str]]:
+    """The distinct non-empty texts of ``texts`` (as keys, in first-seen order), and
+    those among them holding a place where a hit may start.
+
+    Every distinct text is lower-cased and scanned, joined with the others, for
+    :data:`_CANDIDATE_SCAN` (as :data:`_SCAN_PASSES`, one pass each) and
+    :data:`_AWS_CANDIDATE` on the original case; after a match a pass moves on to the
+    next text (one match is enough to flag it).
+    """
+    distinct = dict.fromkeys(texts)
+    distinct.pop("", None)
+    originals = list(distinct)
+    hit: set[str] = set()
+    if not originals:
+        return distinct, hit
+    lowered = list(map(str.lower, originals))
+    for pieces, patterns in ((lowered, _SCAN_PASSES), (originals, (_AWS_CANDIDATE,))):
+        # starts[k]: where piece k begins in the joined text (the last: past the end).
+        starts = list(accumulate(map(_JOIN_LEN.__add__, map(len, pieces)), initial=0))
+        joined = _JOIN.join(pieces)
+        for pattern in patterns:
+            search = pattern.search
+            m = search(joined)
+            while m is not None:
+                k = bisect_right(starts, m.start()) - 1
+                hit.add(originals[k])
+                m = search(joined, starts[k + 1])
+    return distinct, hit
 
 
 def _flag_strings(entries: Iterable[tuple[int, str]]) -> set[int]:
-    """The messages (by index) holding a string where a hit may start.
-
-    Every distinct string is lower-cased and scanned once, joined with the others, for
-    :data:`_CANDIDATE_SCAN` (and :data:`_AWS_CANDIDATE` on the original case); a match
-    flags every message holding that string.
-    """
-    index: dict[str, int] = {}
-    originals: list[str] = []
-    owners: list[list[int]] = []
+    """The messages (by index) holding a string where a hit may start (see
+    :func:`_hit_texts`): a match flags every message holding that string."""
+    owners: list[int] = []
+    texts: list[str] = []
     for i, text in entries:
-        if not text:
-            continue
-        k = index.setdefault(text, len(originals))
-        if k == len(originals):
-            originals.append(text)
-            owners.append([i])
-        elif owners[k][-1] != i:
-            owners[k].append(i)
-    flagged: set[int] = set()
-    lowered = [s.lower() for s in originals]
-    for pieces, pattern in ((lowered, _CANDIDATE_SCAN), (originals, _AWS_CANDIDATE)):
-        starts: list[int] = []
-        pos = 0
-        for piece in pieces:
-            starts.append(pos)
-            pos += len(piece) + len(_JOIN)
-        for hit in pattern.finditer(_JOIN.join(pieces)):
-            flagged.update(owners[bisect_right(starts, hit.start()) - 1])
-    return flagged
+        owners.append(i)
+        texts.append(text)
+    return _owners_of(owners, texts, _hit_texts(texts)[1])
+
+
+def _owners_of(owners: Sequence[int], texts: Sequence[str], chosen: set[str]) -> set[int]:
+    """``{owners[k] for k where texts[k] in chosen}``, at C speed."""
+    if not chosen:
+        return set()
+    return set(compress(owners, map(chosen.__contains__, texts)))
 
 
 def texts_without_secrets(texts: Iterable[str]) -> set[str]:
     """The texts among ``texts`` that :func:`redact_text` returns unchanged, found with
-    one joined scan (:func:`_flag_strings`, the test :func:`redact_messages` skips a
+    one joined scan (:func:`_hit_texts`, the test :func:`redact_messages` skips a
     message by): a text holding no backslash (escapes are read decoded, one by one)
     where no hit can start. A text not returned may still hold no secret."""
-    plain = list(dict.fromkeys(t for t in texts if t and "\\" not in t))
-    flagged = _flag_strings(enumerate(plain))
-    return {t for i, t in enumerate(plain) if i not in flagged}
+    plain = [t for t in texts if t and "\\" not in t]
+    distinct, hit = _hit_texts(plain)
+    return set(distinct).difference(hit)
 
 
 class _BatchText:
     """:func:`redact_text` remembering long texts for one batch: a Claude Code message
     holds its tool output twice (the text, and ``toolUseResult`` in its record), and a
-    text left alone is answered as the caller's own object."""
+    text left alone is answered as the caller's own object.
 
-    __slots__ = ("memo",)
+    ``scanned`` texts are known to :func:`_hit_texts`: those outside ``unsafe`` (a hit
+    may start in them, or they hold a backslash and are read decoded too) are left as
+    they are without a second look, as :func:`texts_without_secrets` leaves them."""
 
-    def __init__(self) -> None:
+    __slots__ = ("memo", "scanned", "unsafe")
+
+    def __init__(
+        self, scanned: Mapping[str, None] | None = None, unsafe: set[str] | None = None
+    ) -> None:
         self.memo: dict[str, str | None] = {}
+        self.scanned: Mapping[str, None] = {} if scanned is None else scanned
+        self.unsafe: set[str] = set() if unsafe is None else unsafe
 
     def __call__(self, text: str) -> str:
+        scanned = text in self.scanned
+        if scanned and text not in self.unsafe:
+            return text
         if len(text) <= _SHORT:
             return redact_text(text)  # remembered there already
         done = self.memo.get(text, text)
         if done is text:  # not seen yet (a stored answer is None or another object)
-            done = _redacted(text)
+            # A scanned text is unsafe through a match of the joined scan, or a backslash.
+            done = _redacted(text, scanned and "\\" not in text)
             self.memo[text] = None if done is text else done
         return text if done is None else done
 
@@ -964,28 +1060,39 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
     (messages that cannot hold a secret are returned as the same objects), at a fraction
     of the per-message cost.
     """
-    entries: list[tuple[int, str]] = []
-    escaped: dict[int, list[str]] = {}
+    owners: list[int] = []
+    texts: list[str] = []
     opaque: list[int] = []
     keyed: set[int] = set()
     for i, m in enumerate(messages):
+        parts = m.parts
+        if (
+            len(parts) == 1
+            and type(parts[0]) is TextPart
+            and (parts[0].extra is EMPTY or not parts[0].extra)
+            and not m.tool_calls
+            and not m.reasoning
+            and (m.extra is EMPTY or not m.extra)
+        ):
+            texts.append(parts[0].text)  # the common case: one plain text
+            owners.append(i)
+            continue
         strings, is_opaque, has_sensitive_key = _message_strings(m)
         if is_opaque:
             opaque.append(i)
         if has_sensitive_key:
             keyed.add(i)
-        for text in strings:
-            entries.append((i, text))
-            if "\\" in text:
-                escaped.setdefault(i, []).append(text)
-    candidates = _flag_strings(entries) | keyed
-    candidates |= _flag_strings(
-        (i, view)
-        for i, texts in escaped.items()
-        if i not in candidates
-        for text in texts
-        for view in decoded_views(text)
-    )
+        texts += strings
+        owners += [i] * len(strings)
+    scanned, hit = _hit_texts(texts)
+    candidates = _owners_of(owners, texts, hit) | keyed
+    escaped = {t for t in scanned if "\\" in t}
+    if escaped:
+        views: list[tuple[int, str]] = []
+        for i, text in zip(owners, texts, strict=True):
+            if i not in candidates and text in escaped:
+                views.extend((i, view) for view in decoded_views(text))
+        candidates |= _flag_strings(views)
     for i in opaque:
         if i in candidates:
             continue
@@ -994,7 +1101,7 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
             candidates.add(i)
     out = list(messages)
     changed = 0
-    redact = _BatchText()
+    redact = _BatchText(scanned, hit | escaped)
     for i in sorted(candidates):
         r = redact_message(out[i], redact)
         if r is not out[i]:

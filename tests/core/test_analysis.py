@@ -51,6 +51,25 @@ def test_redaction_is_remembered_by_identity_not_id() -> None:
     assert analysis.redacted_fresh == 2 * len(t.messages)
 
 
+def test_first_redaction_is_the_batch_one_and_is_remembered() -> None:
+    # The first call takes every message to redact_messages at once (nothing to look
+    # up); the next call on the same objects answers from memory, with the same objects.
+    from tinyjuice.redact import redact_messages
+
+    t = load(DEMO)
+    messages = [*t.messages, t.messages[0]]  # one object twice
+    analysis = TranscriptAnalysis()
+    first, changed = analysis.redact_messages(messages)
+    want, want_changed = redact_messages(messages)
+    assert first == want and changed == want_changed
+    assert analysis.redacted_fresh == len(messages) and analysis.redacted_reused == 0
+    again, again_changed = analysis.redact_messages(messages)
+    assert all(a is b for a, b in zip(again, first, strict=True))
+    assert again_changed == changed
+    assert analysis.redacted_fresh == len(messages)
+    assert analysis.redacted_reused == len(messages)
+
+
 def _generated(tmp_path: Path, n: int, seed: int) -> Path:
     from benchmarks.gen import _render_claude_code, conversation
 
