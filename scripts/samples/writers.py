@@ -57,6 +57,11 @@ def sharegpt_system() -> str:
     return data_text("text/sharegpt_system.txt").format(tools=tools)
 
 
+def _arguments(args: Any) -> str:
+    """Tool-call arguments as sent: a raw string as is, else as JSON."""
+    return args if isinstance(args, str) else dumps_args(args)
+
+
 class _Log:
     """What every writer keeps while it writes: the messages (chat-shaped writers), the
     reader's roles (one a message), tool calls, images, compactions and injected (not
@@ -110,13 +115,9 @@ class ChatLog(_Log):
         if hermes:
             finish = "tool_calls" if calls else "stop"
             msg.update(content=text or "", reasoning=reasoning, finish_reason=finish)
-        raw = [  # arguments as sent: a raw string as is, else as JSON
-            (
-                self.ids.toolu() if hermes else self.ids.call(),
-                n,
-                a if isinstance(a, str) else dumps_args(a),
-            )
-            for n, a, _ in calls
+        raw = [
+            (self.ids.toolu() if hermes else self.ids.call(), name, _arguments(args))
+            for name, args, _ in calls
         ]
         if raw:
             record = "hermes_call" if hermes else "openai_call"

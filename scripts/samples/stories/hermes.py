@@ -88,11 +88,8 @@ class HermesTools:
     def edit(self, path: str, old: str, new: str) -> Call:
         args = {"mode": "replace", "path": path, "old_string": old, "new_string": new}
         diff = self.repo.patch(path, old, new)
-        return (
-            "patch",
-            args,
-            dumps_args({"success": True, "diff": diff, "files_modified": [path]}),
-        )
+        out = {"success": True, "diff": diff, "files_modified": [path]}
+        return ("patch", args, dumps_args(out))
 
     def edit_many(self, path: str, edits: Sequence[tuple[str, str]]) -> Call:
         diff = self.repo.patch_many(path, edits)
@@ -112,11 +109,8 @@ class HermesTools:
         states = ("pending", "in_progress", "completed")
         counts = {k: sum(1 for _, _, st in items if st == k) for k in states}
         args: dict[str, Any] = {"todos": todos, **({"merge": True} if merge else {})}
-        return (
-            "todo",
-            args,
-            dumps_args({"todos": todos, "summary": {"total": len(todos), **counts}}),
-        )
+        out = {"todos": todos, "summary": {"total": len(todos), **counts}}
+        return ("todo", args, dumps_args(out))
 
     def git_diff_file(self, path: str, before: str) -> Call:
         head = f"diff --git a/{path} b/{path}\nindex 3f1c2a9..8e0b7d4 100644\n"
