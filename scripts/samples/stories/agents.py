@@ -181,9 +181,8 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
         prompt += len(output) // 3 + 220
         req = dumps_compact(fill(shape["api_req"], request=f"[{name}]", reads=prompt - 709))
         ui.append({"ts": at + 1, "type": "say", "say": "api_req_started", "text": req})
-        call = fill(
-            shape["call"], ts=at + 2, thought=thought, id=tid, name=name, input={key: target}
-        )
+        values = {"thought": thought, "id": tid, "name": name, "input": {key: target}}
+        call = fill(shape["call"], ts=at + 2, **values)
         history += [call, fill(shape["result"], ts=at + 3, id=tid, output=output)]
         roles += ["assistant", "tool"]
     history.append(fill(shape["done"], ts=ts + 99, text=DONE))
@@ -257,19 +256,16 @@ def build_aider(out_dir: Path) -> dict[str, Any]:
     roles = ["user"] * 4 + ["assistant", "tool"] + ["user"] * 3
     compaction = new_compaction(len(roles), "manual")
     roles += ["user", "assistant"]
-    return manifest_entry(
-        "aider", roles, 1, [compaction], "anthropic/claude-sonnet-4-20250514", runs=2
-    )
+    model = "anthropic/claude-sonnet-4-20250514"
+    return manifest_entry("aider", roles, 1, [compaction], model, runs=2)
 
 
 def build_glaive(out_dir: Path) -> dict[str, Any]:
     row, tools = RECORDS["sharegpt-glaive"]["row"], json.dumps(data_json("glaive_tools.json"))
     lines: list[Any] = []
     for ask, name, args, result, answer in data_json("glaive_rows.json"):
-        call = json.dumps({"name": name, "arguments": args})
-        lines.append(
-            fill(row, ask=ask, call=call, result=json.dumps(result), answer=answer, tools=tools)
-        )
+        call, result = json.dumps({"name": name, "arguments": args}), json.dumps(result)
+        lines.append(fill(row, ask=ask, call=call, result=result, answer=answer, tools=tools))
     write_jsonl(out_dir / "sharegpt-glaive.jsonl", lines)
     roles = ["user", "assistant", "tool", "assistant"]
     return manifest_entry("sharegpt", roles, 1, [], None, conversations=len(lines))
