@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -101,25 +102,26 @@ def build_swe_agent(out_dir: Path) -> dict[str, Any]:
 # (kind, target, output); the builders map kinds to their agent's tool names and count
 # what a faithful reader must produce while they write.
 
-#: The task: Maya's ask, the steps, the summary a compaction writes before step
-#: ``compact_before_step``, the last reply, per agent its tool (name, argument) per step
-#: kind, and the thought before each step.
+#: The task (data/agent_task.json): Maya's ask, its steps (kind, target, output), the summary
+#: a compaction writes before step ``compact_before_step``, the last reply, per agent its
+#: tool per step kind, and the thought before each step.
 TASK: dict[str, Any] = data_json("agent_task.json")
-AGENT_ASK: str = TASK["ask"]
-AGENT_STEPS: list[list[str]] = TASK["steps"]
-AGENT_PRE: int = TASK["compact_before_step"]
-AGENT_SUMMARY: str = TASK["summary"]
-AGENT_DONE: str = TASK["done"]
+ASK, SUMMARY, DONE, PRE = (TASK[k] for k in ("ask", "summary", "done", "compact_before_step"))
+STEPS: list[list[str]] = TASK["steps"]
 
 
-def _thought(kind: str, target: str) -> str:
-    return str(TASK["thoughts"][kind].format(target=target))
+def task_steps(agent: str) -> Iterator[tuple[int, str, str, str, Any, str]]:
+    """Per step: its index, kind, target and output, ``agent``'s tool for it (a name and
+    argument key, or a command) and the thought before it."""
+    for k, (kind, target, output) in enumerate(STEPS):
+        thought = TASK["thoughts"][kind].format(target=target)
+        yield k, kind, target, output, TASK["tools"][agent][kind], thought
 
 
 def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
     rng = rng_for("gemini-cli")
     ids, clock = Ids(rng), Clock(datetime(2025, 9, 19, 9, 12, tzinfo=UTC), rng)
-    shape, tools, model = RECORDS["gemini-cli"], TASK["tools"]["gemini-cli"], "gemini-2.5-pro"
+    shape, model = RECORDS["gemini-cli"], "gemini-2.5-pro"
     sid = ids.uuid()
     lines: list[dict[str, Any]] = [fill(shape["session"], sid=sid, hash=ids.hex(64), t=clock.z())]
     roles, prompt = ["user"], 2_400
@@ -128,19 +130,18 @@ def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
         clock.tick()
         return {"id": ids.uuid(), "timestamp": clock.z(), "type": kind, "content": content, **more}
 
-    lines.append(msg("user", [{"text": AGENT_ASK}]))
-    for k, (kind, target, output) in enumerate(AGENT_STEPS):
-        if k == AGENT_PRE:
+    lines.append(msg("user", [{"text": ASK}]))
+    for k, kind, target, output, (name, key), thought in task_steps("gemini-cli"):
+        if k == PRE:
             lines.append(msg("user", "/compress"))
             roles.append("user")
             lines.append(msg("info", f"Chat history compressed from {prompt:,} to 640 tokens."))
-            snapshot = shape["snapshot"].format(summary=AGENT_SUMMARY)
+            snapshot = shape["snapshot"].format(summary=SUMMARY)
             kept = [msg("user", [{"text": snapshot}]), msg("gemini", [{"text": shape["ack"]}])]
             lines.append({"$set": {"messages": kept}})
             compaction = new_compaction(len(roles), "manual", prompt)
             roles += ["user", "assistant"]
-        name, key = tools[kind]
-        cid, thought, t = f"{name}-{ids.b62(10)}", _thought(kind, target), clock.z()
+        cid, t = f"{name}-{ids.b62(10)}", clock.z()
         call = fill(shape["call"], id=cid, name=name, args={key: target}, t=t)
         thoughts = fill(shape["thoughts"], subject=kind.title(), thought=thought, t=t)
         record = msg("gemini", thought, toolCalls=[call], model=model, thoughts=thoughts)
@@ -151,43 +152,40 @@ def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
         done = {**call, "status": "success", "result": result}
         lines.append({**record, "toolCalls": [done], "tokens": tokens})
         roles += ["assistant", "tool"]
-    lines.append(msg("gemini", AGENT_DONE, model=model))
+    lines.append(msg("gemini", DONE, model=model))
     roles.append("assistant")
     stray = msg("user", "also bump the version")
     lines += [stray, {"$rewindTo": stray["id"]}, {"$set": {"lastUpdated": clock.z()}}]
     write_jsonl(out_dir / "gemini-cli-session.jsonl", lines)
-    return manifest_entry("gemini-cli", roles, len(AGENT_STEPS), [compaction], model)
+    return manifest_entry("gemini-cli", roles, len(STEPS), [compaction], model)
 
 
 def build_cline(out_dir: Path) -> dict[str, Any]:
     ids = Ids(rng_for("cline"))
-    shape, tools = RECORDS["cline"], TASK["tools"]["cline"]
+    shape = RECORDS["cline"]
     ts = 1_758_272_400_000
-    history = [fill(shape["task"], ts=ts, task=f"<task>\n{AGENT_ASK}\n</task>")]
-    ui: list[dict[str, Any]] = [{"ts": ts, "type": "say", "say": "text", "text": AGENT_ASK}]
+    history = [fill(shape["task"], ts=ts, task=f"<task>\n{ASK}\n</task>")]
+    ui: list[dict[str, Any]] = [{"ts": ts, "type": "say", "say": "text", "text": ASK}]
     roles, prompt, condense = ["user"], 11_800, "c" + ids.b62(8)
-    for k, (kind, target, output) in enumerate(AGENT_STEPS):
+    for k, _, target, output, (name, key), thought in task_steps("cline"):
         at = ts + 10 * k
-        if k == AGENT_PRE:
+        if k == PRE:
             for m in history[1:]:
                 m["condenseParent"] = condense
-            text = f"## Conversation Summary\n{AGENT_SUMMARY}"
+            text = f"## Conversation Summary\n{SUMMARY}"
             history.append(fill(shape["summary"], ts=at, condense=condense, text=text))
-            ui.append(fill(shape["condense"], ts=at, prompt=prompt, summary=AGENT_SUMMARY))
+            ui.append(fill(shape["condense"], ts=at, prompt=prompt, summary=SUMMARY))
             compaction = new_compaction(len(roles), pre_tokens=prompt)
             roles.append("user")
-        name, key = tools[kind]
         tid = ids.toolu()
         prompt += len(output) // 3 + 220
         req = dumps_compact(fill(shape["api_req"], request=f"[{name}]", reads=prompt - 709))
         ui.append({"ts": at + 1, "type": "say", "say": "api_req_started", "text": req})
-        thought = _thought(kind, target)
-        call = fill(
-            shape["call"], ts=at + 2, thought=thought, id=tid, name=name, input={key: target}
-        )
+        values = {"thought": thought, "id": tid, "name": name, "input": {key: target}}
+        call = fill(shape["call"], ts=at + 2, **values)
         history += [call, fill(shape["result"], ts=at + 3, id=tid, output=output)]
         roles += ["assistant", "tool"]
-    history.append(fill(shape["done"], ts=ts + 99, text=AGENT_DONE))
+    history.append(fill(shape["done"], ts=ts + 99, text=DONE))
     roles.append("assistant")
     task = out_dir / "cline-task"
     task.mkdir(exist_ok=True)
@@ -195,15 +193,12 @@ def build_cline(out_dir: Path) -> dict[str, Any]:
     write_json(task / "ui_messages.json", ui, indent=None)
     write_json(task / "task_metadata.json", fill(shape["meta"], ts=ts))
     model = "claude-sonnet-4-20250514"
-    return manifest_entry("cline", roles, len(AGENT_STEPS), [compaction], model)
-
-
-_OPENCODE_SCHEMA = data_text("text/opencode_schema.sql")
+    return manifest_entry("cline", roles, len(STEPS), [compaction], model)
 
 
 def build_opencode(out_dir: Path) -> dict[str, Any]:
     ids = Ids(rng_for("opencode"))
-    shape, tools = RECORDS["opencode"], TASK["tools"]["opencode"]
+    shape = RECORDS["opencode"]
     t0, sid, old = 1_758_272_400_000, "ses_" + ids.b62(26), "ses_" + ids.b62(26)
     messages: list[tuple[str, str, int, dict[str, Any]]] = []
     parts: list[tuple[str, str, str, int, dict[str, Any]]] = []
@@ -216,25 +211,24 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
 
     asst, tokens = shape["assistant"], partial(fill, shape["tokens"])
     message(old, {"role": "user"}, {"type": "text", "text": "what does `make seed` load?"})
-    message(sid, {"role": "user"}, {"type": "text", "text": AGENT_ASK})
+    message(sid, {"role": "user"}, {"type": "text", "text": ASK})
     roles, prompt = ["user"], 9_600
-    for k, (kind, target, output) in enumerate(AGENT_STEPS):
-        if k == AGENT_PRE:
+    for k, _, target, output, (name, key), thought in task_steps("opencode"):
+        if k == PRE:
             message(sid, {"role": "user"}, {"type": "compaction", "auto": False})
             compaction = new_compaction(len(roles), "manual")
             summary = {**asst, "mode": "compaction", "summary": True}
             summary["tokens"] = tokens(fresh=40, output=180, read=prompt, write=0)
-            message(sid, summary, {"type": "text", "text": AGENT_SUMMARY})
+            message(sid, summary, {"type": "text", "text": SUMMARY})
             roles.append("assistant")
-        name, key = tools[kind]
         prompt += len(output) // 3 + 200
-        values = {"thought": _thought(kind, target), "id": ids.toolu(), "name": name}
+        values = {"thought": thought, "id": ids.toolu(), "name": name}
         values.update(input={key: target}, result=output, title=target, start=t0, end=t0 + 900)
         step = fill(shape["step"], **values)
         message(sid, {**asst, "tokens": tokens(fresh=12, output=64, read=prompt, write=300)}, *step)
         roles += ["assistant", "tool"]
     done = {**asst, "tokens": tokens(fresh=8, output=40, read=prompt, write=0)}
-    message(sid, done, {"type": "text", "text": AGENT_DONE})
+    message(sid, done, {"type": "text", "text": DONE})
     roles.append("assistant")
     sessions = [
         (old, "global", None, CWD, "make seed", "0.15.0", t0, t0 + 500),
@@ -245,16 +239,16 @@ def build_opencode(out_dir: Path) -> dict[str, Any]:
         "message": [(m, s, at, at, dumps_compact(d)) for m, s, at, d in messages],
         "part": [(p, m, s, at, at, dumps_compact(d)) for p, m, s, at, d in parts],
     }
-    write_db(out_dir / "opencode.db", _OPENCODE_SCHEMA, rows)
+    write_db(out_dir / "opencode.db", data_text("text/opencode_schema.sql"), rows)
     model = "claude-sonnet-4-5"
-    return manifest_entry("opencode", roles, len(AGENT_STEPS), [compaction], model, sessions=2)
+    return manifest_entry("opencode", roles, len(STEPS), [compaction], model, sessions=2)
 
 
 def build_aider(out_dir: Path) -> dict[str, Any]:
     """Two runs of aider's chat history (data/text/aider_chat.md), the task's ask and its
     test run filled in: "#### " lines are typed input, "> " lines tool output."""
-    run = "".join(f"> {ln}  \n" if ln else ">  \n" for ln in AGENT_STEPS[4][2].splitlines())
-    ask = "  \n#### ".join(AGENT_ASK.splitlines())
+    run = "".join(f"> {ln}  \n" if ln else ">  \n" for ln in STEPS[4][2].splitlines())
+    ask = "  \n#### ".join(ASK.splitlines())
     text = data_text("text/aider_chat.md").format(ask=ask, run=run)
     write_text(out_dir / "aider-chat-history.md", text)
     # The last run's messages: banner, /add and its output, ask, reply, its tool output,
@@ -262,24 +256,16 @@ def build_aider(out_dir: Path) -> dict[str, Any]:
     roles = ["user"] * 4 + ["assistant", "tool"] + ["user"] * 3
     compaction = new_compaction(len(roles), "manual")
     roles += ["user", "assistant"]
-    return manifest_entry(
-        "aider", roles, 1, [compaction], "anthropic/claude-sonnet-4-20250514", runs=2
-    )
-
-
-_GLAIVE_TOOLS = data_json("glaive_tools.json")
-
-_GLAIVE_ROWS = data_json("glaive_rows.json")
+    model = "anthropic/claude-sonnet-4-20250514"
+    return manifest_entry("aider", roles, 1, [compaction], model, runs=2)
 
 
 def build_glaive(out_dir: Path) -> dict[str, Any]:
-    row, tools = RECORDS["sharegpt-glaive"]["row"], json.dumps(_GLAIVE_TOOLS)
+    row, tools = RECORDS["sharegpt-glaive"]["row"], json.dumps(data_json("glaive_tools.json"))
     lines: list[Any] = []
-    for ask, name, args, result, answer in _GLAIVE_ROWS:
-        call = json.dumps({"name": name, "arguments": args})
-        lines.append(
-            fill(row, ask=ask, call=call, result=json.dumps(result), answer=answer, tools=tools)
-        )
+    for ask, name, args, result, answer in data_json("glaive_rows.json"):
+        call, result = json.dumps({"name": name, "arguments": args}), json.dumps(result)
+        lines.append(fill(row, ask=ask, call=call, result=result, answer=answer, tools=tools))
     write_jsonl(out_dir / "sharegpt-glaive.jsonl", lines)
     roles = ["user", "assistant", "tool", "assistant"]
     return manifest_entry("sharegpt", roles, 1, [], None, conversations=len(lines))
@@ -287,15 +273,13 @@ def build_glaive(out_dir: Path) -> dict[str, Any]:
 
 def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
     shape, model = RECORDS["mini-swe-agent"], "anthropic/claude-sonnet-4-20250514"
-    ask = f"<pr_description>\n{AGENT_ASK}\n</pr_description>"
+    ask = f"<pr_description>\n{ASK}\n</pr_description>"
     says = [("system", shape["system"]), ("user", ask)]
     roles = ["system", "user"]  # observations are user messages a reader makes tool results
-    for k, (kind, target, output) in enumerate(AGENT_STEPS):
-        action = TASK["tools"]["mini-swe-agent"][kind].format(target)
+    for k, _, target, output, command, thought in task_steps("mini-swe-agent"):
         code = 1 if "FAILED" in output else 0
-        says.append(
-            ("assistant", shape["step"].format(thought=_thought(kind, target), action=action))
-        )
+        step = shape["step"].format(thought=thought, action=command.format(target))
+        says.append(("assistant", step))
         says.append(("user", shape["observation"].format(code=code, output=output)))
         roles += ["assistant", "tool"]
         if k == 1:  # a reply without an action, and the agent's format-error notice
@@ -306,4 +290,4 @@ def build_mini_swe_agent(out_dir: Path) -> dict[str, Any]:
     msgs = [{"role": role, "content": content} for role, content in says]
     doc = fill(shape["doc"], api_calls=len(roles) // 2, messages=msgs)
     write_json(out_dir / "mini-swe-agent.traj.json", doc)
-    return manifest_entry("swe-agent", roles, len(AGENT_STEPS), [], model)
+    return manifest_entry("swe-agent", roles, len(STEPS), [], model)

@@ -20,10 +20,6 @@ from ..writers import AnthropicLog, Call, ChatLog, ShareGPTLog
 from .steps import LogStory
 
 
-def _shell(out: str, code: int = 0, err: str = "") -> str:
-    return json.dumps({"stdout": out, "stderr": err, "exit_code": code})
-
-
 class OpenAITools:
     """The OpenAI story's tools (see ``steps``): reads and patches on the webhook module."""
 
@@ -43,7 +39,9 @@ class OpenAITools:
         out = json.dumps({"applied": True, "files": [path]})
         return ("apply_patch", {"diff": diff + "\n"}, out)
 
-    shell = staticmethod(_shell)
+    @staticmethod
+    def shell(out: str, code: int = 0, err: str = "") -> str:
+        return json.dumps({"stdout": out, "stderr": err, "exit_code": code})
 
 
 def build_openai(out_dir: Path) -> dict[str, Any]:

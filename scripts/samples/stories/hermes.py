@@ -24,6 +24,7 @@ from ..common import (
     Ids,
     data_json,
     data_text,
+    dumps_args,
     fill,
     make_secrets,
     parallel_calls,
@@ -50,10 +51,6 @@ def suite_part(suite: Suite, part: dict[str, Any]) -> str:
     return out.split("\n")[-1] if take == "last" else out
 
 
-def _json(doc: Any) -> str:
-    return json.dumps(doc, ensure_ascii=False)
-
-
 class HermesTools:
     """Hermes tool calls a step names, each computed from the repo and the suite (if the story
     has one) at the time it runs."""
@@ -63,7 +60,7 @@ class HermesTools:
         self.suite = suite
 
     def sh(self, command: str, output: str, code: int = 0, **extra: Any) -> Call:
-        out = _json({"output": output, "exit_code": code, "error": None})
+        out = dumps_args({"output": output, "exit_code": code, "error": None})
         return ("terminal", {"command": command, **extra}, out)
 
     def pytest(self, *targets: str, flags: str = "-q") -> Call:
@@ -86,17 +83,18 @@ class HermesTools:
         if limit is not None and truncated:
             shown = f"showing {start}-{start + limit - 1} of {total} lines"
             body["hint"] = f"Use offset={start + limit} to continue reading ({shown})"
-        return ("read_file", args, _json(body))
+        return ("read_file", args, dumps_args(body))
 
     def edit(self, path: str, old: str, new: str) -> Call:
         args = {"mode": "replace", "path": path, "old_string": old, "new_string": new}
         diff = self.repo.patch(path, old, new)
-        return ("patch", args, _json({"success": True, "diff": diff, "files_modified": [path]}))
+        out = {"success": True, "diff": diff, "files_modified": [path]}
+        return ("patch", args, dumps_args(out))
 
     def edit_many(self, path: str, edits: Sequence[tuple[str, str]]) -> Call:
         diff = self.repo.patch_many(path, edits)
         out = {"success": True, "diff": diff, "files_modified": [path]}
-        return ("patch", {"mode": "patch", "patch": diff + "\n"}, _json(out))
+        return ("patch", {"mode": "patch", "patch": diff + "\n"}, dumps_args(out))
 
     def search(
         self, pattern: str, needle: str, paths: Sequence[str], path: str = "src", glob: str = "*.py"
@@ -104,14 +102,15 @@ class HermesTools:
         args = {"pattern": pattern, "path": path, "file_glob": glob}
         lines = ((p, i, ln) for p in paths for i, ln in enumerate(self.repo.lines(p), start=1))
         hits = [{"path": p, "line": i, "content": ln.strip()} for p, i, ln in lines if needle in ln]
-        return ("search_files", args, _json({"total_count": len(hits), "matches": hits}))
+        return ("search_files", args, dumps_args({"total_count": len(hits), "matches": hits}))
 
     def todo(self, items: Sequence[tuple[str, str, str]], merge: bool = False) -> Call:
         todos = [{"id": i, "content": c, "status": st} for i, c, st in items]
         states = ("pending", "in_progress", "completed")
         counts = {k: sum(1 for _, _, st in items if st == k) for k in states}
         args: dict[str, Any] = {"todos": todos, **({"merge": True} if merge else {})}
-        return ("todo", args, _json({"todos": todos, "summary": {"total": len(todos), **counts}}))
+        out = {"todos": todos, "summary": {"total": len(todos), **counts}}
+        return ("todo", args, dumps_args(out))
 
     def git_diff_file(self, path: str, before: str) -> Call:
         head = f"diff --git a/{path} b/{path}\nindex 3f1c2a9..8e0b7d4 100644\n"
@@ -284,7 +283,7 @@ def _rows(
         text, calls = m.get("content") or "", m.get("tool_calls")
         row = {**columns, **{k: m.get(k) for k in ("tool_call_id", "tool_name", "finish_reason")}}
         row.update(id=first_id + i, session_id=session_id, role=m["role"], content=text)
-        row["tool_calls"] = json.dumps(calls, ensure_ascii=False) if calls else None
+        row["tool_calls"] = dumps_args(calls) if calls else None
         row["timestamp"] = stamps[i]
         arguments = sum(len(c["function"]["arguments"]) for c in calls or [])
         row["token_count"] = max(1, len(text) // 4) + arguments // 4
