@@ -393,29 +393,14 @@ def _extract(
         if not (tools or urls or digests or commands or ask or rendered or p1 > p0 or e1 > e0):
             out.append(_NO_FACTS)
             continue
-        ps: list[str] = []
-        for k in range(p0, p1):
-            named = named_paths.get(k)
-            if named is not None:
-                ps.append(named)
-            more = found.get(k)
-            if more:
-                ps += more
-        errors: list[str] = []
-        for k in range(e0, e1):
-            label = error_labels[k]
-            errors += [label + _one_line(line, _ERROR_CHARS) for line in lines.get(k, ())]
-            first_line = error_firsts.get(k)
-            if first_line is not None:
-                errors.append(first_line)
         out.append(
             _Facts(
                 tuple(tools),
                 tuple(urls),
                 tuple(digests),
                 tuple(commands),
-                tuple(ps),
-                tuple(errors),
+                tuple(_path_items(range(p0, p1), named_paths, found)),
+                tuple(_error_items(range(e0, e1), error_labels, lines, error_firsts)),
                 (ask,) if ask else (),
                 tuple(rendered),
             )
@@ -434,21 +419,10 @@ def _flat_facts(
     chain = itertools.chain.from_iterable
     named_paths, error_firsts, error_labels = todo.named_paths, todo.error_firsts, todo.error_labels
     # Path and error texts are listed in message order: their indices order the items.
-    ps: list[str] = []
-    for k in sorted(named_paths.keys() | found.keys()):
-        named = named_paths.get(k)
-        if named is not None:
-            ps.append(named)
-        more = found.get(k)
-        if more:
-            ps += more
-    errors: list[str] = []
-    for k in sorted(lines.keys() | error_firsts.keys()):
-        label = error_labels[k]
-        errors += [label + _one_line(line, _ERROR_CHARS) for line in lines.get(k, ())]
-        first_line = error_firsts.get(k)
-        if first_line is not None:
-            errors.append(first_line)
+    ps = _path_items(sorted(named_paths.keys() | found.keys()), named_paths, found)
+    errors = _error_items(
+        sorted(lines.keys() | error_firsts.keys()), error_labels, lines, error_firsts
+    )
     return {
         "tools": chain(map(itemgetter(0), early)),
         "urls": chain(map(itemgetter(1), early)),
@@ -459,6 +433,40 @@ def _flat_facts(
         "asks": [e[4] for e in early if e[4]],
         "calls": chain(map(itemgetter(5), early)),
     }
+
+
+def _path_items(
+    texts: Iterable[int], named_paths: dict[int, str], found: dict[int, list[str]]
+) -> list[str]:
+    """The paths of these scanned texts (by index, in order): the one a tool call named,
+    then those found in its text."""
+    out: list[str] = []
+    for k in texts:
+        named = named_paths.get(k)
+        if named is not None:
+            out.append(named)
+        more = found.get(k)
+        if more:
+            out += more
+    return out
+
+
+def _error_items(
+    texts: Iterable[int],
+    labels: Sequence[str],
+    lines: dict[int, list[str]],
+    firsts: dict[int, str],
+) -> list[str]:
+    """The error items of these scanned texts (by index, in order): each error line found,
+    labelled, then the first line of a failed result."""
+    out: list[str] = []
+    for k in texts:
+        label = labels[k]
+        out += [label + _one_line(line, _ERROR_CHARS) for line in lines.get(k, ())]
+        first_line = firsts.get(k)
+        if first_line is not None:
+            out.append(first_line)
+    return out
 
 
 def _first_pass(
