@@ -446,6 +446,16 @@ _CANDIDATE = re.compile(
         )
     )
 )
+#: The alternatives :data:`_CANDIDATE_SCAN` and :data:`_SCAN_PASSES` share as they are,
+#: each entered at a letter.
+_LETTER_ENTRIES = (
+    f"k(?:(?<=tok)en{_NAME_TAIL}|ey{_NAME_TAIL}"
+    + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
+    f"c(?:(?<=sec)ret{_NAME_TAIL}|redential{_NAME_TAIL}|ookie{_NAME_TAIL})",
+    f"w(?<=passw)(?:{_NAME_TAIL}|ord\\s+\\S)",
+    f"h(?:(?<=passph)rase{_NAME_TAIL}|(?<=auth){_NAME_TAIL})",
+    "z(?<=aiz)a",
+)
 #: :data:`_CANDIDATE` for long scans: the same alternatives, each entered at its rarest
 #: letter and checked backwards from there, so the engine stops at a third as many places.
 #: The AWS alternative is left to :data:`_AWS_CANDIDATE`, run on the original case (its
@@ -453,12 +463,7 @@ _CANDIDATE = re.compile(
 _CANDIDATE_SCAN = re.compile(
     "|".join(
         (
-            f"k(?:(?<=tok)en{_NAME_TAIL}|ey{_NAME_TAIL}"
-            + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
-            f"c(?:(?<=sec)ret{_NAME_TAIL}|redential{_NAME_TAIL}|ookie{_NAME_TAIL})",
-            f"w(?<=passw)(?:{_NAME_TAIL}|ord\\s+\\S)",
-            f"h(?:(?<=passph)rase{_NAME_TAIL}|(?<=auth){_NAME_TAIL})",
-            "z(?<=aiz)a",
+            *_LETTER_ENTRIES,
             "_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=hf_))",
             "-(?:(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glcbt-))",
             _SHAPES,
@@ -478,12 +483,7 @@ _AWS_CANDIDATE = re.compile(r"A(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}")
 _SCAN_PASSES: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p)
     for p in (
-        f"k(?:(?<=tok)en{_NAME_TAIL}|ey{_NAME_TAIL}"
-        + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
-        f"c(?:(?<=sec)ret{_NAME_TAIL}|redential{_NAME_TAIL}|ookie{_NAME_TAIL})",
-        f"w(?<=passw)(?:{_NAME_TAIL}|ord\\s+\\S)",
-        f"h(?:(?<=passph)rase{_NAME_TAIL}|(?<=auth){_NAME_TAIL})",
-        "z(?<=aiz)a",
+        *_LETTER_ENTRIES,
         "_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=hf_)"
         "|(?<=whsec_)|(?<=npm_)|(?<=gsk_)|(?<=do[por]_v1_)|(?<=shp(?:at|ca|pa|ss)_))",
         "-(?:(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glcbt-)"
