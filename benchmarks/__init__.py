@@ -219,5 +219,33 @@ def render_markdown(results: Mapping[str, Any], sections: Sequence[str] | None =
     return "\n".join(lines) + "\n"
 
 
+class ChildFailed(RuntimeError):
+    """A measuring child process exited with an error (the message: its last line)."""
+
+
+def run_child(
+    args: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 600
+) -> dict[str, Any]:
+    """Run ``python -m ARGS`` from the repository root; the JSON object on its last line.
+
+    Raises :class:`ChildFailed` with the last line it printed when it fails.
+    """
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=REPO_ROOT,
+        env=None if env is None else dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise ChildFailed(last[0])
+    result: dict[str, Any] = orjson.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
 def stderr_log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)

@@ -14,12 +14,11 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import REPO_ROOT, RunContext, target_row
+from benchmarks import RunContext, run_child, target_row
 
 TITLE = "Session browser"
 
@@ -120,18 +119,7 @@ def _run_once(home: Path, cache: Path) -> dict[str, Any]:
             )
         },
     }
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.browser"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError((proc.stderr or proc.stdout).strip().splitlines()[-1:] or "no output")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
+    return run_child(["benchmarks.browser"], env=env)
 
 
 def run(ctx: RunContext) -> dict[str, Any]:

@@ -20,13 +20,12 @@ import asyncio
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import REPO_ROOT, RunContext, target_row
+from benchmarks import ChildFailed, RunContext, run_child, target_row
 from benchmarks.gen import ensure
 
 TITLE = "Live follow"
@@ -124,23 +123,15 @@ def _one(ctx: RunContext, n: int, appends: int) -> dict[str, Any]:
     shutil.copyfile(item.path, copy)
     ctx.log(f"follow: {appends} appends to a {n:,}-message Claude Code session")
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "benchmarks.follow", str(copy), str(appends)],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-    finally:
-        copy.unlink(missing_ok=True)
-    if proc.returncode != 0:
-        error = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raw = run_child(["benchmarks.follow", str(copy), str(appends)])
+    except ChildFailed as failed:
         row = target_row(
             f"follow.latency.{n}", f"Live follow ({n:,} msgs)", "error", "≤ 250 ms", None,
             LATENCY_LIMIT_MS, at_most=True,
         )  # fmt: skip
-        return {"error": error[0], "target": row}
-    raw = json.loads(proc.stdout.strip().splitlines()[-1])
+        return {"error": str(failed), "target": row}
+    finally:
+        copy.unlink(missing_ok=True)
     values = sorted(raw["latency_ms"])
     mean, worst = statistics.fmean(values), values[-1]
     return {

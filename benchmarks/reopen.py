@@ -20,12 +20,11 @@ import asyncio
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from typing import Any
 
-from benchmarks import REPO_ROOT, RunContext, target_row
+from benchmarks import RunContext, run_child, target_row
 from benchmarks.gen import ensure
 
 TITLE = "Inspector reopen"
@@ -88,19 +87,7 @@ def _child(path: str, cache: str, *extra: str) -> dict[str, Any]:
     env = dict(os.environ)
     env.pop("TJUI_NO_CACHE", None)
     env["TJUI_CACHE_DIR"] = cache
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.reopen", path, *extra],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    if proc.returncode != 0:
-        error = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise RuntimeError(error[0])
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
+    return run_child(["benchmarks.reopen", path, *extra], env=env, timeout=900)
 
 
 def run(ctx: RunContext) -> dict[str, Any]:

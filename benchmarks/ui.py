@@ -24,13 +24,12 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import REPO_ROOT, RunContext, target_row
+from benchmarks import ChildFailed, RunContext, run_child, target_row
 from benchmarks.gen import ensure
 
 TITLE = "Inspector"
@@ -194,22 +193,16 @@ def _run_detail(ctx: RunContext) -> dict[str, Any]:
     tokens = write_detail_transcript(path)
     rounds = 5 if ctx.quick else 20
     ctx.log(f"ui: selecting a {tokens:,}-token message, {rounds} times")
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.ui", "detail", str(path), str(rounds)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
     name = f"Inspector: select a {tokens:,}-token message (detail pane painted, {rounds} times)"
     target = f"≤ {DETAIL_LIMIT_MS:g} ms"
-    if proc.returncode != 0:
-        error = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+    try:
+        raw = run_child(["benchmarks.ui", "detail", str(path), str(rounds)])
+    except ChildFailed as failed:
         row = target_row(
             "ui.detail_select", name, "error", target, None, DETAIL_LIMIT_MS, at_most=True
         )
-        return {"error": error[0], "target": row}
-    select = _summary(json.loads(proc.stdout.strip().splitlines()[-1])["select_ms"])
+        return {"error": str(failed), "target": row}
+    select = _summary(raw["select_ms"])
     figure = f"mean {select['mean']:.1f} ms, p95 {select['p95']:.1f} ms"
     row = target_row(
         "ui.detail_select", name, figure, target, select["p95"], DETAIL_LIMIT_MS, at_most=True
@@ -223,17 +216,11 @@ def run(ctx: RunContext) -> dict[str, Any]:
     path = str(files[0].path)
     moves, pages = (20, 10) if ctx.quick else (100, 30)
     ctx.log(f"ui: measuring the inspector on {n:,} messages")
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.ui", path, str(moves), str(pages)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if proc.returncode != 0:
-        error = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+    try:
+        raw = run_child(["benchmarks.ui", path, str(moves), str(pages)])
+    except ChildFailed as failed:
         return {
-            "error": error[0],
+            "error": str(failed),
             "targets": [
                 target_row(
                     "ui.first_paint",
@@ -246,7 +233,6 @@ def run(ctx: RunContext) -> dict[str, Any]:
                 )
             ],
         }
-    raw = json.loads(proc.stdout.strip().splitlines()[-1])
     move = _summary(raw["move_ms"])
     scroll = _summary(raw["scroll_ms"])
     targets = [
