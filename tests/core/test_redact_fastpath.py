@@ -18,6 +18,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_redact import CORPUS, NEGATIVES
+from test_redact_batch import assert_batch_equals_one_by_one
 from test_redact_catalogue import CATALOGUE
 
 from tinyjuice import redact as redact_mod
@@ -34,8 +35,6 @@ from tinyjuice.redact import (
     _json_strings,
     find_secrets,
     is_sensitive_key,
-    redact_message,
-    redact_messages,
     redact_text,
 )
 
@@ -144,10 +143,4 @@ def test_batch_equals_one_by_one_with_records(items: list[tuple[str, Any]]) -> N
         )
         for i, (text, record) in enumerate(items)
     ]
-    batch, changed = redact_messages(messages)
-    single = [redact_message(m) for m in messages]
-    assert batch == single
-    assert changed == sum(1 for a, b in zip(single, messages, strict=True) if a is not b)
-    for a, b in zip(batch, messages, strict=True):
-        if a == b:
-            assert a is b
+    assert_batch_equals_one_by_one(messages)

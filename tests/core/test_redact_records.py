@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_redact import CORPUS, NEGATIVES
+from test_redact_batch import assert_batch_equals_one_by_one
 from test_redact_catalogue import CATALOGUE, Case
 
 import tinyjuice.redact as redact_mod
@@ -108,27 +109,19 @@ def _message(draw: st.DrawFn) -> Message:
     return Message(role, parts, calls, reasoning=draw(st.none() | _leaf_text), extra=draw(_records))
 
 
-def _check(messages: list[Message]) -> None:
-    batch, changed = redact_messages(messages)
-    single = [redact_message(m) for m in messages]
-    assert batch == single
-    assert changed == sum(1 for a, b in zip(single, messages, strict=True) if a is not b)
-    for a, b in zip(batch, messages, strict=True):
-        if a == b:
-            assert a is b  # untouched messages are the same objects
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_message(), max_size=6))
 def test_filtered_records_redact_as_the_full_path(messages: list[Message]) -> None:
-    _check(messages)
+    assert_batch_equals_one_by_one(messages)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_records, min_size=1, max_size=6))
 def test_records_alone_redact_as_the_full_path(records: list[dict[str, Any]]) -> None:
     # The shape of a Claude Code message: a short text, the raw record in extra.
-    _check([Message(Role.ASSISTANT, (TextPart("ok"),), extra=r) for r in records])
+    assert_batch_equals_one_by_one(
+        [Message(Role.ASSISTANT, (TextPart("ok"),), extra=r) for r in records]
+    )
 
 
 def _where(case: Case) -> list[tuple[str, Any]]:
