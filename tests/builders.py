@@ -22,7 +22,8 @@ Tool outputs look like what agents really log: terminal results are JSON objects
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -556,3 +557,23 @@ class SpyCounter(RoughCounter):
     def count_many(self, texts):  # type: ignore[no-untyped-def]
         self.seen.extend(texts)
         return super().count_many(texts)
+
+
+@contextmanager
+def parsed_lines(monkeypatch: Any) -> Iterator[list[bytes]]:
+    """Every JSON line the readers parse (``orjson.loads`` as ``tinyjuice.formats._io``
+    calls it) while the block runs, in order."""
+    import tinyjuice.formats._io as io
+
+    parsed: list[bytes] = []
+    real = io.orjson.loads
+
+    def loads(raw: bytes) -> Any:
+        parsed.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(io.orjson, "loads", loads)
+    try:
+        yield parsed
+    finally:
+        monkeypatch.setattr(io.orjson, "loads", real)

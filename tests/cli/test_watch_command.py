@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from builders import parsed_lines
 from click.testing import CliRunner
 from fakehome import claude_records
 
@@ -102,9 +103,6 @@ def test_a_change_is_read_and_counted_from_what_was_appended(
 ) -> None:
     """watch follows through core's incremental path: only the appended lines are
     parsed, and the status is the one a fresh load gives."""
-    import orjson
-
-    import tinyjuice.formats._io as io
     from tinyjuice.follow import FollowedFile, live_status
     from tinyjuice.formats import load_bytes
     from tinyjuice.tokens import count_transcript, default_counter
@@ -117,16 +115,8 @@ def test_a_change_is_read_and_counted_from_what_was_appended(
     _status(followed, path.read_bytes(), None)
     _write(path, records[5:7], mode="a")
     appended = b"".join(json.dumps(r).encode() + b"\n" for r in records[5:7])
-    parsed: list[bytes] = []
-    real = orjson.loads
-
-    def loads(raw: bytes) -> object:
-        parsed.append(raw)
-        return real(raw)
-
-    monkeypatch.setattr(io.orjson, "loads", loads)
-    status = _status(followed, path.read_bytes(), None)
-    monkeypatch.setattr(io.orjson, "loads", real)
+    with parsed_lines(monkeypatch) as parsed:
+        status = _status(followed, path.read_bytes(), None)
     assert parsed and all(raw in appended for raw in parsed)
     whole = load_bytes(path.read_bytes(), path)
     assert status == live_status(whole, count_transcript(whole, default_counter()))

@@ -7,7 +7,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from builders import SpyCounter, text_message
+from builders import SpyCounter, parsed_lines, text_message
 
 from tinyjuice.formats import LoadError, load_appended, load_bytes
 from tinyjuice.model import Role, Transcript
@@ -111,22 +111,11 @@ def test_load_appended_equals_a_full_reload_at_every_line(name: str) -> None:
 
 
 def test_load_appended_parses_only_the_new_lines(monkeypatch: pytest.MonkeyPatch) -> None:
-    import orjson
-
-    import tinyjuice.formats._io as io
-
     data = (SESSIONS / "claude-code.jsonl").read_bytes()
     half = _cuts(data)[len(_cuts(data)) // 2]
     _, previous = load_appended(data[:half], None, SESSIONS / "claude-code.jsonl")
-    parsed: list[bytes] = []
-    real = orjson.loads
-
-    def loads(raw: bytes) -> object:
-        parsed.append(raw)
-        return real(raw)
-
-    monkeypatch.setattr(io.orjson, "loads", loads)
-    load_appended(data, previous, SESSIONS / "claude-code.jsonl")
+    with parsed_lines(monkeypatch) as parsed:
+        load_appended(data, previous, SESSIONS / "claude-code.jsonl")
     assert parsed and all(raw in data[half:] for raw in parsed)
 
 

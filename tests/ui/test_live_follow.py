@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from builders import parsed_lines
 from fakehome import claude_records
 from textual.widgets import Static
 from ui_helpers import wait_for, wait_loaded
@@ -198,9 +199,6 @@ async def test_an_append_is_parsed_and_counted_from_what_was_loaded(
 ) -> None:
     """Only the appended lines are parsed and only the new messages counted; the
     session on screen is the one a full reload gives."""
-    import orjson
-
-    import tinyjuice.formats._io as io
     from tinyjuice.formats import load_bytes
     from tinyjuice.tokens import count_transcript
 
@@ -208,20 +206,12 @@ async def test_an_append_is_parsed_and_counted_from_what_was_loaded(
     async with make_app(path).run_test(size=(160, 40)) as pilot:
         screen = await _ready(pilot)
         await wait_for(pilot, lambda: screen._parsed is not None)  # seeded once following
-        parsed: list[bytes] = []
-        real = orjson.loads
-
-        def loads(raw: bytes) -> Any:
-            parsed.append(raw)
-            return real(raw)
-
-        monkeypatch.setattr(io.orjson, "loads", loads)
         appended = b"".join(json.dumps(r).encode() + b"\n" for r in records[17:19])
-        _write(path, records[17:19], mode="a")
-        await wait_for(
-            pilot, lambda: screen.session is not None and len(screen.session.transcript) == 18
-        )
-        monkeypatch.setattr(io.orjson, "loads", real)
+        with parsed_lines(monkeypatch) as parsed:
+            _write(path, records[17:19], mode="a")
+            await wait_for(
+                pilot, lambda: screen.session is not None and len(screen.session.transcript) == 18
+            )
         assert parsed and all(raw in appended for raw in parsed)
         assert screen._counted is not None and screen.session is not None
         whole = load_bytes(path.read_bytes(), path)
