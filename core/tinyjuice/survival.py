@@ -135,22 +135,13 @@ def find_rules(
     """The rules in ``middle`` (see the module docs), de-duplicated, first seen first.
 
     ``memo`` (one per transcript) remembers each message's rules by the message object.
-    Only the messages that may hold rules (:func:`_may_hold_rules`, found in one pass)
-    are read or remembered.
+    Only the messages that may hold rules (:func:`_may_hold_rules`) are read or
+    remembered.
     """
     seen: dict[str, Rule] = {}
-    user, system, tool = Role.USER, Role.SYSTEM, Role.TOOL
-    # _may_hold_rules, inlined (it is asked of every message).
-    candidates = [
-        offset
-        for offset, m in enumerate(middle)
-        if (role := m.role) is user
-        or role is system
-        or m.meta.is_injected
-        or (role is tool and _is_skill(m))
-    ]
-    for offset in candidates:
-        m = middle[offset]
+    for offset, m in enumerate(middle):
+        if not _may_hold_rules(m):
+            continue
         if memo is None:
             found = _message_rules(m)
         else:
@@ -165,10 +156,6 @@ def find_rules(
     return tuple(redact_rule(r) for r in list(seen.values())[:MAX_RULES])
 
 
-def _is_skill(m: Message) -> bool:
-    return (m.tool_name or "").lower() == "skill"
-
-
 def _may_hold_rules(m: Message) -> bool:
     """A real ask or a rules source (:func:`_source_of`) may hold rules; nothing else is
     read."""
@@ -177,7 +164,7 @@ def _may_hold_rules(m: Message) -> bool:
         role is Role.USER
         or role is Role.SYSTEM
         or m.meta.is_injected
-        or (role is Role.TOOL and _is_skill(m))
+        or (role is Role.TOOL and (m.tool_name or "").lower() == "skill")
     )
 
 
@@ -200,9 +187,8 @@ def _may_constrain(text: str) -> bool:
 
 
 def _message_rules(m: Message) -> tuple[tuple[str, str, str], ...]:
-    """The rules of one message, in order: ``(norm_text key, text, source)``."""
-    if not _may_hold_rules(m):
-        return ()  # the text is not read
+    """The rules of one message that may hold rules (:func:`_may_hold_rules`), in order:
+    ``(norm_text key, text, source)``."""
     text = m.text
     if not text.strip():
         return ()
