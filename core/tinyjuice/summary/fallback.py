@@ -360,8 +360,6 @@ def _urls(text: str) -> list[str]:
     return [u.group(0).rstrip(".,:;!?'\"") for u in _URL_RE.finditer(text)]
 
 
-# Long for speed: one pass over the messages collecting every kind of fact, the path
-# and error texts queued for one batched scan (per-kind helpers would walk them 5 times).
 #: Per message: (tools, urls, digests, commands, ask, calls), in its order.
 _Early = tuple[list[str], list[str], list[str], list[str], str, list[tuple[str, str]]]
 
@@ -469,6 +467,8 @@ def _error_items(
     return out
 
 
+# Long for speed: one pass over the messages collecting every kind of fact, the path
+# and error texts queued for one batched scan (per-kind helpers would walk them 5 times).
 def _first_pass(
     messages: Sequence[Message], paths: dict[str, list[str]] | None, merged: bool = False
 ) -> _Pass:
@@ -754,11 +754,6 @@ _SPACE_SPLIT_PATTERNS = frozenset(
         ),
     )
 )
-
-
-#: Runs of ASCII letters (apostrophes within: a contraction may share their piece) and of
-#: up to three ASCII digits: see :func:`_cost_floor`.
-_PIECE_RUN_RE = re.compile(r"[A-Za-z']*[A-Za-z][A-Za-z']*|[0-9]{1,3}")
 
 
 def _cost_floor(item: str) -> int:
