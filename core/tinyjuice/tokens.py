@@ -440,7 +440,7 @@ def count_transcript(
 
 def _count_rough(transcript: Transcript, counter: RoughCounter) -> TranscriptTokens:
     """:func:`count_transcript` with the rough counter: the same figures, each text's
-    estimate summed in the one pass (no list of texts, no second pass)."""
+    :func:`rough_tokens` summed in the one pass (no list of texts, no second pass)."""
     overhead = counter.message_overhead
     per: list[int] = []
     append = per.append
@@ -448,19 +448,19 @@ def _count_rough(transcript: Transcript, counter: RoughCounter) -> TranscriptTok
         n = overhead
         for p in m.parts:
             if type(p) is TextPart:
-                n += (len(p.text) + 3) // 4
+                n += rough_tokens(p.text)
             elif type(p) is ThinkingPart:
                 if not p.redacted:
-                    n += (len(p.text) + 3) // 4
+                    n += rough_tokens(p.text)
             else:
                 n += IMAGE_TOKENS
         if m.reasoning:
-            n += (len(m.reasoning) + 3) // 4
+            n += rough_tokens(m.reasoning)
         calls = m.tool_calls
         if calls:
             n += TOOL_CALL_OVERHEAD * len(calls)
             for call in calls:
-                n += (len(call.name) + 3) // 4 + (len(call.arguments) + 3) // 4
+                n += rough_tokens(call.name) + rough_tokens(call.arguments)
         if m.tool_call_id:
             n += 2
         append(n)
