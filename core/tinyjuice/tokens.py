@@ -295,9 +295,8 @@ def message_tokens(message: Message, counter: TokenCounter) -> int:
         and not message.tool_calls
         and not message.reasoning
     ):
-        # The common shape (one text, no calls, no reasoning, no media), without the lists.
-        n = counter.count(parts[0].text) + counter.message_overhead
-        return n + 2 if message.tool_call_id else n
+        # The common shape (one text, no calls, no reasoning, no media), without the list.
+        return counter.count(parts[0].text) + _fixed_overhead(message, counter)
     return sum(counter.count(t) for t in _message_texts(message)) + _fixed_overhead(
         message, counter
     )
