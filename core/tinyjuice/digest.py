@@ -353,10 +353,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def _size(body: str) -> str:
-    # _plural(lines, "line") and _plural(size, "byte"), inlined: one call per digest.
-    lines = body.count("\n") + (0 if body.endswith("\n") else 1) if body else 0
-    size = len(body) if body.isascii() else len(body.encode("utf-8", "surrogatepass"))
-    return f"{lines:,} line{'' if lines == 1 else 's'}, {size:,} byte{'' if size == 1 else 's'}"
+    return f"{_plural(_count_lines(body), 'line')}, {_plural(_byte_len(body), 'byte')}"
 
 
 def _one_line(text: str) -> str:

@@ -1,5 +1,5 @@
 """The digest pass's shortcuts give exactly what the plain code gives: a read without a
-line range skips the range lookups; a digest's size is formatted inline."""
+line range skips the range lookups; a digest's size is its lines and bytes, pluralised."""
 
 from __future__ import annotations
 
