@@ -184,7 +184,10 @@ class Message:
     @property
     def text(self) -> str:
         """The visible text of the message (text parts joined by newlines)."""
-        texts = [p.text for p in self.parts if isinstance(p, TextPart)]
+        parts = self.parts
+        if len(parts) == 1 and type(parts[0]) is TextPart:
+            return parts[0].text  # most messages: no list to build
+        texts = [p.text for p in parts if isinstance(p, TextPart)]
         if len(texts) == 1:
             return texts[0]
         return "\n".join(texts)

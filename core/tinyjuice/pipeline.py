@@ -656,17 +656,11 @@ def _with_error_lines(
             out[i] = hit[2]
             continue
         digest = p
-        parts = p.parts
         if (
             p is not o
             and p.role is Role.TOOL
             and p.meta.generated_by == "digest"
-            and (
-                o.meta.is_error
-                or _failed_digest(
-                    parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else p.text
-                )
-            )
+            and (o.meta.is_error or _failed_digest(p.text))
         ):
             # The original may not have been redacted (it was digested): redact it
             # before its lines are picked and clipped, so no clip cuts a key in half.
