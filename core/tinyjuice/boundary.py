@@ -248,7 +248,7 @@ class BoundaryIndex:
                 self._has_summary = base._has_summary or any(map(is_summary_message, messages[k:]))
         # The first group a new message can reach back into (0: build whole).
         lo = k
-        tool_role, user_role = Role.TOOL, Role.USER
+        tool_role = Role.TOOL
         for i in range(k, n):
             m = messages[i]
             role = m.role
@@ -266,7 +266,7 @@ class BoundaryIndex:
                     calls_at[i] = 1
                     for call in m.tool_calls:
                         last_call[call.id] = i
-                if role is user_role and m.is_real_user:
+                if m.is_real_user:
                     users.append(i)
             tool_prefix[i + 1] = tools
             call_prefix[i + 1] = calls
