@@ -78,7 +78,7 @@ CREATE TABLE IF NOT EXISTS results (
 def _busy(error: sqlite3.OperationalError) -> bool:
     """Whether ``error`` is another connection holding a lock (worth trying again)."""
     code = getattr(error, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return code is not None and (code & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def version_tag() -> str:
