@@ -1,9 +1,9 @@
 """The Hermes samples: demo.json, the gateway session and state.db.
 
 Their steps (``data/stories/{demo,gateway,state_db}.jsonl``, see ``steps``) are user
-messages, assistant messages whose tool calls :class:`HermesTools` computes from the repo
-and suite as they stand, and changes to the world between them (a bug fixed, a file
-written, tests added, a mark for the manifest).
+messages, assistant messages whose tool calls :class:`HermesTools` computes from the repo as
+it stands (the test runs are recorded output, ``data/runs/``), and changes to the world
+between them (a file written, a mark for the manifest).
 """
 
 from __future__ import annotations
@@ -34,40 +34,20 @@ from ..common import (
     write_json,
     write_jsonl,
 )
-from ..project import Repo, Suite, ledgerline, ledgerline_suite
+from ..project import Repo, ledgerline
 from ..writers import HERMES_TOOLS, Call, ChatLog, hermes_system_prompt, tool_by_name
 from .steps import LogStory
 
 
-def suite_part(suite: Suite, part: dict[str, Any]) -> str:
-    """A step's simulated test run: ``{"run": targets, "take": all | head | body | last}``
-    (head: before the summary section; body: all but the last line; last: the last line)."""
-    out = suite.run(tuple(part["run"]))[0]
-    take = part["take"]
-    if take == "head":
-        return out.split("\n=")[0]
-    if take == "body":
-        return "\n".join(out.split("\n")[:-1])
-    return out.split("\n")[-1] if take == "last" else out
-
-
 class HermesTools:
-    """Hermes tool calls a step names, each computed from the repo and the suite (if the story
-    has one) at the time it runs."""
+    """Hermes tool calls a step names, each computed from the repo at the time it runs."""
 
-    def __init__(self, repo: Repo, suite: Suite | None = None) -> None:
+    def __init__(self, repo: Repo) -> None:
         self.repo = repo
-        self.suite = suite
 
     def sh(self, command: str, output: str, code: int = 0, **extra: Any) -> Call:
         out = dumps_args({"output": output, "exit_code": code, "error": None})
         return ("terminal", {"command": command, **extra}, out)
-
-    def pytest(self, *targets: str, flags: str = "-q") -> Call:
-        assert self.suite is not None, "this story has no test suite"
-        output, code = self.suite.run(targets or ("tests",), stop_first="-x" in flags)
-        cmd = f"python -m pytest {flags} {' '.join(targets)}".rstrip()
-        return self.sh(cmd, output, code)
 
     def read(self, path: str, offset: int | None = None, limit: int | None = None) -> Call:
         more = {"offset": offset, "limit": limit}
@@ -121,7 +101,7 @@ class HermesStory(LogStory):
     """Replays Hermes steps: ``user`` and ``assistant`` (its text, then its tool calls: each a
     ``$tool`` of :class:`HermesTools` or a literal ``[name, args, result]``) are
     :class:`ChatLog` calls; ``mark`` keeps the last message's index in ``marks`` for the
-    manifest, ``fix`` fixes a bug of the suite, and ``{"run": ...}`` parts are test runs."""
+    manifest."""
 
     def __init__(self, logs: dict[str, ChatLog], tools: HermesTools, ids: Any = None) -> None:
         super().__init__(logs, tools, ids)
@@ -134,12 +114,6 @@ class HermesStory(LogStory):
         else:
             self.marks[name] = index
 
-    def step_fix(self, bug: str, step: dict[str, Any]) -> None:
-        self.tools.suite.active.discard(bug)
-
-    def part(self, part: dict[str, Any]) -> str:
-        return suite_part(self.tools.suite, part)
-
 
 # ====================================================================== demo.json
 
@@ -147,7 +121,7 @@ START = datetime(2025, 9, 16, 8, 41, 7, 118233, tzinfo=UTC)
 
 
 class DemoStory(HermesStory):
-    """The demo's world: the repo, the simulated test suite and the screenshots."""
+    """The demo's world: the repo (with the ``.env`` the agent reads) and its clock."""
 
     def __init__(self) -> None:
         rng = rng_for("demo")
@@ -157,24 +131,12 @@ class DemoStory(HermesStory):
         self.repo.write("CHANGELOG.md", data_text("ledgerline/CHANGELOG.md"))
         secrets = make_secrets(rng_for("demo-secrets"))
         self.repo.write(".env", data_text("text/env_file.txt").format(**secrets))
-        self.suite = ledgerline_suite("demo-suite", self.repo, lambda key: key != "flaky_dedupe")
-        log, tools = ChatLog(self.ids, self.clock), HermesTools(self.repo, self.suite)
+        log, tools = ChatLog(self.ids, self.clock), HermesTools(self.repo)
         super().__init__({"demo": log}, tools, self.ids)
         self.marks["invoice_reads"] = []
 
-    def part(self, part: dict[str, Any]) -> str:
-        if "verbose_log" in part:
-            return self.suite.verbose_log(part["verbose_log"])[0]
-        return super().part(part)
-
     def step_write(self, value: list[Any], step: dict[str, Any]) -> None:
         self.repo.write(*self.resolve(value))
-
-    def step_extend(self, tests: list[str], step: dict[str, Any]) -> None:
-        self.suite.inventory.extend(tests)
-
-    def step_activate(self, bug: str, step: dict[str, Any]) -> None:
-        self.suite.active.add(bug)  # the flaky test failing this run (``fix`` ends it)
 
     def step_skip_hex(self, n: int, step: dict[str, Any]) -> None:
         self.ids.hex(n)  # an id the story drew here (a background process id)
@@ -259,11 +221,8 @@ class StateStory(HermesStory):
 
     def __init__(self, rng: random.Random) -> None:
         ids = Ids(rng)
-        repo = ledgerline()
-        red = ("money_rounding", "tax_rate_float", "format_money")
-        self.suite = ledgerline_suite("state-suite", repo, red.__contains__)
         self.logs = {name: ChatLog(ids, Clock(t, rng)) for name, t in self.STARTS.items()}
-        super().__init__(self.logs, HermesTools(repo, self.suite))
+        super().__init__(self.logs, HermesTools(ledgerline()))
 
     def step_copy(self, value: tuple[str, int], step: dict[str, Any]) -> None:
         source, n = value

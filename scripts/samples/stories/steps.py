@@ -7,9 +7,9 @@ summary), ``{"$png": path}`` its bytes in base64 (a pasted screenshot), ``{"$ref
 a value an earlier step named (a tool-use id, a message uuid), ``{"$tool": [name, *args]}``
 what the story's tool ``name`` returns for those arguments (a file read, an edit's diff; a
 ``"kw"`` key beside it gives keyword arguments), and ``{"$": [parts]}`` a string joined
-from literal parts and parts the story computes (:meth:`Values.part`, e.g. a simulated
-test run). Values resolve left to right, depth first: the order the story's random draws
-and edits happened in.
+from literal parts and parts of these forms (e.g. a recorded test run and what followed it).
+Values resolve left to right, depth first: the order the story's random draws and edits
+happened in.
 """
 
 from __future__ import annotations
@@ -52,20 +52,8 @@ class Values:
             if key == "$ref":
                 return self.names[arg]
             if key == "$":
-                return "".join(self.resolve_part(p) for p in arg)
+                return "".join(self.resolve(p) for p in arg)
         return {k: self.resolve(v) for k, v in value.items()}
-
-    def resolve_part(self, part: str | dict[str, Any]) -> str:
-        if isinstance(part, str):
-            return part
-        if len(part) == 1 and next(iter(part)).startswith("$"):
-            text: str = self.resolve(part)
-            return text
-        return self.part(part)
-
-    def part(self, part: dict[str, Any]) -> str:
-        """A story-specific computed part of a string; stories that have some override this."""
-        raise ValueError(f"unknown part {part!r}")
 
     def name(self, step: dict[str, Any], value: Any) -> None:
         """Keep ``value`` under the step's ``as`` name (a list of names for a list of values)."""
