@@ -40,11 +40,6 @@ class Repo:
         """Replace the one occurrence of ``old`` in ``path``; return the unified diff."""
         return self.patch_many(path, [(old, new)])
 
-    @staticmethod
-    def diff(path: str, before: str, after: str) -> str:
-        a, b = before.splitlines(), after.splitlines()
-        return "\n".join(difflib.unified_diff(a, b, f"a/{path}", f"b/{path}", lineterm=""))
-
     def patch_many(self, path: str, edits: Sequence[tuple[str, str]]) -> str:
         """Apply several unique replacements to one file; return one unified diff."""
         before = self.files[path]
@@ -54,7 +49,8 @@ class Repo:
                 raise ValueError(f"edit for {path} matches {text.count(old)} times: {old[:60]!r}")
             text = text.replace(old, new)
         self.files[path] = text
-        return self.diff(path, before, text)
+        a, b = before.splitlines(), text.splitlines()
+        return "\n".join(difflib.unified_diff(a, b, f"a/{path}", f"b/{path}", lineterm=""))
 
     def write(self, path: str, text: str) -> None:
         self.files[path] = text

@@ -76,26 +76,6 @@ class HermesTools:
         out = {"success": True, "diff": diff, "files_modified": [path]}
         return ("patch", {"mode": "patch", "patch": diff + "\n"}, dumps_args(out))
 
-    def search(
-        self, pattern: str, needle: str, paths: Sequence[str], path: str = "src", glob: str = "*.py"
-    ) -> Call:
-        args = {"pattern": pattern, "path": path, "file_glob": glob}
-        lines = ((p, i, ln) for p in paths for i, ln in enumerate(self.repo.lines(p), start=1))
-        hits = [{"path": p, "line": i, "content": ln.strip()} for p, i, ln in lines if needle in ln]
-        return ("search_files", args, dumps_args({"total_count": len(hits), "matches": hits}))
-
-    def todo(self, items: Sequence[tuple[str, str, str]], merge: bool = False) -> Call:
-        todos = [{"id": i, "content": c, "status": st} for i, c, st in items]
-        states = ("pending", "in_progress", "completed")
-        counts = {k: sum(1 for _, _, st in items if st == k) for k in states}
-        args: dict[str, Any] = {"todos": todos, **({"merge": True} if merge else {})}
-        out = {"todos": todos, "summary": {"total": len(todos), **counts}}
-        return ("todo", args, dumps_args(out))
-
-    def git_diff_file(self, path: str, before: str) -> Call:
-        head = f"diff --git a/{path} b/{path}\nindex 3f1c2a9..8e0b7d4 100644\n"
-        return self.sh(f"git diff {path}", head + Repo.diff(path, before, self.repo.text(path)))
-
 
 class HermesStory(LogStory):
     """Replays Hermes steps: ``user`` and ``assistant`` (its text, then its tool calls: each a
