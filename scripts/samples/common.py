@@ -1,8 +1,7 @@
-"""Shared plumbing of the generator: paths, seeds, ids, clocks, JSON, fake secrets."""
+"""Shared plumbing of the generator: paths, seeds, ids, clocks, JSON, manifest entries."""
 
 from __future__ import annotations
 
-import base64
 import json
 import random
 import sqlite3
@@ -202,26 +201,6 @@ def compaction(index: int, trigger: str = "unknown", pre_tokens: int | None = No
 def prompt_span(prompts: list[int]) -> dict[str, int]:
     """The first, largest and last prompt sizes of a session's model calls."""
     return {"first": prompts[0], "peak": max(prompts), "last": prompts[-1]}
-
-
-# ================================================================================ secrets
-
-
-#: Realistically shaped, entirely fake credentials for the ``.env`` the agent reads: per
-#: secret its ``.env`` field, the kind the manifest names, a prefix and random characters.
-SECRETS: list[dict[str, Any]] = data_json("secrets.json")
-
-
-def make_secrets(rng: random.Random) -> dict[str, str]:
-    """A value for each of :data:`SECRETS` (``data/text/env_file.txt``'s fields); the JWT's
-    is its prefix and a signature drawn first."""
-    sig = bytes(rng.getrandbits(8) for _ in range(32))
-    signature = base64.urlsafe_b64encode(sig).decode("ascii").rstrip("=")
-    out: dict[str, str] = {}
-    for s in SECRETS:
-        drawn = (rng.choice(s["chars"]) for _ in range(s.get("length", 0)))  # drawn if joined
-        out[s["name"]] = s["prefix"] + ("".join(drawn) if "chars" in s else signature)
-    return out
 
 
 def noise(rng: random.Random, lo: int, hi: int) -> bytes:

@@ -35,12 +35,7 @@ _RECORDS: dict[str, Any] = data_json("writer_records.json")
 Call = tuple[str, Any, str]  # (tool name, arguments as dict or raw string, result content)
 
 HERMES_TOOLS: list[dict[str, Any]] = data_json("hermes_tools.json")
-_SKILLS: list[list[str]] = data_json("hermes_skills.json")
-
-
-def hermes_system_prompt() -> str:
-    skills = "\n".join(f"    - {cat}/{name}: {desc}" for cat, name, desc in _SKILLS)
-    return data_text("text/hermes_system_prompt.txt").format(cwd=CWD, skills=skills)
+HERMES_SYSTEM_PROMPT = data_text("text/hermes_system_prompt.txt")
 
 
 def tool_by_name(name: str) -> dict[str, Any]:

@@ -19,14 +19,12 @@ from tinyjuice.formats._hermes_state import STATE_SCHEMA
 
 from ..common import (
     LATEST_ASK,
-    SECRETS,
     Clock,
     Ids,
     data_json,
     data_text,
     dumps_args,
     fill,
-    make_secrets,
     parallel_calls,
     rng_for,
     roles_counts,
@@ -35,7 +33,7 @@ from ..common import (
     write_jsonl,
 )
 from ..project import Repo, ledgerline
-from ..writers import HERMES_TOOLS, Call, ChatLog, hermes_system_prompt, tool_by_name
+from ..writers import HERMES_SYSTEM_PROMPT, HERMES_TOOLS, Call, ChatLog, tool_by_name
 from .steps import LogStory
 
 
@@ -109,8 +107,7 @@ class DemoStory(HermesStory):
         self.clock = Clock(START, rng)
         self.repo = ledgerline()
         self.repo.write("CHANGELOG.md", data_text("ledgerline/CHANGELOG.md"))
-        secrets = make_secrets(rng_for("demo-secrets"))
-        self.repo.write(".env", data_text("text/env_file.txt").format(**secrets))
+        self.repo.write(".env", data_text("text/env_file.txt"))  # fake, realistically shaped
         log, tools = ChatLog(self.ids, self.clock), HermesTools(self.repo)
         super().__init__({"demo": log}, tools, self.ids)
         self.marks["invoice_reads"] = []
@@ -126,32 +123,27 @@ def build_demo(out_dir: Path) -> dict[str, Any]:
     story = DemoStory()
     story.replay("demo")
     h, marks = story.log, story.marks
-    shape = data_json("demo_session.json")  # the session log and its manifest entry
+    shape = data_json("demo_session.json")  # the session log, its manifest entry's own keys
     doc = fill(
         shape["session"],
         start=START.replace(tzinfo=None).isoformat(),
         updated=story.clock.local(),
-        system_prompt=hermes_system_prompt(),
+        system_prompt=HERMES_SYSTEM_PROMPT,
         tools=HERMES_TOOLS,
         count=len(h.messages),
         messages=h.messages,
     )
     write_json(out_dir / "demo.json", doc)  # (tests check its three reads, its long output)
-    entry: dict[str, Any] = fill(
+    more = fill(
         shape["manifest"],
-        counts=roles_counts([m["role"] for m in h.messages], h.tool_calls),
-        compactions=h.compactions,
-        images=h.images,
-        model=doc["model"],
         session_id=doc["session_id"],
         prompt_chars=len(doc["system_prompt"]),
         tool_count=len(HERMES_TOOLS),
         parallel=parallel_calls(h.messages),
-        secret_kinds=[s["kind"] for s in SECRETS],
         latest_text=LATEST_ASK,
         **marks,
     )
-    return entry
+    return h.entry("hermes", doc["model"], **more)
 
 
 class GatewayStory(HermesStory):
@@ -245,7 +237,7 @@ def _session_row(
     cread, cwrite = calls * 8200, msgs * 700
     cost = round(tin * 3e-6 + tout * 15e-6 + cread * 0.3e-6 + cwrite * 3.75e-6, 4)
     started, ended = span
-    prompt = hermes_system_prompt().replace("Tuesday, September 16", "Monday, September 15")
+    prompt = HERMES_SYSTEM_PROMPT.replace("Tuesday, September 16", "Monday, September 15")
     row: dict[str, Any] = {**data_json("state_session.json"), **fixed}  # every column, in order
     row.update(model_config=json.dumps(row["model_config"]), system_prompt=prompt)
     row.update(started_at=started.timestamp(), ended_at=ended.timestamp() if ended else None)
