@@ -95,6 +95,12 @@ class Clock:
         return self.now.replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
+def seeded(name: str, start: datetime) -> tuple[Ids, Clock]:
+    """Sample ``name``'s ids and clock (from ``start``), drawing from one seeded generator."""
+    rng = rng_for(name)
+    return Ids(rng), Clock(start, rng)
+
+
 def dumps_compact(obj: Any) -> str:
     """One JSON line the way the agents write them (no spaces, UTF-8 kept)."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

@@ -323,15 +323,15 @@ def test_claude_code_log_counts_excluded_lines_under_the_manifest_keys() -> None
 
 
 def test_state_db_session_facts_are_data() -> None:
-    """hermes-state.db's two sessions take their ids, parents, end reasons and titles from
-    data/state_sessions.json."""
+    """hermes-state.db's two sessions take their ids, parents, end reasons, token figures
+    and titles from data/state_sessions.json."""
     import sqlite3
 
     fixed = json.loads((DATA / "state_sessions.json").read_text(encoding="utf-8"))
+    assert {"id", "title", "input_tokens", "estimated_cost_usd"} <= set(fixed[0])
     con = sqlite3.connect(f"file:{ROOT / 'sessions' / 'hermes-state.db'}?mode=ro", uri=True)
-    rows = con.execute(
-        "SELECT id, parent_session_id, end_reason, title FROM sessions ORDER BY started_at"
-    ).fetchall()
+    columns = ", ".join(fixed[0])
+    rows = con.execute(f"SELECT {columns} FROM sessions ORDER BY started_at").fetchall()
     con.close()
     assert [tuple(s.values()) for s in fixed] == rows
 

@@ -12,7 +12,6 @@ from typing import Any
 from .. import shapes
 from ..common import (
     CWD,
-    Clock,
     Ids,
     data_json,
     data_text,
@@ -21,6 +20,7 @@ from ..common import (
     manifest_entry,
     prompt_span,
     rng_for,
+    seeded,
     write_db,
     write_json,
     write_jsonl,
@@ -36,9 +36,7 @@ RECORDS: dict[str, dict[str, Any]] = data_json("agent_records.json")
 
 
 def build_codex(out_dir: Path) -> dict[str, Any]:
-    rng = rng_for("codex")
-    ids = Ids(rng)
-    clock = Clock(datetime(2025, 9, 19, 9, 31, 2, 0, tzinfo=UTC), rng)
+    ids, clock = seeded("codex", datetime(2025, 9, 19, 9, 31, 2, 0, tzinfo=UTC))
     cx = CodexLog(ids, clock)
     session = ids.uuid()
     cli = "src/app/cli.py"
@@ -119,8 +117,7 @@ def task_steps(agent: str) -> Iterator[tuple[int, str, str, str, Any, str]]:
 
 
 def build_gemini_cli(out_dir: Path) -> dict[str, Any]:
-    rng = rng_for("gemini-cli")
-    ids, clock = Ids(rng), Clock(datetime(2025, 9, 19, 9, 12, tzinfo=UTC), rng)
+    ids, clock = seeded("gemini-cli", datetime(2025, 9, 19, 9, 12, tzinfo=UTC))
     shape, model = RECORDS["gemini-cli"], "gemini-2.5-pro"
     sid = ids.uuid()
     lines: list[dict[str, Any]] = [fill(shape["session"], sid=sid, hash=ids.hex(64), t=clock.z())]

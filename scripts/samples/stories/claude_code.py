@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..common import CWD, Clock, Ids, noise, prompt_span, rng_for, write_jsonl
+from ..common import CWD, noise, prompt_span, seeded, write_jsonl
 from ..project import WEBHOOKS, ledgerline
 from ..shapes import shape
 from ..writers import CC_MODEL, ClaudeCodeLog
@@ -87,12 +87,10 @@ class ClaudeCodeStory(LogStory):
     new]``), ``save_tip`` (name the log's tip) and ``set_line`` (a key of a written line)."""
 
     def __init__(self) -> None:
-        rng = rng_for("claude-code")
-        ids = Ids(rng)
-        clock = Clock(datetime(2025, 9, 18, 13, 2, 11, 0, tzinfo=UTC), rng)
+        ids, clock = seeded("claude-code", datetime(2025, 9, 18, 13, 2, 11, 0, tzinfo=UTC))
         self.session = ids.uuid()
         log = ClaudeCodeLog(ids, clock, self.session)
-        self.cc_tools = ClaudeCodeTools(rng)
+        self.cc_tools = ClaudeCodeTools(ids.rng)
         super().__init__({"log": log}, self.cc_tools, ids)
         self.cc = log
 

@@ -28,6 +28,7 @@ from ..common import (
     parallel_calls,
     rng_for,
     roles_counts,
+    seeded,
     write_db,
     write_json,
     write_jsonl,
@@ -102,9 +103,7 @@ class DemoStory(HermesStory):
     """The demo's world: the repo (with the ``.env`` the agent reads) and its clock."""
 
     def __init__(self) -> None:
-        rng = rng_for("demo")
-        self.ids = Ids(rng)
-        self.clock = Clock(START, rng)
+        self.ids, self.clock = seeded("demo", START)
         self.repo = ledgerline()
         self.repo.write("CHANGELOG.md", data_text("ledgerline/CHANGELOG.md"))
         self.repo.write(".env", data_text("text/env_file.txt"))  # fake, realistically shaped
@@ -160,9 +159,7 @@ class GatewayStory(HermesStory):
 
 
 def build_gateway(out_dir: Path) -> dict[str, Any]:
-    rng = rng_for("gateway")
-    ids = Ids(rng)
-    clock = Clock(datetime(2025, 9, 17, 7, 12, 40, 512000, tzinfo=UTC), rng)
+    ids, clock = seeded("gateway", datetime(2025, 9, 17, 7, 12, 40, 512000, tzinfo=UTC))
     h = ChatLog(ids, clock)
     schemas = data_json("tool_schemas.json")["hermes-gateway.jsonl"]
     tools = [tool_by_name(n) for n in schemas["hermes"]] + schemas["more"]
@@ -224,26 +221,16 @@ def _rows(
 
 
 def _session_row(
-    fixed: dict[str, Any],
-    span: tuple[datetime, datetime | None],
-    counts: tuple[int, int, int],
-    usage: tuple[int, int],
+    fixed: dict[str, Any], span: tuple[datetime, datetime | None], counts: tuple[int, int, int]
 ) -> tuple[Any, ...]:
-    """One ``sessions`` row: ``fixed`` its id, parent, end reason and title
-    (data/state_sessions.json), ``counts`` (messages, tool calls, assistant messages) and
-    ``usage`` (messages, tool calls) the basis of the token figures."""
-    msgs, calls = usage
-    tin, tout = calls * 9100 + msgs * 1300, msgs * 160 + calls * 95
-    cread, cwrite = calls * 8200, msgs * 700
-    cost = round(tin * 3e-6 + tout * 15e-6 + cread * 0.3e-6 + cwrite * 3.75e-6, 4)
+    """One ``sessions`` row: ``fixed`` its id, parent, end reason, token figures and title
+    (data/state_sessions.json), ``counts`` its messages, tool calls and assistant messages."""
     started, ended = span
     prompt = HERMES_SYSTEM_PROMPT.replace("Tuesday, September 16", "Monday, September 15")
     row: dict[str, Any] = {**data_json("state_session.json"), **fixed}  # every column, in order
     row.update(model_config=json.dumps(row["model_config"]), system_prompt=prompt)
     row.update(started_at=started.timestamp(), ended_at=ended.timestamp() if ended else None)
-    row.update(message_count=counts[0], tool_call_count=counts[1], input_tokens=tin)
-    row.update(output_tokens=tout, cache_read_tokens=cread, cache_write_tokens=cwrite)
-    row.update(estimated_cost_usd=cost, api_call_count=counts[2])
+    row.update(message_count=counts[0], tool_call_count=counts[1], api_call_count=counts[2])
     return tuple(row.values())
 
 
@@ -269,9 +256,8 @@ def build_state_db(out_dir: Path) -> dict[str, Any]:
     live_calls = head.tool_calls + tail.tool_calls
     old_counts = (len(old.messages), old.tool_calls, _assistants(old.messages))
     child_counts = (len(active_child), live_calls, _assistants(child.messages + tail.messages))
-    child_usage = (len(child.messages) + len(active_child), child.tool_calls + live_calls)
-    old_row = _session_row(old_fixed, (starts["old"], starts["child"]), old_counts, old_counts[:2])
-    child_row = _session_row(child_fixed, (starts["child"], None), child_counts, child_usage)
+    old_row = _session_row(old_fixed, (starts["old"], starts["child"]), old_counts)
+    child_row = _session_row(child_fixed, (starts["child"], None), child_counts)
     owner = "pid=48213:tid=140213906761536:agent=9f1c2e:nonce=5a7b19d3"
     lock = (child_id, owner, round(compact_at - 4.2, 3), round(compact_at - 4.2 + 300, 3))
     rows = old_rows + child_rows + head_rows + tail_rows
