@@ -31,9 +31,9 @@ Content = str | list[dict[str, Any]]
 #: The writers' fixed record shapes; ``"$name"`` strings are filled in.
 _RECORDS: dict[str, Any] = data_json("writer_records.json")
 
-#: The Hermes tool schemas and system prompt, and the ShareGPT samples' (a subset).
 Call = tuple[str, Any, str]  # (tool name, arguments as dict or raw string, result content)
 
+#: The Hermes tool schemas and system prompt, and the ShareGPT samples' tools (a subset).
 HERMES_TOOLS: list[dict[str, Any]] = data_json("hermes_tools.json")
 HERMES_SYSTEM_PROMPT = data_text("text/hermes_system_prompt.txt")
 
@@ -42,14 +42,10 @@ def tool_by_name(name: str) -> dict[str, Any]:
     return next(t for t in HERMES_TOOLS if t["function"]["name"] == name)
 
 
-SHAREGPT_TOOLS = [
-    tool_by_name(n)["function"] for n in ("terminal", "read_file", "patch", "search_files")
-]
-
-
-def sharegpt_system() -> str:
-    tools = json.dumps(SHAREGPT_TOOLS, ensure_ascii=False)
-    return data_text("text/sharegpt_system.txt").format(tools=tools)
+_SHAREGPT_TOOLS = ("terminal", "read_file", "patch", "search_files")
+SHAREGPT_TOOLS_JSON = json.dumps(
+    [tool_by_name(n)["function"] for n in _SHAREGPT_TOOLS], ensure_ascii=False
+)
 
 
 def _arguments(args: Any) -> str:
@@ -413,7 +409,8 @@ class CodexLog(_Log):
 class ShareGPTLog(_Log):
     def __init__(self, ids: Ids) -> None:
         super().__init__(ids)
-        self.turns: list[dict[str, str]] = [{"from": "system", "value": sharegpt_system()}]
+        system = data_text("text/sharegpt_system.txt").format(tools=SHAREGPT_TOOLS_JSON)
+        self.turns: list[dict[str, str]] = [{"from": "system", "value": system}]
         self.roles.append("system")
 
     def human(self, text: str) -> None:
@@ -443,7 +440,7 @@ class ShareGPTLog(_Log):
             _RECORDS["sharegpt_entry"],
             prompt_index=prompt_index,
             turns=self.turns,
-            tools=json.dumps(SHAREGPT_TOOLS, ensure_ascii=False),
+            tools=SHAREGPT_TOOLS_JSON,
             model=model,
             stamp=stamp,
             api_calls=self.roles.count("assistant"),

@@ -118,20 +118,12 @@ class ShareGPTTools:
         return self.repos[repo].patch(path, old, new)
 
 
-#: The timestamps of the three conversations of sharegpt.jsonl (all one model's).
-_SHAREGPT_STAMPS = (
-    "2025-09-15T14:52:10.418822",
-    "2025-09-16T16:20:44.001273",
-    "2025-09-16T18:03:27.770104",
-)
-_SHAREGPT_MODEL = "anthropic/claude-sonnet-4"
-
-
 def build_sharegpt(out_dir: Path) -> dict[str, Any]:
     ids = Ids(rng_for("sharegpt"))
     logs = {f"c{i}": ShareGPTLog(ids) for i in (1, 2, 3)}
     LogStory(logs, ShareGPTTools()).replay("sharegpt")
-    pairs = enumerate(zip(logs.values(), _SHAREGPT_STAMPS, strict=True))
-    write_jsonl(out_dir / "sharegpt.jsonl", [t.row(i, _SHAREGPT_MODEL, s) for i, (t, s) in pairs])
-    per = [t.entry("sharegpt", _SHAREGPT_MODEL, raw_turns=len(t.turns)) for t in logs.values()]
+    run = data_json("agent_records.json")["sharegpt"]  # the model, each conversation's time
+    pairs = enumerate(zip(logs.values(), run["stamps"], strict=True))
+    write_jsonl(out_dir / "sharegpt.jsonl", [t.row(i, run["model"], s) for i, (t, s) in pairs])
+    per = [t.entry("sharegpt", run["model"], raw_turns=len(t.turns)) for t in logs.values()]
     return {**per[0], "trajectories": per}
