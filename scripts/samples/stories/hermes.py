@@ -121,7 +121,7 @@ class DemoStory(HermesStory):
 def build_demo(out_dir: Path) -> dict[str, Any]:
     story = DemoStory()
     story.replay("demo")
-    h, marks = story.log, story.marks
+    h: ChatLog = story.log
     shape = data_json("demo_session.json")  # the session log, its manifest entry's own keys
     doc = fill(
         shape["session"],
@@ -140,7 +140,7 @@ def build_demo(out_dir: Path) -> dict[str, Any]:
         tool_count=len(HERMES_TOOLS),
         parallel=parallel_calls(h.messages),
         latest_text=LATEST_ASK,
-        **marks,
+        **story.marks,
     )
     return h.entry("hermes", doc["model"], **more)
 
