@@ -844,8 +844,8 @@ def _fit(
     second attempt, still over the limit) is redone counted exactly. Only the
     deterministic fallback with the hermes profile and an exact counter estimates: a
     provider is not asked twice, and the rules profile counts its rewrite anyway.
-    A source of ``size`` bytes at most 4 × the target is counted at once: its rough
-    estimate (characters / 4) is under the target, so it would be (without a pass).
+    A source of at most 4 × the target bytes (``size``) is counted whole at once: its
+    rough estimate (about characters / 4) would most likely be under the target anyway.
     """
     target = effective_target(transcript, options)
     estimate = (
