@@ -318,6 +318,7 @@ class _WorkerState:
     options: BatchOptions
     counter: TokenCounter
     provider: SummaryProvider | None = None
+    exact: bool = False
     since_reset: int = 0
 
 
@@ -326,6 +327,7 @@ _STATE: _WorkerState | None = None
 
 def _init_worker(
     options: BatchOptions,
+    rough: bool,
     exact: bool,
     in_pool: bool,
     provider_factory: Callable[[], SummaryProvider | None] | None,
@@ -335,7 +337,7 @@ def _init_worker(
         # Ctrl-C reaches the whole process group; the parent decides when to stop.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     provider = provider_factory() if provider_factory is not None else None
-    _STATE = _WorkerState(options, default_counter(exact=exact), provider)
+    _STATE = _WorkerState(options, default_counter(exact=not rough), provider, exact)
 
 
 def _run_chunk(chunk: _Chunk) -> list[LineResult | None]:
@@ -360,12 +362,19 @@ def _run_chunk(chunk: _Chunk) -> list[LineResult | None]:
                     counter=state.counter,
                     line=line,
                     provider=state.provider,
+                    exact=state.exact,
                 )
             )
         else:
             assert isinstance(payload, str)
             out.append(
-                process_file(payload, state.options, counter=state.counter, provider=state.provider)
+                process_file(
+                    payload,
+                    state.options,
+                    counter=state.counter,
+                    provider=state.provider,
+                    exact=state.exact,
+                )
             )
         state.since_reset += 1
     if state.since_reset >= _CACHE_RESET_EVERY:
@@ -471,7 +480,8 @@ def run_batch(
     options: BatchOptions,
     *,
     workers: int = 1,
-    exact: bool = True,
+    rough: bool = False,
+    exact: bool = False,
     on_item: ItemCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
     provider_factory: Callable[[], SummaryProvider | None] | None = None,
@@ -483,6 +493,11 @@ def run_batch(
     or a ``functools.partial`` of one) and its provider summarises every trajectory
     there. Auth and network failures leave the trajectory unchanged (``summary_failed``);
     an auth failure also stops the run (``aborted`` says why): the key is wrong for all.
+
+    ``rough`` counts with the chars/4 estimate instead of the tokenizer. The outputs are
+    the same with ``exact``; without it a trajectory over the target is counted only
+    where that decides its compression, and its ``tokens_before`` is an estimate
+    (:func:`tinyjuice.fit.count_for_target`; the summary's ``tokens_before_kind``).
 
     ``on_item`` sees each result in input order (progress, bad-line reports, per-
     trajectory metrics). ``should_stop`` is polled after every written line; when it
@@ -497,13 +512,13 @@ def run_batch(
     items_done = 0
     stopped: tuple[str | None, int | None] = (None, None)
     # Load the tokenizer here first: forked workers inherit it instead of loading it each.
-    default_counter(exact=exact)
+    default_counter(exact=not rough)
     results = map_ordered(
         _run_chunk,
         _chunks(jobs),
         workers=workers,
         initializer=_init_worker,
-        initargs=(options, exact, workers > 1, provider_factory),
+        initargs=(options, rough, exact, workers > 1, provider_factory),
     )
     try:
         for (_, items), chunk_results in results:

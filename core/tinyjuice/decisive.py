@@ -6,7 +6,6 @@ Details: docs/compaction.md (`tinyjuice.decisive`).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from itertools import accumulate
 
 from tinyjuice.boundary import BoundaryIndex
 from tinyjuice.budget import (
@@ -73,16 +72,8 @@ def _mixed(
     back = count_transcript(
         replace(transcript, messages=msgs[tail:], system_prompt=None, tools=()), counter
     )
-    per = (*front.per_message, *rough[head:tail], *back.per_message)
     kind = counter.kind if tail <= head else CountKind.ESTIMATED
-    return TranscriptTokens(
-        per_message=per,
-        prefix=(0, *accumulate(per)),
-        system_prompt=front.system_prompt,
-        tools=front.tools,
-        counter=counter.name,
-        kind=kind,
-    )
+    return front.extended((*rough[head:tail], *back.per_message), kind)
 
 
 def budget_clamped(context_window: int, middle_tokens: int) -> bool:

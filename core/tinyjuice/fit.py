@@ -30,11 +30,14 @@ from tinyjuice.summary import (
     summary_body,
 )
 from tinyjuice.tokens import (
+    CountKind,
+    RoughCounter,
     TokenCounter,
     TranscriptTokens,
     count_transcript,
     default_counter,
     message_tokens,
+    tools_in_text,
 )
 
 __all__ = [
@@ -50,6 +53,7 @@ __all__ = [
     "TrajectoryResult",
     "TrajectoryStatus",
     "compress_trajectory",
+    "count_for_target",
     "extract_facts",
     "fact_retention",
     "head_end",
@@ -200,6 +204,12 @@ class TrajectoryMetrics(_Savings):
     #: Why a line was bad, or why the summary failed.
     error: str | None = None
     failure_class: str | None = None
+    #: How ``tokens_before`` (and so ``tokens_saved`` and ``ratio``) was counted:
+    #: ``exact``, or ``estimated`` when the middle of a trajectory proven over the target
+    #: was estimated (:func:`count_for_target`) or the counter is the rough one.
+    tokens_before_kind: str = CountKind.EXACT.value
+    #: How ``tokens_after`` was counted: ``counter``'s kind (``estimated`` for the rough one).
+    tokens_after_kind: str = CountKind.EXACT.value
 
     @property
     def turns_removed(self) -> int:
@@ -224,6 +234,8 @@ class TrajectoryMetrics(_Savings):
             "tokens_after": self.tokens_after,
             "tokens_saved": self.tokens_saved,
             "ratio": round(self.ratio, 4),
+            "tokens_before_kind": self.tokens_before_kind,
+            "tokens_after_kind": self.tokens_after_kind,
             "turns_before": self.turns_before,
             "turns_after": self.turns_after,
             "turns_removed": self.turns_removed,
@@ -380,6 +392,82 @@ def plan_region(
         f"compressing messages {head}–{end - 1} ({prefix[end] - prefix[head]:,} tokens) to "
         f"lose {need:,} tokens with a {summary_tokens:,}-token summary{moved}",
     )
+
+
+def count_for_target(
+    transcript: Transcript,
+    counter: TokenCounter,
+    target: int,
+    *,
+    keep_last: int = DEFAULT_KEEP_LAST,
+    reserve: int = DEFAULT_SUMMARY_TOKENS,
+    anchor_latest_user: bool = True,
+    index: BoundaryIndex | None = None,
+) -> TranscriptTokens:
+    """:func:`count_transcript`, with the middle of a trajectory proven over ``target``
+    estimated (``kind`` estimated, :class:`~tinyjuice.tokens.RoughCounter`'s figures).
+
+    Counted exactly: the system prompt and tools, the protected head (:func:`head_end`),
+    the verbatim tail (:func:`tail_start`) and the messages before it back to where the
+    head and what is counted from the end hold more than ``target``. Everything is
+    counted when the rough estimate puts the whole under the target, or when the head,
+    the tail and ``reserve`` exceed it (the whole middle would go).
+
+    From these counts :func:`plan_region` picks the region an all-exact count picks,
+    for any summary reserve: every end it weighs either leaves only counted messages
+    after it, or keeps more than ``target`` whatever the estimates (never negative).
+    ``estimated_after`` and the tokens after a summary are exact; ``total``, ``need``
+    and ``region_tokens`` are estimates. A result that fits the target on the first
+    summary needs no more (:func:`_fit`).
+    """
+    msgs = transcript.messages
+    rough = count_transcript(transcript, RoughCounter())
+    if rough.total <= target:
+        return count_transcript(transcript, counter)  # most likely under the target
+    idx = index or BoundaryIndex(msgs)
+    head = head_end(msgs, index=idx)
+    tail = tail_start(msgs, keep_last, head, anchor_latest_user=anchor_latest_user, index=idx)
+    front_part = replace(transcript, messages=msgs[:head])
+    if tools_in_text(front_part) != tools_in_text(transcript):
+        return count_transcript(transcript, counter)  # the tools would count elsewhere
+    front = count_transcript(front_part, counter)
+    kept = front.total
+    i = _rough_start(rough, head, tail, target - kept)
+    back = _count_messages(transcript, i, len(msgs), counter)
+    suffix = sum(back)
+    if kept + sum(back[tail - i :]) + reserve > target:
+        between = _count_messages(transcript, head, i, counter)  # cannot keep any middle
+        i = head
+    else:
+        between = []
+        while i > head and kept + suffix <= target:
+            i -= 1
+            between.append(message_tokens(msgs[i], counter))
+            suffix += between[-1]
+        between.reverse()
+    kind = CountKind.ESTIMATED if i > head else counter.kind
+    return front.extended((*rough.per_message[head:i], *between, *back), kind)
+
+
+def _rough_start(rough: TranscriptTokens, head: int, tail: int, over: int) -> int:
+    """The latest start at or before ``tail`` (not before ``head``) whose messages to
+    the end hold more than ``over`` rough tokens: where the exact count from the end
+    starts (the rough estimate is a guess; the exact count goes on when it falls short)."""
+    total = rough.prefix[-1]
+    i = tail
+    while i > head and total - rough.prefix[i] <= over:
+        i -= 1
+    return i
+
+
+def _count_messages(
+    transcript: Transcript, start: int, end: int, counter: TokenCounter
+) -> list[int]:
+    """Exact per-message counts of ``messages[start:end]``."""
+    part = replace(
+        transcript, messages=transcript.messages[start:end], system_prompt=None, tools=()
+    )
+    return list(count_transcript(part, counter).per_message)
 
 
 # ----------------------------------------------------------------------------- compress
@@ -564,9 +652,7 @@ def compress_trajectory(
     started = time.perf_counter()
     counter = counter or default_counter()
     tokens = tokens or count_transcript(transcript, counter)
-    msgs = transcript.messages
-    n = len(msgs)
-    idx = index or BoundaryIndex(msgs)
+    n = len(transcript.messages)
     if target is None:
         target = effective_target(transcript, options)
     base = TrajectoryMetrics(
@@ -576,6 +662,8 @@ def compress_trajectory(
         turns_before=n,
         turns_after=n,
         counter=counter.name,
+        tokens_before_kind=tokens.kind.value,
+        tokens_after_kind=counter.kind.value,
     )
 
     def done(result: TrajectoryResult) -> TrajectoryResult:
@@ -585,6 +673,7 @@ def compress_trajectory(
     if tokens.total <= target:
         return done(TrajectoryResult(transcript, base, None))
 
+    idx = index or BoundaryIndex(transcript.messages)
     work, work_tokens, work_idx, rules_applied, rules_span = _rules_stage(
         transcript, options, counter, tokens, idx
     )
@@ -739,6 +828,69 @@ def _search_summary(
     return plan, best, summary, (calls, errors, fallbacks)
 
 
+def _fit(
+    transcript: Transcript,
+    options: BatchOptions,
+    counter: TokenCounter,
+    provider: SummaryProvider | None,
+    exact: bool,
+    size: int,
+) -> TrajectoryResult:
+    """:func:`compress_trajectory` counting exactly only what decides, unless ``exact``.
+
+    The result (transcript, status, region, ``tokens_after``) is the all-exact one;
+    ``tokens_before`` is estimated when :func:`count_for_target` left a middle uncounted
+    and the first summary fits the target. Any other outcome of an estimated count (a
+    second attempt, still over the limit) is redone counted exactly. Only the
+    deterministic fallback with the hermes profile and an exact counter estimates: a
+    provider is not asked twice, and the rules profile counts its rewrite anyway.
+    A source of at most 4 × the target bytes (``size``) is counted whole at once: its
+    rough estimate (about characters / 4) would most likely be under the target anyway.
+    """
+    target = effective_target(transcript, options)
+    estimate = (
+        not exact
+        and provider is None
+        and options.profile is not Profile.RULES
+        and counter.kind is CountKind.EXACT
+        and size > 4 * target
+    )
+    idx = BoundaryIndex(transcript.messages) if estimate else None
+
+    def run(tokens: TranscriptTokens) -> TrajectoryResult:
+        return compress_trajectory(
+            transcript,
+            options,
+            counter=counter,
+            tokens=tokens,
+            provider=provider,
+            index=idx,
+            target=target,
+        )
+
+    if not estimate:
+        return run(count_transcript(transcript, counter))
+    tokens = count_for_target(
+        transcript,
+        counter,
+        target,
+        keep_last=options.keep_last,
+        reserve=options.summary_tokens,
+        anchor_latest_user=options.anchor_latest_user,
+        index=idx,
+    )
+    result = run(tokens)
+    if tokens.kind is counter.kind or _settled(result.metrics):
+        return result
+    return run(count_transcript(transcript, counter))
+
+
+def _settled(metrics: TrajectoryMetrics) -> bool:
+    """Whether a result planned on :func:`count_for_target`'s estimates is the all-exact
+    one: the first summary fits the target, so it replaced more than it costs."""
+    return metrics.status is TrajectoryStatus.COMPRESSED and metrics.fallback_summaries == 1
+
+
 # ------------------------------------------------------------------------- line helpers
 
 
@@ -791,12 +943,15 @@ def process_line(
     line: int | None = None,
     path: str = "<line>",
     provider: SummaryProvider | None = None,
+    exact: bool = False,
 ) -> LineResult:
     """Load one JSONL line as a ``format`` trajectory, compress it, render it on one line.
 
     The output keeps the line's ending (``\\n``, ``\\r\\n`` or none). A line that cannot be
     read, or that fails in any way, comes back as ``bad_input`` with ``output=None`` (the
     caller writes the line through verbatim); this function never raises for bad data.
+    The output is the same with ``exact``; without it, ``tokens_before`` of a trajectory
+    over the target may be an estimate (:func:`count_for_target`, ``tokens_before_kind``).
     """
     from tinyjuice.formats import LoadError, load_bytes
 
@@ -809,24 +964,7 @@ def process_line(
         return _bad(exc.problem + (f" at {exc.json_path}" if exc.json_path else ""), line, started)
     try:
         transcript = _work_on(transcript, options)
-        tokens = count_transcript(transcript, counter)
-        target = effective_target(transcript, options)
-        if tokens.total <= target:
-            n = len(transcript.messages)
-            metrics = TrajectoryMetrics(
-                status=TrajectoryStatus.SKIPPED_UNDER_TARGET,
-                tokens_before=tokens.total,
-                tokens_after=tokens.total,
-                turns_before=n,
-                turns_after=n,
-                counter=counter.name,
-                line=line,
-                duration_s=time.perf_counter() - started,
-            )
-            return LineResult(None, metrics)
-        result = compress_trajectory(
-            transcript, options, counter=counter, tokens=tokens, provider=provider, target=target
-        )
+        result = _fit(transcript, options, counter, provider, exact, len(body))
         output = None
         if result.changed:
             output = _one_line(result.transcript, format) + ending
@@ -842,6 +980,7 @@ def process_file(
     *,
     counter: TokenCounter | None = None,
     provider: SummaryProvider | None = None,
+    exact: bool = False,
 ) -> LineResult:
     """Compress the single transcript in ``path``; the output is the file's new bytes.
 
@@ -871,7 +1010,7 @@ def process_file(
         )
     try:
         transcript = _work_on(transcript, options)
-        result = compress_trajectory(transcript, options, counter=counter, provider=provider)
+        result = _fit(transcript, options, counter, provider, exact, len(data))
         output = None
         if result.changed:
             # A .jsonl file stays JSON lines (a Hermes gateway log, a one-line document).
@@ -907,6 +1046,20 @@ class BatchSummary(_Savings):
     duration_s: float
     #: Lines of the first bad inputs: (source, line or None, problem), at most 100.
     bad: tuple[tuple[str, int | None, str], ...] = ()
+    #: Trajectories whose ``tokens_before`` / ``tokens_after`` is an estimate
+    #: (:attr:`TrajectoryMetrics.tokens_before_kind`, ``tokens_after_kind``).
+    estimated_before: int = 0
+    estimated_after: int = 0
+
+    @property
+    def tokens_before_kind(self) -> str:
+        """``estimated`` when any trajectory's ``tokens_before`` is (then so are
+        ``tokens_saved``, ``ratio`` and ``percent_saved``), else ``exact``."""
+        return _kind(self.estimated_before)
+
+    @property
+    def tokens_after_kind(self) -> str:
+        return _kind(self.estimated_after)
 
     def to_dict(self, *, timings: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -921,6 +1074,10 @@ class BatchSummary(_Savings):
             "tokens_saved": self.tokens_saved,
             "ratio": round(self.ratio, 4),
             "percent_saved": round(self.percent_saved, 2),
+            "tokens_before_kind": self.tokens_before_kind,
+            "tokens_after_kind": self.tokens_after_kind,
+            "estimated_before": self.estimated_before,
+            "estimated_after": self.estimated_after,
             "turns_before": self.turns_before,
             "turns_after": self.turns_after,
             "turns_removed": self.turns_before - self.turns_after,
@@ -933,6 +1090,13 @@ class BatchSummary(_Savings):
         if timings:
             out["duration_s"] = round(self.duration_s, 3)
         return out
+
+
+_ESTIMATED = CountKind.ESTIMATED.value
+
+
+def _kind(estimated: int) -> str:
+    return _ESTIMATED if estimated else CountKind.EXACT.value
 
 
 class BatchAggregator:
@@ -953,6 +1117,8 @@ class BatchAggregator:
                 "summary_errors",
                 "fallback_summaries",
                 "rules_applied",
+                "estimated_before",
+                "estimated_after",
             )
         }
         self._duration = 0.0
@@ -969,6 +1135,8 @@ class BatchAggregator:
         s["summary_errors"] += metrics.summary_errors
         s["fallback_summaries"] += metrics.fallback_summaries
         s["rules_applied"] += metrics.rules_applied
+        s["estimated_before"] += metrics.tokens_before_kind == _ESTIMATED
+        s["estimated_after"] += metrics.tokens_after_kind == _ESTIMATED
         self._duration += metrics.duration_s
         if metrics.status is TrajectoryStatus.BAD_INPUT and len(self._bad) < self._KEEP_BAD:
             self._bad.append((source, metrics.line, metrics.error or "unreadable"))

@@ -341,6 +341,12 @@ class TranscriptTokens:
         per = (*head, *self.per_message)
         return replace(self, per_message=per, prefix=(0, *accumulate(per)))
 
+    def extended(self, per_message: Sequence[int], kind: CountKind) -> TranscriptTokens:
+        """These counts followed by the costs of the messages after them, all labelled
+        ``kind`` (the whole is estimated when any part is)."""
+        per = (*self.per_message, *per_message)
+        return replace(self, per_message=per, prefix=(0, *accumulate(per)), kind=kind)
+
     def range(self, start: int, end: int) -> int:
         """Tokens of messages ``[start, end)`` in O(1)."""
         n = len(self.per_message)

@@ -368,3 +368,24 @@ def test_a_rejected_key_aborts_the_run_with_exit_1(
     assert not out.exists()  # the output is not passed off as complete
     if as_json:
         assert json.loads(stdout)["aborted"]
+
+
+def test_exact_counts_everything_and_writes_the_same(tmp_path: Path) -> None:
+    src = dataset(tmp_path / "ds.jsonl", 30)
+    reports, texts = {}, {}
+    for flag in ("", "--exact"):
+        out = tmp_path / f"out{flag}.jsonl"
+        args = [str(src), "--target-tokens", "2500", "-o", str(out), "--workers", "1"]
+        code, stdout, stderr = run(*args, *([flag] if flag else []), "--json")
+        assert code == 0, stderr
+        reports[flag] = json.loads(stdout)
+        code, texts[flag], stderr = run(*args, *([flag] if flag else []))
+        assert code == 0, stderr
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "out--exact.jsonl").read_bytes()
+    default, exact = reports[""], reports["--exact"]
+    assert default["tokens_before_kind"] == "estimated" and default["estimated_before"] > 0
+    assert exact["tokens_before_kind"] == "exact" and exact["estimated_before"] == 0
+    assert default["tokens_after"] == exact["tokens_after"]
+    assert default["tokens_after_kind"] == exact["tokens_after_kind"] == "exact"
+    assert f"tokens ~{default['tokens_before']:,} → {default['tokens_after']:,} (~−" in texts[""]
+    assert f"tokens {exact['tokens_before']:,} → {exact['tokens_after']:,} (−" in texts["--exact"]

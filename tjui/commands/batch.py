@@ -171,7 +171,10 @@ def _summary_line(data: dict[str, Any]) -> str:
     if data["bad_inputs"]:
         parts.append(f"{data['bad_inputs']:,} bad line(s) written through unchanged")
     pct = f"{100 * (before - after) / before:.1f}%" if before else "0%"
-    tokens = f"tokens {before:,} → {after:,} (−{pct})"
+    # ~ marks an estimate: figures counted only where they decided the compression.
+    est_before = "~" if data["tokens_before_kind"] == "estimated" else ""
+    est_after = "~" if data["tokens_after_kind"] == "estimated" else ""
+    tokens = f"tokens {est_before}{before:,} → {est_after}{after:,} ({est_before}−{pct})"
     rate = data.get("trajectories_per_s")
     speed = f"{data.get('wall_s', 0):.1f} s" + (f", {rate:,.0f} trajectories/s" if rate else "")
     return "; ".join(parts) + f"\n{tokens}; {speed} on {data['workers']} worker(s)"
@@ -260,6 +263,12 @@ def _abort_on_auth(run: Any, data: dict[str, Any] | None) -> NoReturn:
     "--rough", is_flag=True, help="Count with the chars/4 estimate instead of the tokenizer."
 )
 @click.option(
+    "--exact",
+    is_flag=True,
+    help="Count every message exactly (otherwise the middle of a trajectory over the"
+    " target is estimated: its tokens before are marked ~). The output is the same.",
+)
+@click.option(
     "--metrics",
     "metrics_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -297,6 +306,7 @@ def batch(
     summary_tokens: int,
     provider_name: str | None,
     rough: bool,
+    exact: bool,
     metrics_path: Path | None,
     progress: bool | None,
     policy: str | None,
@@ -377,7 +387,8 @@ def batch(
             jobs,
             options,
             workers=n_workers,
-            exact=not rough,
+            rough=rough,
+            exact=exact,
             on_item=on_item,
             should_stop=lambda: stop.requested,
             provider_factory=factory,
