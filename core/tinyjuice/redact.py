@@ -30,6 +30,7 @@ __all__ = [
     "redact_messages",
     "redact_text",
     "texts_without_secrets",
+    "without_source_fields",
 ]
 
 
@@ -843,6 +844,34 @@ def redact_message(msg: Message, text: Callable[[str], str] | None = None) -> Me
     ):
         return msg
     return replace(msg, parts=parts, tool_calls=calls, reasoning=reasoning, extra=extra)
+
+
+def without_source_fields(msg: Message) -> Message:
+    """``msg`` without the source fields it keeps for writing back (``extra`` of the
+    message, of its parts and of its tool calls); the same object when it has none.
+
+    A message that no writer will write (one the plan summarises away) needs no raw
+    record, and carries none out of the pipeline: dropped, it is neither scanned nor
+    exposed (docs/compaction.md, "What redaction covers")."""
+    parts, calls = msg.parts, msg.tool_calls
+    if any(p.extra for p in parts):
+        parts = tuple(replace(p, extra=EMPTY) if p.extra else p for p in parts)
+    if any(c.extra for c in calls):
+        calls = tuple(replace(c, extra=EMPTY) if c.extra else c for c in calls)
+    if not msg.extra and parts is msg.parts and calls is msg.tool_calls:
+        return msg
+    # Built directly, not by ``replace`` (twice as slow): a long transcript's middle is
+    # tens of thousands of messages, each with a record. Every field but ``extra``.
+    return Message(
+        role=msg.role,
+        parts=parts,
+        tool_calls=calls,
+        tool_call_id=msg.tool_call_id,
+        tool_name=msg.tool_name,
+        reasoning=msg.reasoning,
+        meta=msg.meta,
+        hints=msg.hints,
+    )
 
 
 #: Every needle that can start a hit anywhere in a message (texts, arguments, source
