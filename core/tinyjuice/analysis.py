@@ -76,18 +76,14 @@ class TranscriptAnalysis:
         return out, changed
 
     def without_source_fields(self, messages: Sequence[Message]) -> list[Message]:
-        """:func:`tinyjuice.redact.without_source_fields` of each message, remembered per
-        message object: every run gets the same objects back, so the results remembered
-        for them (redaction, digests) are found again."""
+        """:func:`tinyjuice.redact.without_source_fields`, remembered per message object:
+        every run gets the same objects back, so the results remembered for them
+        (redaction, digests) are found again."""
         memo = self._bare
-        out: list[Message] = []
-        append = out.append
-        for m in messages:
-            hit = memo.get(id(m))
-            if hit is None or hit[0] is not m:
-                hit = memo[id(m)] = (m, without_source_fields(m))
-            append(hit[1])
-        return out
+        todo = [m for m in messages if (hit := memo.get(id(m))) is None or hit[0] is not m]
+        for m, bare in zip(todo, without_source_fields(todo), strict=True):
+            memo[id(m)] = (m, bare)
+        return [memo[id(m)][1] for m in messages]
 
     def redact_derived(
         self, sources: Sequence[Message], derived: Sequence[Message]

@@ -1211,7 +1211,7 @@ def _step_redact(
     covers")."""
     if run.options.redact:
         w.bare = (
-            [without_source_fields(m) for m in w.middle]
+            without_source_fields(w.middle)
             if run.analysis is None
             else run.analysis.without_source_fields(w.middle)
         )

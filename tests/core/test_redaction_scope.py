@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import orjson
+import pytest
 from builders import FakeProvider
 from pipeline_helpers import ROUGH, SMALL, assert_no_secrets, run, secret_session
 
 from tinyjuice.analysis import TranscriptAnalysis
+from tinyjuice.formats import load
 from tinyjuice.model import EMPTY, Message, Role, TextPart, ToolCall, Transcript
 from tinyjuice.options import CompactionOptions, Profile
 from tinyjuice.pipeline import compress
@@ -25,6 +28,7 @@ from tinyjuice.redact import redact_messages, without_source_fields
 from tinyjuice.report import Status
 from tinyjuice.tokens import count_transcript
 
+SESSIONS = Path(__file__).resolve().parents[2] / "sessions"
 FORCED = CompactionOptions(protect_first_n=0, force=True)
 
 
@@ -139,37 +143,45 @@ def test_the_analysis_gives_the_same_result_and_reuses_its_work() -> None:
     assert all(a is b for a, b in zip(first.compacted_middle, again.compacted_middle, strict=True))
 
 
+def _reference(m: Message) -> Message:
+    """The readable path :func:`without_source_fields` must equal."""
+    return dataclasses.replace(
+        m,
+        parts=tuple(dataclasses.replace(p, extra=EMPTY) for p in m.parts),
+        tool_calls=tuple(dataclasses.replace(c, extra=EMPTY) for c in m.tool_calls),
+        extra=EMPTY,
+    )
+
+
 def test_without_source_fields() -> None:
     plain = Message(Role.USER, (TextPart("hi"),))
-    assert without_source_fields(plain) is plain
     full = Message(
         Role.ASSISTANT,
         (TextPart("x", extra={"a": 1}),),
         (ToolCall("c1", "shell", "{}", extra={"b": 2}),),
+        tool_call_id="c0",
+        tool_name="t",
+        reasoning="r",
         extra={"line": 3},
+        hints={"h": 1},
     )
-    bare = without_source_fields(full)
-    assert bare == Message(Role.ASSISTANT, (TextPart("x"),), (ToolCall("c1", "shell", "{}"),))
-    # It builds the message field by field: a new field must be carried over there too.
-    assert [f.name for f in dataclasses.fields(Message)] == [
-        "role",
-        "parts",
-        "tool_calls",
-        "tool_call_id",
-        "tool_name",
-        "reasoning",
-        "meta",
-        "extra",
-        "hints",
-    ]
-    kept = dataclasses.replace(
-        full, tool_call_id="c0", tool_name="t", reasoning="r", hints={"h": 1}
-    )
-    assert without_source_fields(kept) == dataclasses.replace(
-        kept, parts=bare.parts, tool_calls=bare.tool_calls, extra=EMPTY
-    )
+    got = without_source_fields([plain, full])
+    assert got[0] is plain
+    assert got[1] == _reference(full)
+    assert got[1].hints == {"h": 1} and got[1].reasoning == "r"
     # Without its record a message is redacted as its texts alone would be.
-    assert redact_messages([bare])[0][0] is bare
+    assert redact_messages(got)[0] == got
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["claude-code.jsonl", "openai-chat.json", "anthropic-messages.json", "codex-rollout.jsonl"],
+)
+def test_without_source_fields_equals_the_readable_path(name: str) -> None:
+    messages = load(SESSIONS / name).messages
+    got = without_source_fields(messages)
+    assert got == [_reference(m) for m in messages]
+    assert all(not m.extra and not any(p.extra for p in m.parts) for m in got)
 
 
 def test_compress_without_redaction_keeps_the_records() -> None:
