@@ -577,3 +577,28 @@ def parsed_lines(monkeypatch: Any) -> Iterator[list[bytes]]:
         yield parsed
     finally:
         monkeypatch.setattr(io.orjson, "loads", real)
+
+
+def claude_code_with_secrets(path: Path) -> dict[str, str]:
+    """``sessions/claude-code.jsonl`` written to ``path`` with secrets in its early tool
+    results: in their source records (``toolUseResult``, a key and a value) and in one
+    result's text. Returns the secrets, by kind."""
+    s = fake_secrets()
+    sessions = Path(__file__).resolve().parents[1] / "sessions"
+    lines = (sessions / "claude-code.jsonl").read_text(encoding="utf-8").splitlines()
+    out: list[str] = []
+    texted = False
+    for i, line in enumerate(lines):
+        record = json.loads(line)
+        result = record.get("toolUseResult")
+        if 10 <= i <= 60 and isinstance(result, dict):
+            result["password"] = "hunter2" + "Secr3tPw"
+            result["env"] = f"GITHUB_TOKEN={s['github']} AWS_ACCESS_KEY_ID={s['aws']}"
+            block = record["message"]["content"][0]
+            if not texted and isinstance(block.get("content"), str):
+                block["content"] += f"\nexport OPENAI_API_KEY={s['openai']}"
+                texted = True
+        out.append(json.dumps(record))
+    assert texted
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return s

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from tinyjuice.digest import DigestMemo, OutcomeMemo
 from tinyjuice.model import Message
-from tinyjuice.redact import redact_messages
+from tinyjuice.redact import redact_messages, without_source_fields
 from tinyjuice.summary.fallback import TextRedactor
 from tinyjuice.tokens import TokenCounter, message_tokens
 
@@ -41,6 +41,7 @@ class TranscriptAnalysis:
         #: Each tool result's outcome in the digest pass (tinyjuice.digest.OutcomeMemo).
         self.digest_outcomes: OutcomeMemo = {}
         self._derived: dict[int, tuple[Message, Message, Message]] = {}
+        self._bare: dict[int, tuple[Message, Message]] = {}
         #: The last tokens_by_id: its two sequences, their lengths and the result.
         self._by_id: (
             tuple[Sequence[Message], Sequence[int], tuple[int, int], dict[int, int]] | None
@@ -73,6 +74,16 @@ class TranscriptAnalysis:
         self.redacted_reused += len(messages) - len(todo)
         changed = sum(1 for r, m in zip(out, messages, strict=True) if r is not m)
         return out, changed
+
+    def without_source_fields(self, messages: Sequence[Message]) -> list[Message]:
+        """:func:`tinyjuice.redact.without_source_fields`, remembered per message object:
+        every run gets the same objects back, so the results remembered for them
+        (redaction, digests) are found again."""
+        memo = self._bare
+        todo = [m for m in messages if (hit := memo.get(id(m))) is None or hit[0] is not m]
+        for m, bare in zip(todo, without_source_fields(todo), strict=True):
+            memo[id(m)] = (m, bare)
+        return [memo[id(m)][1] for m in messages]
 
     def redact_derived(
         self, sources: Sequence[Message], derived: Sequence[Message]

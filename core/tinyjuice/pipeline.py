@@ -57,7 +57,12 @@ from tinyjuice.model import CompactionEvent, Message, Role, TextPart, Transcript
 from tinyjuice.model_limits import resolve_context_window
 from tinyjuice.options import LOW_SAVINGS_RATIO, CompactionOptions, CompactionState, Profile
 from tinyjuice.policies import PolicyName, agent_threshold, pick_policy, threshold_budget
-from tinyjuice.redact import redact_message, redact_messages, redact_text
+from tinyjuice.redact import (
+    redact_message,
+    redact_messages,
+    redact_text,
+    without_source_fields,
+)
 from tinyjuice.report import (
     DEFAULT_CONTEXT_WINDOW,
     CompactionReport,
@@ -1125,6 +1130,9 @@ class _Work:
     steps: list[StepSaving] = field(default_factory=list)
     redactions: int = 0
     redacted_ids: set[int] = field(default_factory=set)
+    #: The middle without its source fields (redacting, the Hermes profile: see
+    #: _step_redact), each counted as its original; empty: the transcript's own messages.
+    bare: list[Message] = field(default_factory=list)
     #: The middle as it was before the prune (the fallback reads error lines from it).
     unpruned: list[Message] = field(default_factory=list)
     digests: tuple[DigestRecord, ...] = ()
@@ -1195,10 +1203,20 @@ def _step_rules(
 def _step_redact(
     run: _Run, w: _Work, provider: SummaryProvider | None, now: float
 ) -> CompactionResult | None:
-    """Redact what a digest can carry verbatim (the rest after the prune, if it survives)."""
+    """Redact what a digest can carry verbatim (the rest after the prune, if it survives).
+
+    The middle is summarised away, so no writer writes its messages: their source
+    records are dropped, not scanned, and what leaves through the result (the summary,
+    ``compacted_middle``) is their redacted text (docs/compaction.md, "What redaction
+    covers")."""
     if run.options.redact:
+        w.bare = (
+            without_source_fields(w.middle)
+            if run.analysis is None
+            else run.analysis.without_source_fields(w.middle)
+        )
         w.middle, w.redactions, w.redacted_ids = _redact_before_digest(
-            w.middle, run.options, run.redact_many
+            w.bare, run.options, run.redact_many
         )
     return None
 
@@ -1241,7 +1259,9 @@ def _step_prune(
     per_message = run.tokens.per_message
     cost = _rough_cost if run.estimated else w.cost
     replaced = list(
-        itertools.compress(range(len(pruned)), map(operator.is_not, pruned, msgs[start:end]))
+        itertools.compress(
+            range(len(pruned)), map(operator.is_not, pruned, w.bare or msgs[start:end])
+        )
     )
     new_costs = (
         [cost(pruned[i]) for i in replaced]

@@ -30,6 +30,7 @@ __all__ = [
     "redact_messages",
     "redact_text",
     "texts_without_secrets",
+    "without_source_fields",
 ]
 
 
@@ -843,6 +844,44 @@ def redact_message(msg: Message, text: Callable[[str], str] | None = None) -> Me
     ):
         return msg
     return replace(msg, parts=parts, tool_calls=calls, reasoning=reasoning, extra=extra)
+
+
+def without_source_fields(messages: Sequence[Message]) -> list[Message]:
+    """Each message without the source fields it keeps for writing back (``extra`` of the
+    message, of its parts and of its tool calls); a message with none, as it is.
+
+    A message that no writer will write (one the plan summarises away) needs no raw
+    record, and carries none out of the pipeline: dropped, it is neither scanned nor
+    exposed (docs/compaction.md, "What redaction covers")."""
+    # The reader seam's constructor (positional, in field order): several times cheaper
+    # than ``replace``, and a long middle is tens of thousands of messages with a record.
+    from tinyjuice.formats._messages import new_message
+
+    out: list[Message] = []
+    append = out.append
+    for m in messages:
+        parts, calls = m.parts, m.tool_calls
+        if any(p.extra for p in parts):
+            parts = tuple(replace(p, extra=EMPTY) if p.extra else p for p in parts)
+        if any(c.extra for c in calls):
+            calls = tuple(replace(c, extra=EMPTY) if c.extra else c for c in calls)
+        if not m.extra and parts is m.parts and calls is m.tool_calls:
+            append(m)
+            continue
+        append(
+            new_message(
+                m.role,
+                parts,
+                calls,
+                m.tool_call_id,
+                m.tool_name,
+                m.reasoning,
+                m.meta,
+                EMPTY,
+                m.hints,
+            )
+        )
+    return out
 
 
 #: Every needle that can start a hit anywhere in a message (texts, arguments, source

@@ -93,6 +93,9 @@ class CompactionReport:
     steps: tuple[StepSaving, ...] = ()
     digests: tuple[Mapping[str, Any], ...] = ()
     rules_applied: Mapping[str, int] = field(default_factory=dict)
+    #: Messages redaction changed among what leaves the original: the middle as
+    #: ``compacted_middle`` holds it (Hermes: texts only, its source records dropped;
+    #: rules: source records included). docs/compaction.md, "What redaction covers".
     redactions: int = 0
     media_replaced: int = 0
     sanitizer: Mapping[str, int] = field(default_factory=dict)
@@ -192,7 +195,8 @@ class CompactionResult:
     #: The caller-kept state after this run (anti-thrash strikes, cooldown, summary).
     state: Any
     #: The middle as compaction rewrote it (hermes: after digests, as sent to the
-    #: summariser; rules: the rules' output). ``meta.original_index`` maps each back.
+    #: summariser, redacted and without source records; rules: the rules' output).
+    #: ``meta.original_index`` maps each back.
     compacted_middle: tuple[Message, ...] = ()
     #: The inserted handoff summary, when there is one.
     summary_message: Message | None = None

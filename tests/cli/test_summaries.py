@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 import pytest
+from builders import claude_code_with_secrets, secret_fragments
 from click.testing import CliRunner
 
 from tinyjuice.providers import AnthropicProvider, OpenAICompatProvider, ProviderKind
@@ -322,6 +323,21 @@ def test_summarize_with_the_fallback_prints_summary_and_review() -> None:
     }
     assert all(c["ok"] is not False for c in review["checks"])
     assert data["boundary"]["start"] < data["boundary"]["end"]
+
+
+def test_summarize_json_shows_no_secret_of_the_summarised_middle(tmp_path: Path) -> None:
+    """Secrets in the source records and the text of messages the summary replaces
+    leave through neither the summary, its appendix nor the review."""
+    path = tmp_path / "secrets.jsonl"
+    secrets = claude_code_with_secrets(path)
+    code, out, err = invoke(summarize_cmd, str(path), "--whole-file", "--keep-last", "1", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["kind"] == "fallback" and data["boundary"]["start"] <= 8
+    for secret in secrets.values():
+        for fragment in secret_fragments(secret):
+            assert fragment not in out
+    assert "hunter2Secr3tPw" not in out
 
 
 def test_summarize_with_a_provider_sends_focus_and_reviews_the_answer(

@@ -92,10 +92,11 @@ def build_blocks(session: InspectorSession, result: CompactionResult) -> list[Bl
         if i in digest_kind and new is not None:
             kind, right_title = "digest", f"{digest_kind[i]} · {len(new.text):,} chars"
             right = _clip_lines(new.text)
+        elif report.summary_kind.value != "none":
+            # Redacted, and without its source record: still summarised, not rewritten.
+            kind, right_title, right = "summarised", "→ into the summary", ()
         elif new is not None and new is not m and new != m:
             kind, right_title, right = "rewritten", "rewritten by rules", _message_lines(new)
-        elif report.summary_kind.value != "none":
-            kind, right_title, right = "summarised", "→ into the summary", ()
         elif new is None:
             kind, right_title, right = "summarised", "dropped (rule)", ()
         else:
