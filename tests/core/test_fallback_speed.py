@@ -304,3 +304,89 @@ def test_collect_without_a_memo_equals_collect_with_one() -> None:
         remembered = fb._collect(messages, 3, {}, fb.FactsMemo())  # type: ignore[arg-type]
         assert plain.items == remembered.items
         assert plain.call_counts == remembered.call_counts
+
+
+def _rules_pool() -> list[object]:
+    from tinyjuice.model import Message, MessageMeta, Role, TextPart
+
+    def msg(role: Role, text: str, **kw: object) -> Message:
+        return Message(role, (TextPart(text),), **kw)  # type: ignore[arg-type]
+
+    ask = "Always run the tests before you commit. Never push to main."
+    rules = "- Always run the tests before you commit.\n- Prefer small commits over big ones."
+    return [
+        msg(Role.USER, ask),
+        msg(Role.USER, "Please look at the failing build."),
+        msg(Role.ASSISTANT, "Never mind: I will always check first."),
+        msg(Role.USER, "Contents of CLAUDE.md:\n" + rules, meta=MessageMeta(is_injected=True)),
+        msg(Role.SYSTEM, "# Rules\n" + rules),
+        msg(Role.TOOL, "<skill>\n" + rules, tool_name="Skill", tool_call_id="s1"),
+        msg(Role.TOOL, "- Always keep going.", tool_name="bash", tool_call_id="b1"),
+        msg(Role.ASSISTANT, "- Always use tabs.", tool_name="skill"),
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(range(8)), max_size=12))
+def test_add_rules_skips_spans_without_a_rules_source(picks: list[int]) -> None:
+    """The shortcut (no injected context, skill or system message: no rule but the
+    user's, which the summary leaves to the asks) lists what find_rules does."""
+    from tinyjuice.survival import find_rules, may_hold_source_rules
+
+    pool = _rules_pool()
+    middle = [pool[i] for i in picks]
+    items: dict[str, list[str]] = {}
+    fb._add_rules(middle, items)  # type: ignore[arg-type]
+    want = [f"[{r.source}] {r.text}" for r in find_rules(middle) if r.source != "user"]  # type: ignore[arg-type]
+    assert items["rules"] == want
+    if want:
+        assert may_hold_source_rules(middle)  # type: ignore[arg-type]
+    if not {3, 4, 5, 7} & set(picks):
+        assert not may_hold_source_rules(middle)  # type: ignore[arg-type]
+
+
+def _file_actions_every_call(middle: list[object]) -> list[object]:
+    """tinyjuice.facts.file_actions as it read every call (not only first occurrences)."""
+    from tinyjuice import facts
+
+    seen: dict[str, dict[str, int]] = {}
+    spelling: dict[str, str] = {}
+    for offset, m in enumerate(middle):
+        for call in m.tool_calls:  # type: ignore[attr-defined]
+            for key, path, action in facts._call_effects(call):
+                spelling.setdefault(key, path)
+                seen.setdefault(key, {}).setdefault(action, offset)
+    facts._merge_relative(seen, spelling)
+    out = []
+    for key, acts in seen.items():
+        ordered = tuple(a for a in facts.ACTIONS if a in acts)
+        indexes = tuple(acts[a] for a in ordered)
+        out.append(facts.Artifact(spelling[key], ordered, min(indexes), indexes))
+    return sorted(out, key=lambda a: a.index)
+
+
+_CALLS = (
+    ("read_file", '{"path": "src/a.py"}'),
+    ("write_file", '{"path": "./src/a.py", "content": "x"}'),
+    ("edit_file", '{"path": "/work/src/a.py"}'),
+    ("bash", '{"command": "rm src/b.py && touch src/a.py"}'),
+    ("bash", '{"command": "cat src/b.py"}'),
+    ("read_file", '{"path": "src/b.py"}'),
+    ("delete_file", '{"path": "src/b.py"}'),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(range(len(_CALLS))), max_size=3), max_size=10))
+def test_file_actions_from_first_calls_equal_every_call(picks: list[list[int]]) -> None:
+    from tinyjuice.facts import file_actions
+    from tinyjuice.model import Message, Role, ToolCall
+
+    middle = [
+        Message(
+            Role.ASSISTANT,
+            tool_calls=tuple(ToolCall(f"c{n}{i}", *_CALLS[i]) for n, i in enumerate(calls)),
+        )
+        for calls in picks
+    ]
+    assert list(file_actions(middle)) == _file_actions_every_call(middle)  # type: ignore[arg-type]
