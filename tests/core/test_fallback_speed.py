@@ -390,3 +390,21 @@ def test_file_actions_from_first_calls_equal_every_call(picks: list[list[int]]) 
         for calls in picks
     ]
     assert list(file_actions(middle)) == _file_actions_every_call(middle)  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from((*_TRICKY, "\n", "\n- ", "\n/", "\n ", ".\n", "x.\n/y", "\r\n#")),
+            st.text(alphabet=st.characters(codec="utf-8"), max_size=12),
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_line_count_sums_to_the_whole_count(text: str) -> None:
+    """A text counted stretch by stretch (cut after a line break that a character
+    neither blank nor "/" follows) counts as much as in one piece."""
+    counter = _exact_counter()
+    whole = counter.count(text)
+    assert fb._line_count(counter)(text) == whole

@@ -804,6 +804,23 @@ def _floors(counter: TokenCounter) -> bool:
     return pattern in _SPACE_SPLIT_PATTERNS
 
 
+#: Where a text may be cut for counting under a :func:`_floors` encoding: after a line
+#: break followed by a character neither blank nor ``/``. No pre-tokenizer piece of
+#: either pattern holds a line break and then such a character (o200k's punctuation
+#: piece may run on into ``\n/``), so a text's count is the sum of its stretches'.
+_LINE_CUT_RE = re.compile(r"(?<=\n)(?=[^\s/])")
+
+
+def _line_count(counter: TokenCounter) -> Callable[[str], int]:
+    """``counter.count``, or under a :func:`_floors` encoding the same count summed over
+    the text's stretches between :data:`_LINE_CUT_RE` cuts, each counted once (the
+    counter keeps it): the fit counts the summary again and again, a few lines changed."""
+    if not _floors(counter):
+        return counter.count
+    cut = _LINE_CUT_RE.split
+    return lambda text: sum(map(counter.count, cut(text)))
+
+
 def _allocate(
     items: Mapping[str, list[str]],
     room: int,
@@ -1132,21 +1149,25 @@ class _Draft:
             self.n_messages, self.chosen, self.omitted, self.focus, appendix_id
         ).render()
 
-    def sided_count(self, budget: int, counter: TokenCounter) -> int:
-        """A token count of ``text()`` on the same side of ``budget`` as the exact one.
+    def sided_count(
+        self, budget: int, counter: TokenCounter, count: Callable[[str], int] | None = None
+    ) -> int:
+        """A token count of ``text()`` on the same side of ``budget`` as the exact one
+        (``count``: ``counter.count`` or an equal function, see :func:`_line_count`).
 
         Under a counter :func:`_floors` accepts, the text with a placeholder id is counted
         first: the appendix id (twice in the note) moves the count by at most
         :data:`_ID_SPREAD`, so when that count is farther from ``budget``, the bound says
         on which side the text falls without hashing the appendix.
         """
+        count = count or counter.count
         if self.appendix and _floors(counter):
-            rough = counter.count(self.text(placeholder=True))
+            rough = count(self.text(placeholder=True))
             if rough + _ID_SPREAD <= budget:
                 return rough + _ID_SPREAD
             if rough - _ID_SPREAD > budget:
                 return rough - _ID_SPREAD
-        return counter.count(self.text())
+        return count(self.text())
 
     def appendix_id(self) -> str | None:
         """``_appendix_id(_appendix(…))``: the same bytes fed to sha256 piece by piece."""
@@ -1224,8 +1245,9 @@ class _Draft:
         # Token counts are not exactly additive (and redaction may lengthen an item): trim
         # from the lowest priority until the text fits.
         order = [key for key, _ in reversed(_CATEGORIES)]
+        count = _line_count(counter)
         while True:
-            tokens = counter.count(self.text())
+            tokens = count(self.text())
             if tokens <= budget_tokens or not any(chosen[k] for k in order):
                 break
             excess = tokens - budget_tokens
@@ -1239,11 +1261,11 @@ class _Draft:
         if omitted and tokens < budget_tokens:
             # The note was reserved at its longest: give the room it did not need back.
             _Fill(chosen, left_out, omitted, self.redact).run(
-                lambda: self.sided_count(budget_tokens, counter), budget_tokens
+                lambda: self.sided_count(budget_tokens, counter, count), budget_tokens
             )
         # Rendered in full once, with the appendix (the text was counted last time).
         listed, appendix_id, summary, text = self.render()
-        return listed, appendix_id, summary, text, counter.count(text)
+        return listed, appendix_id, summary, text, count(text)
 
 
 class _Fill:
