@@ -340,13 +340,15 @@ def file_actions(
     spelling: dict[str, str] = {}
     # A call repeated verbatim (same tool, same arguments) touches the same files.
     done: EffectsMemo = {} if memo is None else memo
-    for offset, call in _first_calls(middle):
-        effects = done.get((call.name, call.arguments))
-        if effects is None:
-            effects = done[(call.name, call.arguments)] = _call_effects(call)
-        for key, path, action in effects:
-            spelling.setdefault(key, path)
-            seen.setdefault(key, {}).setdefault(action, start_index + offset)
+    # Only the messages with tool calls (found in C).
+    for offset in itertools.compress(range(len(middle)), map(_CALLS, middle)):
+        for call in middle[offset].tool_calls:
+            effects = done.get((call.name, call.arguments))
+            if effects is None:
+                effects = done[(call.name, call.arguments)] = _call_effects(call)
+            for key, path, action in effects:
+                spelling.setdefault(key, path)
+                seen.setdefault(key, {}).setdefault(action, start_index + offset)
     _merge_relative(seen, spelling)
     out = []
     for key, acts in seen.items():
@@ -354,22 +356,6 @@ def file_actions(
         indexes = tuple(acts[a] for a in ordered)
         out.append(Artifact(spelling[key], ordered, min(indexes), indexes))
     return tuple(sorted(out, key=lambda a: a.index))
-
-
-def _first_calls(middle: Sequence[Message]) -> list[tuple[int, ToolCall]]:
-    """``(offset, call)`` for the first occurrence of each distinct call (tool name and
-    arguments), in order: a repeat touches the same files later, so it adds nothing to
-    :func:`file_actions` (which keeps each effect's first index and spelling)."""
-    out: list[tuple[int, ToolCall]] = []
-    seen: set[tuple[str, str]] = set()
-    # Only the messages with tool calls (found in C).
-    for offset in itertools.compress(range(len(middle)), map(_CALLS, middle)):
-        for call in middle[offset].tool_calls:
-            key = (call.name, call.arguments)
-            if key not in seen:
-                seen.add(key)
-                out.append((offset, call))
-    return out
 
 
 def _call_effects(call: ToolCall) -> tuple[tuple[str, str, str], ...]:

@@ -345,53 +345,6 @@ def test_add_rules_skips_spans_without_a_rules_source(picks: list[int]) -> None:
         assert not may_hold_source_rules(middle)  # type: ignore[arg-type]
 
 
-def _file_actions_every_call(middle: list[object]) -> list[object]:
-    """tinyjuice.facts.file_actions as it read every call (not only first occurrences)."""
-    from tinyjuice import facts
-
-    seen: dict[str, dict[str, int]] = {}
-    spelling: dict[str, str] = {}
-    for offset, m in enumerate(middle):
-        for call in m.tool_calls:  # type: ignore[attr-defined]
-            for key, path, action in facts._call_effects(call):
-                spelling.setdefault(key, path)
-                seen.setdefault(key, {}).setdefault(action, offset)
-    facts._merge_relative(seen, spelling)
-    out = []
-    for key, acts in seen.items():
-        ordered = tuple(a for a in facts.ACTIONS if a in acts)
-        indexes = tuple(acts[a] for a in ordered)
-        out.append(facts.Artifact(spelling[key], ordered, min(indexes), indexes))
-    return sorted(out, key=lambda a: a.index)
-
-
-_CALLS = (
-    ("read_file", '{"path": "src/a.py"}'),
-    ("write_file", '{"path": "./src/a.py", "content": "x"}'),
-    ("edit_file", '{"path": "/work/src/a.py"}'),
-    ("bash", '{"command": "rm src/b.py && touch src/a.py"}'),
-    ("bash", '{"command": "cat src/b.py"}'),
-    ("read_file", '{"path": "src/b.py"}'),
-    ("delete_file", '{"path": "src/b.py"}'),
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(range(len(_CALLS))), max_size=3), max_size=10))
-def test_file_actions_from_first_calls_equal_every_call(picks: list[list[int]]) -> None:
-    from tinyjuice.facts import file_actions
-    from tinyjuice.model import Message, Role, ToolCall
-
-    middle = [
-        Message(
-            Role.ASSISTANT,
-            tool_calls=tuple(ToolCall(f"c{n}{i}", *_CALLS[i]) for n, i in enumerate(calls)),
-        )
-        for calls in picks
-    ]
-    assert list(file_actions(middle)) == _file_actions_every_call(middle)  # type: ignore[arg-type]
-
-
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
