@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from tinyjuice.breakdown import _classified_sections
@@ -154,6 +155,25 @@ def find_rules(
             if key not in seen:
                 seen[key] = Rule(line, source, start_index + offset)
     return tuple(redact_rule(r) for r in list(seen.values())[:MAX_RULES])
+
+
+_ROLE = attrgetter("role")
+_INJECTED = attrgetter("meta.is_injected")
+_TOOL_NAME = attrgetter("tool_name")
+
+
+def may_hold_source_rules(middle: Sequence[Message]) -> bool:
+    """Whether a message of ``middle`` may hold rules from a source other than the user
+    (injected context, a skill, a system message: :func:`_source_of`). False means that
+    every rule :func:`find_rules` finds there is a user's. Read in C, not per message:
+    any tool name "skill" counts, whatever its role (True only asks for the full read).
+    """
+    roles = set(map(_ROLE, middle))
+    if Role.SYSTEM in roles or any(map(_INJECTED, middle)):
+        return True
+    return Role.TOOL in roles and any(
+        (name or "").lower() == "skill" for name in set(map(_TOOL_NAME, middle))
+    )
 
 
 def _may_hold_rules(m: Message) -> bool:

@@ -304,3 +304,60 @@ def test_collect_without_a_memo_equals_collect_with_one() -> None:
         remembered = fb._collect(messages, 3, {}, fb.FactsMemo())  # type: ignore[arg-type]
         assert plain.items == remembered.items
         assert plain.call_counts == remembered.call_counts
+
+
+def _rules_pool() -> list[object]:
+    from tinyjuice.model import Message, MessageMeta, Role, TextPart
+
+    def msg(role: Role, text: str, **kw: object) -> Message:
+        return Message(role, (TextPart(text),), **kw)  # type: ignore[arg-type]
+
+    ask = "Always run the tests before you commit. Never push to main."
+    rules = "- Always run the tests before you commit.\n- Prefer small commits over big ones."
+    return [
+        msg(Role.USER, ask),
+        msg(Role.USER, "Please look at the failing build."),
+        msg(Role.ASSISTANT, "Never mind: I will always check first."),
+        msg(Role.USER, "Contents of CLAUDE.md:\n" + rules, meta=MessageMeta(is_injected=True)),
+        msg(Role.SYSTEM, "# Rules\n" + rules),
+        msg(Role.TOOL, "<skill>\n" + rules, tool_name="Skill", tool_call_id="s1"),
+        msg(Role.TOOL, "- Always keep going.", tool_name="bash", tool_call_id="b1"),
+        msg(Role.ASSISTANT, "- Always use tabs.", tool_name="skill"),
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(range(8)), max_size=12))
+def test_add_rules_skips_spans_without_a_rules_source(picks: list[int]) -> None:
+    """The shortcut (no injected context, skill or system message: no rule but the
+    user's, which the summary leaves to the asks) lists what find_rules does."""
+    from tinyjuice.survival import find_rules, may_hold_source_rules
+
+    pool = _rules_pool()
+    middle = [pool[i] for i in picks]
+    items: dict[str, list[str]] = {}
+    fb._add_rules(middle, items)  # type: ignore[arg-type]
+    want = [f"[{r.source}] {r.text}" for r in find_rules(middle) if r.source != "user"]  # type: ignore[arg-type]
+    assert items["rules"] == want
+    if want:
+        assert may_hold_source_rules(middle)  # type: ignore[arg-type]
+    if not {3, 4, 5, 7} & set(picks):
+        assert not may_hold_source_rules(middle)  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from((*_TRICKY, "\n", "\n- ", "\n/", "\n ", ".\n", "x.\n/y", "\r\n#")),
+            st.text(alphabet=st.characters(codec="utf-8"), max_size=12),
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_line_count_sums_to_the_whole_count(text: str) -> None:
+    """A text counted stretch by stretch (cut after a line break that a character
+    neither blank nor "/" follows) counts as much as in one piece."""
+    counter = _exact_counter()
+    whole = counter.count(text)
+    assert fb._line_count(counter)(text) == whole

@@ -360,8 +360,9 @@ def _urls(text: str) -> list[str]:
     return [u.group(0).rstrip(".,:;!?'\"") for u in _URL_RE.finditer(text)]
 
 
-#: Per message: (tools, urls, digests, commands, ask, calls), in its order.
-_Early = tuple[list[str], list[str], list[str], list[str], str, list[tuple[str, str]]]
+#: Per message: (tools, urls, digests, commands, its ask (if a real one), calls), in its
+#: order.
+_Early = tuple[list[str], list[str], list[str], list[str], list[str], list[tuple[str, str]]]
 
 
 class _Pass(NamedTuple):
@@ -385,10 +386,10 @@ def _extract(
     error_labels = todo.error_labels
     named_paths, error_firsts = todo.named_paths, todo.error_firsts
     out: list[_Facts] = []
-    for j, (tools, urls, digests, commands, ask, rendered) in enumerate(early):
+    for j, (tools, urls, digests, commands, asks, rendered) in enumerate(early):
         p0, p1 = path_at[j], path_at[j + 1]
         e0, e1 = error_at[j], error_at[j + 1]
-        if not (tools or urls or digests or commands or ask or rendered or p1 > p0 or e1 > e0):
+        if not (tools or urls or digests or commands or asks or rendered or p1 > p0 or e1 > e0):
             out.append(_NO_FACTS)
             continue
         out.append(
@@ -399,7 +400,7 @@ def _extract(
                 tuple(commands),
                 tuple(_path_items(range(p0, p1), named_paths, found)),
                 tuple(_error_items(range(e0, e1), error_labels, lines, error_firsts)),
-                (ask,) if ask else (),
+                tuple(asks),
                 tuple(rendered),
             )
         )
@@ -413,23 +414,23 @@ def _flat_facts(
     :func:`_extract` gives, without a record per message (when none is remembered), and
     without a repeated tool call's items but the call (merged first seen first, the
     same)."""
-    early, _, _, found, lines, todo = _first_pass(messages, paths, merged=True)
-    chain = itertools.chain.from_iterable
+    (early,), _, _, found, lines, todo = _first_pass(messages, paths, merged=True)
     named_paths, error_firsts, error_labels = todo.named_paths, todo.error_firsts, todo.error_labels
     # Path and error texts are listed in message order: their indices order the items.
     ps = _path_items(sorted(named_paths.keys() | found.keys()), named_paths, found)
     errors = _error_items(
         sorted(lines.keys() | error_firsts.keys()), error_labels, lines, error_firsts
     )
+    tools, urls, digests, commands, asks, calls = early
     return {
-        "tools": chain(map(itemgetter(0), early)),
-        "urls": chain(map(itemgetter(1), early)),
-        "digests": chain(map(itemgetter(2), early)),
-        "commands": chain(map(itemgetter(3), early)),
+        "tools": tools,
+        "urls": urls,
+        "digests": digests,
+        "commands": commands,
         "paths": ps,
         "errors": errors,
-        "asks": [e[4] for e in early if e[4]],
-        "calls": chain(map(itemgetter(5), early)),
+        "asks": asks,
+        "calls": calls,
     }
 
 
@@ -473,7 +474,9 @@ def _first_pass(
     messages: Sequence[Message], paths: dict[str, list[str]] | None, merged: bool = False
 ) -> _Pass:
     """The per-message pass of :func:`_extract`, the path and error texts scanned.
-    ``merged``: only the items' first occurrences matter (see :class:`_Calls`)."""
+    ``merged``: only the items' first occurrences matter (see :class:`_Calls`), and
+    every message's items go straight into one :data:`_Early` (no lists per message;
+    ``path_at`` and ``error_at`` are left empty)."""
     todo = _Pending()
     path_texts, error_texts, error_labels = todo.path_texts, todo.error_texts, todo.error_labels
     calls = _Calls(todo, repeats=not merged)
@@ -482,17 +485,23 @@ def _first_pass(
     early: list[_Early] = []
     path_at: list[int] = []
     error_at: list[int] = []
+    tools: list[str] = []
+    urls: list[str] = []
+    digests: list[str] = []
+    commands: list[str] = []
+    asks: list[str] = []
+    rendered: list[tuple[str, str]] = []
+    if merged:
+        early.append((tools, urls, digests, commands, asks, rendered))
     for m in messages:
-        path_at.append(len(path_texts))
-        error_at.append(len(error_texts))
+        if not merged:
+            path_at.append(len(path_texts))
+            error_at.append(len(error_texts))
+            tools, urls, digests, commands, asks, rendered = [], [], [], [], [], []
+            early.append((tools, urls, digests, commands, asks, rendered))
         parts = m.parts
         text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else m.text
         role = m.role
-        tools: list[str] = []
-        urls: list[str] = []
-        digests: list[str] = []
-        commands: list[str] = []
-        ask = ""
         if (
             role is user_role
             and m.is_real_user
@@ -500,7 +509,7 @@ def _first_pass(
             and not is_summary_message(m)
             and text.strip()
         ):
-            ask = _clip_lines(text, _ASK_CHARS)
+            asks.append(_clip_lines(text, _ASK_CHARS))
         if role is tool_role:
             name = m.tool_name
             if name:
@@ -530,12 +539,11 @@ def _first_pass(
                 # assistant's own prose is not one (tinyjuice.facts).
                 error_texts.append(text)
                 error_labels.append("")
-        rendered: list[tuple[str, str]] = []
         for call in m.tool_calls:
             rendered.append(calls.add(call, tools, urls, commands))
-        early.append((tools, urls, digests, commands, ask, rendered))
-    path_at.append(len(path_texts))
-    error_at.append(len(error_texts))
+    if not merged:
+        path_at.append(len(path_texts))
+        error_at.append(len(error_texts))
     found = _paths_many(path_texts, paths) if path_texts else {}
     return _Pass(early, path_at, error_at, found, _error_lines_many(error_texts), todo)
 
@@ -794,6 +802,23 @@ def _floors(counter: TokenCounter) -> bool:
         return False
     pattern = getattr(getattr(counter, "_enc", None), "_pat_str", None)
     return pattern in _SPACE_SPLIT_PATTERNS
+
+
+#: Where a text may be cut for counting under a :func:`_floors` encoding: after a line
+#: break followed by a character neither blank nor ``/``. No pre-tokenizer piece of
+#: either pattern holds a line break and then such a character (o200k's punctuation
+#: piece may run on into ``\n/``), so a text's count is the sum of its stretches'.
+_LINE_CUT_RE = re.compile(r"(?<=\n)(?=[^\s/])")
+
+
+def _line_count(counter: TokenCounter) -> Callable[[str], int]:
+    """``counter.count``, or under a :func:`_floors` encoding the same count summed over
+    the text's stretches between :data:`_LINE_CUT_RE` cuts, each counted once (the
+    counter keeps it): the fit counts the summary again and again, a few lines changed."""
+    if not _floors(counter):
+        return counter.count
+    cut = _LINE_CUT_RE.split
+    return lambda text: sum(map(counter.count, cut(text)))
 
 
 def _allocate(
@@ -1124,21 +1149,25 @@ class _Draft:
             self.n_messages, self.chosen, self.omitted, self.focus, appendix_id
         ).render()
 
-    def sided_count(self, budget: int, counter: TokenCounter) -> int:
-        """A token count of ``text()`` on the same side of ``budget`` as the exact one.
+    def sided_count(
+        self, budget: int, counter: TokenCounter, count: Callable[[str], int] | None = None
+    ) -> int:
+        """A token count of ``text()`` on the same side of ``budget`` as the exact one
+        (``count``: ``counter.count`` or an equal function, see :func:`_line_count`).
 
         Under a counter :func:`_floors` accepts, the text with a placeholder id is counted
         first: the appendix id (twice in the note) moves the count by at most
         :data:`_ID_SPREAD`, so when that count is farther from ``budget``, the bound says
         on which side the text falls without hashing the appendix.
         """
+        count = count or counter.count
         if self.appendix and _floors(counter):
-            rough = counter.count(self.text(placeholder=True))
+            rough = count(self.text(placeholder=True))
             if rough + _ID_SPREAD <= budget:
                 return rough + _ID_SPREAD
             if rough - _ID_SPREAD > budget:
                 return rough - _ID_SPREAD
-        return counter.count(self.text())
+        return count(self.text())
 
     def appendix_id(self) -> str | None:
         """``_appendix_id(_appendix(…))``: the same bytes fed to sha256 piece by piece."""
@@ -1216,8 +1245,9 @@ class _Draft:
         # Token counts are not exactly additive (and redaction may lengthen an item): trim
         # from the lowest priority until the text fits.
         order = [key for key, _ in reversed(_CATEGORIES)]
+        count = _line_count(counter)
         while True:
-            tokens = counter.count(self.text())
+            tokens = count(self.text())
             if tokens <= budget_tokens or not any(chosen[k] for k in order):
                 break
             excess = tokens - budget_tokens
@@ -1231,11 +1261,11 @@ class _Draft:
         if omitted and tokens < budget_tokens:
             # The note was reserved at its longest: give the room it did not need back.
             _Fill(chosen, left_out, omitted, self.redact).run(
-                lambda: self.sided_count(budget_tokens, counter), budget_tokens
+                lambda: self.sided_count(budget_tokens, counter, count), budget_tokens
             )
         # Rendered in full once, with the appendix (the text was counted last time).
         listed, appendix_id, summary, text = self.render()
-        return listed, appendix_id, summary, text, counter.count(text)
+        return listed, appendix_id, summary, text, count(text)
 
 
 class _Fill:
@@ -1318,8 +1348,12 @@ def _add_rules(
     """Rules of injected context in the span (a CLAUDE.md / AGENTS.md re-read, a skill, a
     rules section; :func:`tinyjuice.survival.find_rules`) that must outlive the
     compaction. The user's own constraints are already in the asks, verbatim."""
-    from tinyjuice.survival import find_rules
+    from tinyjuice.survival import find_rules, may_hold_source_rules
 
+    if not may_hold_source_rules(middle):
+        # Every rule there is a user's (left out here): the asks need not be read.
+        items["rules"] = []
+        return
     rules = find_rules(middle, memo=memo)
     items["rules"] = [f"[{r.source}] {r.text}" for r in rules if r.source != "user"]
 
