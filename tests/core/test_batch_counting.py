@@ -171,14 +171,21 @@ def test_run_batch_writes_the_same_bytes_exact_or_not(tmp_path: Path) -> None:
     assert runs[True].tokens_before == sum(count_transcript(t).total for t in loaded)
 
 
-@pytest.mark.parametrize("target", [200, 1000, 4000])
-def test_sample_sessions_write_the_same_bytes_exact_or_not(tmp_path: Path, target: int) -> None:
+# At 200 every trajectory is still over the limit or under the target (all counted); at
+# 4000 and 8000 one is compressed with its middle estimated.
+@pytest.mark.parametrize(("target", "estimated"), [(200, 0), (4000, 1), (8000, 1)])
+def test_sample_sessions_write_the_same_bytes_exact_or_not(
+    tmp_path: Path, target: int, estimated: int
+) -> None:
     src = tmp_path / "sessions"
     shutil.copytree(REPO / "sessions", src)
     outputs = {}
     for exact in (False, True):
         out = tmp_path / f"out-{exact}"
-        run_batch(plan_jobs([src], out), BatchOptions(target_tokens=target), exact=exact)
+        summary = run_batch(
+            plan_jobs([src], out), BatchOptions(target_tokens=target), exact=exact
+        ).summary
+        assert summary.estimated_before == (0 if exact else estimated)
         outputs[exact] = {
             p.relative_to(out): _sha(p) for p in sorted(out.rglob("*")) if p.is_file()
         }
