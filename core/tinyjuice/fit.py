@@ -208,7 +208,9 @@ class TrajectoryMetrics(_Savings):
     #: ``exact``, or ``estimated`` when the middle of a trajectory proven over the target
     #: was estimated (:func:`count_for_target`) or the counter is the rough one.
     tokens_before_kind: str = CountKind.EXACT.value
-    #: How ``tokens_after`` was counted: ``counter``'s kind (``estimated`` for the rough one).
+    #: How ``tokens_after`` was counted: after a summary, ``counter``'s kind (``estimated``
+    #: for the rough one); without one it is ``tokens_before`` (or the rules' rewrite),
+    #: labelled as that was counted.
     tokens_after_kind: str = CountKind.EXACT.value
 
     @property
@@ -663,7 +665,8 @@ def compress_trajectory(
         turns_after=n,
         counter=counter.name,
         tokens_before_kind=tokens.kind.value,
-        tokens_after_kind=counter.kind.value,
+        # tokens_after is tokens.total until a summary is placed (then counter's kind).
+        tokens_after_kind=tokens.kind.value,
     )
 
     def done(result: TrajectoryResult) -> TrajectoryResult:
@@ -681,6 +684,7 @@ def compress_trajectory(
     after_rules = replace(
         base,
         tokens_after=work_tokens.total,
+        tokens_after_kind=work_tokens.kind.value,
         turns_after=len(work.messages),
         rules_applied=rules_applied,
         region_start=rules_span[0] if rules_span else None,
@@ -738,6 +742,7 @@ def compress_trajectory(
         if after <= target
         else TrajectoryStatus.STILL_OVER_LIMIT,
         tokens_after=after,
+        tokens_after_kind=counter.kind.value,
         turns_after=len(new.messages),
         region_start=region[0],
         region_end=region[1],

@@ -19,12 +19,14 @@ from tinyjuice.fit import (
     BatchAggregator,
     BatchOptions,
     TrajectoryStatus,
+    compress_trajectory,
     count_for_target,
     plan_region,
     process_line,
 )
 from tinyjuice.formats import load_bytes
 from tinyjuice.model import Message, Role, TextPart, ToolCall, Transcript
+from tinyjuice.summary import FailureClass, SummaryError
 from tinyjuice.tokens import CountKind, count_transcript, default_counter
 
 REPO = Path(__file__).resolve().parents[2]
@@ -190,3 +192,33 @@ def test_sample_sessions_write_the_same_bytes_exact_or_not(
             p.relative_to(out): _sha(p) for p in sorted(out.rglob("*")) if p.is_file()
         }
     assert outputs[False] == outputs[True] and outputs[True]
+
+
+class _AuthFailure:
+    name = "auth-failure"
+
+    def summarize(self, request: object) -> object:
+        raise SummaryError(FailureClass.AUTH, "simulated")
+
+
+def test_tokens_after_kind_says_when_tokens_after_is_the_estimate() -> None:
+    # A failed summary leaves tokens_after = tokens_before: an estimate when the counts
+    # given were count_for_target's, whatever the counter's own kind.
+    rng = random.Random(15)
+    counter = ExactWords()
+    checked = 0
+    for _ in range(300):
+        t = _random_trajectory(rng)
+        target = count_transcript(t, counter).total // 2  # type: ignore[arg-type]
+        options = BatchOptions(target_tokens=target, summary_tokens=50, keep_last=2)
+        mixed = count_for_target(t, counter, target, keep_last=2, reserve=50)  # type: ignore[arg-type]
+        if mixed.kind is not CountKind.ESTIMATED:
+            continue
+        m = compress_trajectory(
+            t, options, counter=counter, tokens=mixed, provider=_AuthFailure(), target=target
+        ).metrics
+        assert m.status is TrajectoryStatus.SUMMARY_FAILED
+        assert m.tokens_after == mixed.total
+        assert (m.tokens_before_kind, m.tokens_after_kind) == ("estimated", "estimated")
+        checked += 1
+    assert checked > 10
