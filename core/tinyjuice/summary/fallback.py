@@ -360,15 +360,16 @@ def _urls(text: str) -> list[str]:
     return [u.group(0).rstrip(".,:;!?'\"") for u in _URL_RE.finditer(text)]
 
 
-#: Per message: (tools, urls, digests, commands, its ask (if a real one), calls), in its
-#: order.
+#: Per message (merged: for all of them): (tools, urls, digests, commands, its ask (if a
+#: real one), calls), in its order.
 _Early = tuple[list[str], list[str], list[str], list[str], list[str], list[tuple[str, str]]]
 
 
 class _Pass(NamedTuple):
     """What :func:`_first_pass` found: per message its early items (:data:`_Early`) and
-    where its path and error texts start (one more entry at the end); the paths found in
-    each path text and the error lines in each error text."""
+    where its path and error texts start (one more entry at the end; merged: one
+    :data:`_Early` for all, no starts); the paths found in each path text and the error
+    lines in each error text."""
 
     early: list[_Early]
     path_at: list[int]
