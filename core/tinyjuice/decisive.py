@@ -22,6 +22,7 @@ from tinyjuice.tokens import (
     RoughCounter,
     TokenCounter,
     TranscriptTokens,
+    count_span,
     count_transcript,
 )
 
@@ -69,11 +70,9 @@ def _mixed(
     msgs = transcript.messages
     # The head keeps the leading system messages, so the tool schemas count as in full.
     front = count_transcript(replace(transcript, messages=msgs[:head]), counter)
-    back = count_transcript(
-        replace(transcript, messages=msgs[tail:], system_prompt=None, tools=()), counter
-    )
+    back = count_span(transcript, tail, len(msgs), counter)
     kind = counter.kind if tail <= head else CountKind.ESTIMATED
-    return front.extended((*rough[head:tail], *back.per_message), kind)
+    return front.extended((*rough[head:tail], *back), kind)
 
 
 def budget_clamped(context_window: int, middle_tokens: int) -> bool:

@@ -34,6 +34,7 @@ from tinyjuice.tokens import (
     RoughCounter,
     TokenCounter,
     TranscriptTokens,
+    count_span,
     count_transcript,
     default_counter,
     message_tokens,
@@ -435,10 +436,10 @@ def count_for_target(
     front = count_transcript(front_part, counter)
     kept = front.total
     i = _rough_start(rough, head, tail, target - kept)
-    back = _count_messages(transcript, i, len(msgs), counter)
+    back = count_span(transcript, i, len(msgs), counter)
     suffix = sum(back)
     if kept + sum(back[tail - i :]) + reserve > target:
-        between = _count_messages(transcript, head, i, counter)  # cannot keep any middle
+        between = list(count_span(transcript, head, i, counter))  # cannot keep any middle
         i = head
     else:
         between = []
@@ -460,16 +461,6 @@ def _rough_start(rough: TranscriptTokens, head: int, tail: int, over: int) -> in
     while i > head and total - rough.prefix[i] <= over:
         i -= 1
     return i
-
-
-def _count_messages(
-    transcript: Transcript, start: int, end: int, counter: TokenCounter
-) -> list[int]:
-    """Exact per-message counts of ``messages[start:end]``."""
-    part = replace(
-        transcript, messages=transcript.messages[start:end], system_prompt=None, tools=()
-    )
-    return list(count_transcript(part, counter).per_message)
 
 
 # ----------------------------------------------------------------------------- compress

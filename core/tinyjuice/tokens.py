@@ -30,6 +30,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "TranscriptTokens",
+    "count_span",
     "count_transcript",
     "default_counter",
     "extend_tokens",
@@ -443,6 +444,18 @@ def count_transcript(
     )
 
 
+def count_span(
+    transcript: Transcript, start: int, end: int, counter: TokenCounter | None = None
+) -> tuple[int, ...]:
+    """Per-message counts of ``transcript.messages[start:end]``, in one batch: what
+    :func:`count_transcript` gives them (a message's count depends on it alone), without
+    counting the system prompt or the tools again."""
+    part = replace(
+        transcript, messages=transcript.messages[start:end], system_prompt=None, tools=()
+    )
+    return count_transcript(part, counter).per_message
+
+
 def _count_rough(transcript: Transcript, counter: RoughCounter) -> TranscriptTokens:
     """:func:`count_transcript` with the rough counter: the same figures, each text's
     :func:`rough_tokens` summed in the one pass (no list of texts, no second pass)."""
@@ -521,11 +534,8 @@ def extend_tokens(
         return count_transcript(after, counter)
     if k == n == len(new):
         return previous
-    # The new messages alone: no system prompt, no tools (they are ``previous``'s).
-    added = count_transcript(
-        replace(after, messages=new[k:], system_prompt=None, tools=()), counter
-    )
-    per = previous.per_message[:k] + added.per_message
-    base = previous.prefix[k]
-    prefix = previous.prefix[: k + 1] + tuple(base + x for x in added.prefix[1:])
+    # The new messages alone: the system prompt and the tools are ``previous``'s.
+    added = count_span(after, k, len(new), counter)
+    per = previous.per_message[:k] + added
+    prefix = previous.prefix[: k + 1] + tuple(accumulate(added, initial=previous.prefix[k]))[1:]
     return replace(previous, per_message=per, prefix=prefix)
