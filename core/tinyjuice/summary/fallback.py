@@ -1150,18 +1150,16 @@ class _Draft:
             self.n_messages, self.chosen, self.omitted, self.focus, appendix_id
         ).render()
 
-    def sided_count(
-        self, budget: int, counter: TokenCounter, count: Callable[[str], int] | None = None
-    ) -> int:
+    def sided_count(self, budget: int, counter: TokenCounter) -> int:
         """A token count of ``text()`` on the same side of ``budget`` as the exact one
-        (``count``: ``counter.count`` or an equal function, see :func:`_line_count`).
+        (counted by :func:`_line_count`).
 
         Under a counter :func:`_floors` accepts, the text with a placeholder id is counted
         first: the appendix id (twice in the note) moves the count by at most
         :data:`_ID_SPREAD`, so when that count is farther from ``budget``, the bound says
         on which side the text falls without hashing the appendix.
         """
-        count = count or counter.count
+        count = _line_count(counter)
         if self.appendix and _floors(counter):
             rough = count(self.text(placeholder=True))
             if rough + _ID_SPREAD <= budget:
@@ -1262,7 +1260,7 @@ class _Draft:
         if omitted and tokens < budget_tokens:
             # The note was reserved at its longest: give the room it did not need back.
             _Fill(chosen, left_out, omitted, self.redact).run(
-                lambda: self.sided_count(budget_tokens, counter, count), budget_tokens
+                lambda: self.sided_count(budget_tokens, counter), budget_tokens
             )
         # Rendered in full once, with the appendix (the text was counted last time).
         listed, appendix_id, summary, text = self.render()
