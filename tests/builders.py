@@ -49,7 +49,7 @@ from tinyjuice.summary import (
     SummaryText,
     render_summary_message,
 )
-from tinyjuice.tokens import RoughCounter
+from tinyjuice.tokens import CountKind, RoughCounter
 
 __all__ = [
     "DEFAULT_SYSTEM",
@@ -546,6 +546,20 @@ def _openai_call(id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any
 def text_message(text: str, role: Role = Role.USER) -> Message:
     """A message holding one text part."""
     return Message(role=role, parts=(TextPart(text),))
+
+
+class WordCounter:
+    """One token per whitespace-separated word, no per-message overhead: exact math."""
+
+    name = "words"
+    kind = CountKind.ESTIMATED
+    message_overhead = 0
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return [self.count(t) for t in texts]
 
 
 class SpyCounter(RoughCounter):

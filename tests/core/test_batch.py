@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
+from builders import WordCounter
 
 from benchmarks.trajectories import trajectory_line
 from tinyjuice.boundary import BoundaryIndex
@@ -40,21 +41,7 @@ from tinyjuice.fit import (
 from tinyjuice.formats import load_bytes
 from tinyjuice.model import Message, Role, TextPart, ToolCall, Transcript
 from tinyjuice.summary import FailureClass, SummaryError, SummaryRequest, SummaryText
-from tinyjuice.tokens import CountKind, count_transcript, default_counter
-
-
-class WordCounter:
-    """One token per whitespace-separated word, no per-message overhead: exact math."""
-
-    name = "words"
-    kind = CountKind.ESTIMATED
-    message_overhead = 0
-
-    def count(self, text: str) -> int:
-        return len(text.split())
-
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        return [self.count(t) for t in texts]
+from tinyjuice.tokens import count_transcript, default_counter
 
 
 def words(n: int, tag: str = "w") -> str:

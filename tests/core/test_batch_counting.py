@@ -7,11 +7,11 @@ from __future__ import annotations
 import hashlib
 import random
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
 import pytest
+from builders import WordCounter
 
 from benchmarks.trajectories import trajectory_line
 from tinyjuice.dataset import plan_jobs, run_batch
@@ -32,18 +32,12 @@ from tinyjuice.tokens import CountKind, count_transcript, default_counter
 REPO = Path(__file__).resolve().parents[2]
 
 
-class ExactWords:
+class ExactWords(WordCounter):
     """One token per word plus one per message, labelled exact: plain arithmetic."""
 
     name = "exact-words"
     kind = CountKind.EXACT
     message_overhead = 1
-
-    def count(self, text: str) -> int:
-        return len(text.split())
-
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        return [self.count(t) for t in texts]
 
 
 def _text(rng: random.Random, tag: str) -> str:
