@@ -81,6 +81,9 @@ class FileTail:
         self._hash: Any = None
         self._size = st.st_size
         self._mtime_ns = st.st_mtime_ns
+        #: A truncation or replacement seen while the JSON-lines file held no complete
+        #: line yet (caught mid-rewrite): said with the first lines written after it.
+        self._unsaid: ChangeKind | None = None
 
     @staticmethod
     def _split(data: bytes) -> tuple[bytes, int]:
@@ -126,13 +129,19 @@ class FileTail:
         digest = self._digest()
         digest.update(new[:end])
         self.data += new[:end]
-        return Change(
-            ChangeKind.APPENDED, self.data, len(new), self.pending, digest.copy().hexdigest()
-        )
+        kind, self._unsaid = self._unsaid or ChangeKind.APPENDED, None
+        return Change(kind, self.data, len(new), self.pending, digest.copy().hexdigest())
 
-    def _reload(self, kind: ChangeKind, st: os.stat_result) -> Change:
+    def _reload(self, kind: ChangeKind, st: os.stat_result) -> Change | None:
         data = self.path.read_bytes()
         self._identity = (st.st_dev, st.st_ino)
+        if self.jsonl and b"\n" not in data:
+            # Emptied and not yet written again: nothing to load, and its shape cannot be
+            # told from nothing. What follows is read as appended, and said as ``kind``.
+            self.data, self.pending, self._hash = b"", len(data), None
+            self._unsaid = kind
+            return None
+        self._unsaid = None
         self.jsonl = _looks_like_jsonl(data)
         self.data, self.pending = self._split(data) if self.jsonl else (data, 0)
         self._hash = None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
 
+import pytest
 from fakehome import claude_records
 
 from tinyjuice.follow import ChangeKind, FileTail, live_status
@@ -62,6 +64,38 @@ def test_a_half_written_line_is_held_until_complete(tmp_path: Path) -> None:
     change = tail.poll()
     assert change is not None and change.kind is ChangeKind.APPENDED and change.pending == 0
     assert change.data.endswith(line)
+
+
+@pytest.mark.parametrize("how", ["truncated", "replaced"])
+def test_a_rewrite_caught_before_its_first_line_is_said_with_that_line(
+    tmp_path: Path, how: str
+) -> None:
+    """A poll between emptying a JSON-lines file and writing it again sees nothing to
+    load: the truncation (or replacement) is reported with the first complete lines."""
+    path, records = _session(tmp_path)
+    tail = FileTail(path)
+    if how == "truncated":
+        path.write_bytes(b"")
+    else:
+        other = tmp_path / "other.jsonl"
+        other.write_bytes(b"")
+        os.replace(other, path)
+    _bump(path)
+    assert tail.poll() is None
+    line = _lines(records[:1])
+    path.write_bytes(line[:20])  # half a line: still nothing to say
+    _bump(path)
+    assert tail.poll() is None
+    path.write_bytes(_lines(records[:3]))
+    _bump(path)
+    change = tail.poll()
+    assert change is not None and change.kind is ChangeKind(how)
+    assert change.data == _lines(records[:3]) and change.pending == 0
+    assert change.sha256 == hashlib.sha256(change.data).hexdigest()
+    path.write_bytes(_lines(records[:4]))
+    _bump(path)
+    change = tail.poll()
+    assert change is not None and change.kind is ChangeKind.APPENDED  # said once
 
 
 def test_truncation_and_replacement_reload_whole(tmp_path: Path) -> None:
