@@ -118,7 +118,7 @@ def test_preview_sequences_with_and_without_analysis_are_identical(
         appendices += bool(fresh.appendix)
     assert appendices  # the fallback's appendix (redacted items) was exercised
     assert analysis.redact_text.memo  # and its text redaction was remembered
-    assert analysis.redact_text.paths  # and the paths found in each text
+    assert analysis.redact_text.facts.by_id  # and the items of each message
     assert analysis.digests  # and each tool result's digest
     assert analysis.digest_outcomes  # and its outcome
     assert analysis._tokens  # and the token counts of the digests written
@@ -148,18 +148,6 @@ def test_appendix_bullets_memo_gives_what_a_fresh_render_gives() -> None:
         step(left[key])
         assert _appendix(9, left, red, memo) == _appendix(9, left, red)
     assert memo[key][0] == left[key]
-
-
-def test_path_scan_memo_gives_what_a_fresh_scan_gives() -> None:
-    from tinyjuice.summary.scan import _paths_many
-
-    first = ["see src/app/main.py and ./run.sh", "no path here", "x", "https://a.b/c d/e.txt"]
-    second = [*first[1:], "edited src/app/main.py", "see src/app/main.py and ./run.sh", "a.b"]
-    memo: dict[str, list[str]] = {}
-    assert _paths_many(first, memo) == _paths_many(first)
-    assert memo  # learnt the texts
-    assert _paths_many(second, memo) == _paths_many(second)
-    assert _paths_many(first, memo) == _paths_many(first)
 
 
 @pytest.mark.parametrize("seed", [5])

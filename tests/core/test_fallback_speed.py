@@ -275,18 +275,29 @@ def _sessions() -> list[object]:
 
 def test_flat_facts_chain_what_the_per_message_facts_hold() -> None:
     import itertools
-    from operator import attrgetter
 
     for messages in _sessions():
-        facts = fb._extract(messages)  # type: ignore[arg-type]
+        segment = fb._extract(messages)  # type: ignore[arg-type]
         flat = fb._flat_facts(messages)  # type: ignore[arg-type]
-        for key in fb._Facts._fields:
-            chained = list(itertools.chain.from_iterable(map(attrgetter(key), facts)))
+        per_message = [segment.items(j) for j in range(len(messages))]  # type: ignore[arg-type]
+        for c, key in enumerate(fb._FIELDS):
+            chained = list(itertools.chain.from_iterable(f[key] for f in per_message))
+            assert chained == segment.columns[c], key
             if key in ("asks", "calls"):
                 assert list(flat[key]) == chained, key
             else:
                 # A repeated call's items are left out: first occurrences are the same.
                 assert dict.fromkeys(flat[key]) == dict.fromkeys(chained), key
+
+
+def test_a_segment_holds_each_message_s_own_items() -> None:
+    """Message j's slice of a segment is what extracting j alone gives (its tool calls
+    as first seen: a repeat is worked out once, its items the same)."""
+    for messages in _sessions()[:4]:
+        segment = fb._extract(messages)  # type: ignore[arg-type]
+        for j in range(0, len(messages), max(1, len(messages) // 40)):  # type: ignore[arg-type]
+            alone = fb._extract([messages[j]])  # type: ignore[index]
+            assert segment.items(j) == alone.items(0), j
 
 
 def test_collect_without_a_memo_equals_collect_with_one() -> None:
@@ -301,7 +312,7 @@ def test_collect_without_a_memo_equals_collect_with_one() -> None:
     ]
     for messages in [*_sessions(), repeated]:
         plain = fb._collect(messages, 3)  # type: ignore[arg-type]
-        remembered = fb._collect(messages, 3, {}, fb.FactsMemo())  # type: ignore[arg-type]
+        remembered = fb._collect(messages, 3, fb.FactsMemo())  # type: ignore[arg-type]
         assert plain.items == remembered.items
         assert plain.call_counts == remembered.call_counts
 

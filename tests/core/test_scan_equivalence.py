@@ -299,7 +299,7 @@ def test_collect_from_remembered_facts_equals_the_reference(
     equal or with their error flag flipped."""
     from dataclasses import replace
 
-    memo, paths = FactsMemo(), {}
+    memo = FactsMemo()
     for _ in range(4):
         lo = data.draw(st.integers(0, len(middle)))
         hi = data.draw(st.integers(lo, len(middle)))
@@ -310,7 +310,7 @@ def test_collect_from_remembered_facts_equals_the_reference(
             else m
             for m in middle[lo:hi]
         ]
-        got = _collect(span, last_turns, paths, memo)
+        got = _collect(span, last_turns, memo)
         want = _reference_collect(span, last_turns)
         assert {k: list(v) for k, v in got.items.items()} == {
             k: list(v) for k, v in want.items.items()

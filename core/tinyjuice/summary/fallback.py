@@ -6,9 +6,9 @@ import itertools
 import operator
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from tinyjuice.budget import SummaryKind
@@ -72,13 +72,10 @@ class TextRedactor:
     ``rules``, ``facts``), so a new span only pays for the messages it has not seen.
     """
 
-    __slots__ = ("bullets", "costs", "facts", "memo", "paths", "rules", "trail")
+    __slots__ = ("bullets", "costs", "facts", "memo", "rules", "trail")
 
     def __init__(self, memo: dict[str, str] | None = None) -> None:
         self.memo: dict[str, str] = {} if memo is None else memo
-        #: The paths found in each text scanned (summary.scan._paths_many), remembered
-        #: alongside: the same texts come back on every preview.
-        self.paths: dict[str, list[str]] = {}
         #: The rules of each message (tinyjuice.survival.find_rules), likewise.
         self.rules: RulesMemo = {}
         #: The items of each message (the extraction is per message), likewise.
@@ -232,94 +229,133 @@ def _errors_in(text: str, out: _Collector, label: str) -> None:
         out.add("errors", label + _one_line(line, _ERROR_CHARS))
 
 
-class _Facts(NamedTuple):
-    """What one message adds to each category, in its order (no empty items).
-
-    The fallback's extraction is per message: the items of a span are its messages'
-    items, first seen first, without duplicates. So each message's are remembered
-    (:class:`FactsMemo`) and a new span (a boundary move) only merges them.
-    """
-
-    tools: tuple[str, ...] = ()
-    urls: tuple[str, ...] = ()
-    digests: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()
-    paths: tuple[str, ...] = ()
-    errors: tuple[str, ...] = ()
+#: The categories of a message's items, in the order :class:`_Segment` keeps them.
+_FIELDS: tuple[str, ...] = (
+    "tools",
+    "urls",
+    "digests",
+    "commands",
+    "paths",
+    "errors",
     #: The real user ask (clipped), if the message is one.
-    asks: tuple[str, ...] = ()
+    "asks",
     #: ``(rendered call, call id)`` per tool call.
-    calls: tuple[tuple[str, str], ...] = ()
-
-
-_NO_FACTS = _Facts()
+    "calls",
+)
 #: Categories merged as they are (paths are merged then un-diffed).
 _MERGED: tuple[str, ...] = ("tools", "urls", "digests", "commands", "errors")
 
 
+class _Segment(NamedTuple):
+    """The items of messages extracted together, flat per category (:data:`_FIELDS`):
+    message ``j`` adds ``columns[c][starts[c][j] : starts[c][j + 1]]``, in its order.
+
+    The fallback's extraction is per message: the items of a span are its messages'
+    items, first seen first, without duplicates. So each message's are remembered
+    (:class:`FactsMemo`) and a new span (a boundary move) only merges them; flat
+    columns make a run of remembered messages one slice per category, not a record
+    per message.
+    """
+
+    columns: tuple[list[Any], ...]
+    starts: tuple[Sequence[int], ...]
+
+    def items(self, j: int) -> dict[str, list[Any]]:
+        """Message ``j``'s items per category."""
+        return {
+            key: self.columns[c][self.starts[c][j] : self.starts[c][j + 1]]
+            for c, key in enumerate(_FIELDS)
+        }
+
+
+#: Where a remembered message's items are: (the message, kept alive while remembered,
+#: or None; its segment; its index there).
+_Where = tuple[Message | None, _Segment, int]
+
+
 class FactsMemo:
-    """Each message's :class:`_Facts`, remembered across fallback summaries of one
-    transcript (a preview's boundary moves).
+    """Each message's items (in a :class:`_Segment`), remembered across fallback
+    summaries of one transcript (a preview's boundary moves).
 
     A message is recognised by identity (kept alive with its result, so its id is never
-    another's). A tool result's items depend only on its name, error flag, digest mark
-    and text, so they are also remembered by those values: a de-duplication digest is a
-    new, equal message on every run, found by value and not kept.
+    another's). A digest's items depend only on its tool name, error flag and text, so
+    they are also remembered by those values: a digest (a de-duplication one above all)
+    is a new, equal message on every run, found by value and not kept. Other messages
+    come back as the same objects (the analysis remembers their redaction), so they are
+    not keyed by value (a new one is extracted again: the same items).
     """
 
     __slots__ = ("by_id", "by_value")
 
     def __init__(self) -> None:
-        self.by_id: dict[int, tuple[Message, _Facts]] = {}
-        self.by_value: dict[tuple[str | None, bool, bool, str], _Facts] = {}
+        self.by_id: dict[int, _Where] = {}
+        self.by_value: dict[tuple[str | None, bool, str], _Where] = {}
 
-    def facts(self, middle: Sequence[Message], paths: dict[str, list[str]] | None) -> list[_Facts]:
-        """The facts of every message of ``middle``; the new ones extracted in one batch."""
+    def columns(self, middle: Sequence[Message]) -> dict[str, Iterable[Any]]:
+        """The items of every message of ``middle`` per category, chained in message
+        order; the new messages extracted in one batch."""
         by_id, by_value = self.by_id, self.by_value
-        hits: list[tuple[Message, _Facts] | None] = list(map(by_id.get, map(id, middle)))
-        misses = list(itertools.compress(range(len(hits)), map(operator.not_, hits)))
-        todo: list[int] = []
-        keys: dict[int, tuple[str | None, bool, bool, str]] = {}
-        tool_role = Role.TOOL
-        for i in misses:
-            m = middle[i]
-            if m.role is tool_role and not m.tool_calls:
-                parts = m.parts
-                text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else m.text
-                meta = m.meta
-                key = (m.tool_name, meta.is_error, meta.generated_by == "digest", text)
-                found = by_value.get(key)
-                if found is not None:
-                    hits[i] = (m, found)
-                    continue
-                keys[i] = key
-            todo.append(i)
+        hits: list[_Where | None] = list(map(by_id.get, map(id, middle)))
+        todo = list(itertools.compress(range(len(hits)), map(operator.not_, hits)))
+        keys = {i: _digest_key(middle[i]) for i in todo if middle[i].meta.generated_by == "digest"}
+        for i, key in keys.items():
+            hits[i] = by_value.get(key)
+        if any(hits[i] is not None for i in keys):
+            todo = [i for i in todo if hits[i] is None]
         if todo:
-            fresh = _extract([middle[i] for i in todo], paths)
-            for i, f in zip(todo, fresh, strict=True):
-                m = middle[i]
-                hits[i] = by_id[id(m)] = (m, f)
-                value = keys.get(i)
-                if value is not None:
-                    by_value[value] = f
-        return list(map(itemgetter(1), hits))  # type: ignore[arg-type]  # (none left)
+            new = [middle[i] for i in todo]
+            segment = _extract(new)
+            where = list(zip(new, itertools.repeat(segment), range(len(new)), strict=False))
+            by_id.update(zip(map(id, new), where, strict=True))
+            by_value.update((keys[i], (None, segment, j)) for j, i in enumerate(todo) if i in keys)
+            if len(todo) == len(middle):
+                return dict(zip(_FIELDS, segment.columns, strict=True))
+            for i, w in zip(todo, where, strict=True):
+                hits[i] = w
+        runs = _runs(hits)  # type: ignore[arg-type]  # (none left)
+        return {key: _chained(runs, c) for c, key in enumerate(_FIELDS)}
+
+
+def _digest_key(m: Message) -> tuple[str | None, bool, str]:
+    """What a digest's items depend on (see :class:`FactsMemo`)."""
+    parts = m.parts
+    text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else m.text
+    return (m.tool_name, m.meta.is_error, text)
+
+
+def _runs(hits: Iterable[_Where]) -> list[tuple[_Segment, int, int]]:
+    """``hits`` as runs ``(segment, first, end)`` of consecutive messages of a segment."""
+    runs: list[tuple[_Segment, int, int]] = []
+    current: _Segment | None = None
+    first = end = 0
+    for _, segment, j in hits:
+        if segment is current and j == end:
+            end += 1
+            continue
+        if current is not None:
+            runs.append((current, first, end))
+        current, first, end = segment, j, j + 1
+    if current is not None:
+        runs.append((current, first, end))
+    return runs
+
+
+def _chained(runs: list[tuple[_Segment, int, int]], c: int) -> list[Any]:
+    """Category ``c``'s items of ``runs``, in order."""
+    out: list[Any] = []
+    for segment, first, end in runs:
+        starts = segment.starts[c]
+        out += segment.columns[c][starts[first] : starts[end]]
+    return out
 
 
 def _collect(
-    middle: Sequence[Message],
-    last_turns: int,
-    paths: dict[str, list[str]] | None = None,
-    memo: FactsMemo | None = None,
+    middle: Sequence[Message], last_turns: int, memo: FactsMemo | None = None
 ) -> _Collector:
-    """The items of ``middle`` per category: each message's :class:`_Facts` (from
-    ``memo`` when it has them; without one, chained straight from the pass over the
-    messages), merged first seen first without duplicates."""
-    chain = itertools.chain.from_iterable
-    if memo is None:
-        columns = _flat_facts(middle, paths)
-    else:
-        facts = memo.facts(middle, paths)
-        columns = {key: chain(map(attrgetter(key), facts)) for key in _Facts._fields}
+    """The items of ``middle`` per category (from ``memo`` when it has them; without
+    one, chained straight from the pass over the messages), merged first seen first
+    without duplicates."""
+    columns = _flat_facts(middle) if memo is None else memo.columns(middle)
     out = _Collector()
     items = out.items
     for key in _MERGED:
@@ -360,68 +396,73 @@ def _urls(text: str) -> list[str]:
     return [u.group(0).rstrip(".,:;!?'\"") for u in _URL_RE.finditer(text)]
 
 
-#: Per message (merged: for all of them): (tools, urls, digests, commands, its ask (if a
-#: real one), calls), in its order.
+#: (tools, urls, digests, commands, real asks, calls) of the messages, in their order.
 _Early = tuple[list[str], list[str], list[str], list[str], list[str], list[tuple[str, str]]]
 
 
 class _Pass(NamedTuple):
-    """What :func:`_first_pass` found: per message its early items (:data:`_Early`) and
-    where its path and error texts start (one more entry at the end; merged: one
-    :data:`_Early` for all, no starts); the paths found in each path text and the error
-    lines in each error text."""
+    """What :func:`_first_pass` found: the messages' early items (:data:`_Early`), flat;
+    unless merged, ``marks[j]``: the lengths of those six lists and of the path and
+    error texts before message ``j`` (one more entry at the end); the paths found in
+    each path text and the error lines in each error text."""
 
-    early: list[_Early]
-    path_at: list[int]
-    error_at: list[int]
+    early: _Early
+    marks: list[tuple[int, ...]]
     found: dict[int, list[str]]
     lines: dict[int, list[str]]
     todo: _Pending
 
 
-def _extract(
-    messages: Sequence[Message], paths: dict[str, list[str]] | None = None
-) -> list[_Facts]:
-    """Each message's :class:`_Facts`; paths and error lines found in one batched scan."""
-    early, path_at, error_at, found, lines, todo = _first_pass(messages, paths)
-    error_labels = todo.error_labels
-    named_paths, error_firsts = todo.named_paths, todo.error_firsts
-    out: list[_Facts] = []
-    for j, (tools, urls, digests, commands, asks, rendered) in enumerate(early):
-        p0, p1 = path_at[j], path_at[j + 1]
-        e0, e1 = error_at[j], error_at[j + 1]
-        if not (tools or urls or digests or commands or asks or rendered or p1 > p0 or e1 > e0):
-            out.append(_NO_FACTS)
-            continue
-        out.append(
-            _Facts(
-                tuple(tools),
-                tuple(urls),
-                tuple(digests),
-                tuple(commands),
-                tuple(_path_items(range(p0, p1), named_paths, found)),
-                tuple(_error_items(range(e0, e1), error_labels, lines, error_firsts)),
-                tuple(asks),
-                tuple(rendered),
-            )
-        )
-    return out
+def _extract(messages: Sequence[Message]) -> _Segment:
+    """Each message's items, as one :class:`_Segment`; paths and error lines found in
+    one batched scan."""
+    early, marks, found, lines, todo = _first_pass(messages)
+    ps, errors = _text_items(found, lines, todo)
+    path_starts = _starts(len(todo.path_texts), todo.named_paths, found)
+    error_starts = _starts(len(todo.error_texts), lines, todo.error_firsts)
+    tools, urls, digests, commands, asks, calls = early
+    at = list(zip(*marks, strict=True))
+    return _Segment(
+        (tools, urls, digests, commands, ps, errors, asks, calls),
+        (
+            *at[:4],
+            [path_starts[k] for k in at[6]],
+            [error_starts[k] for k in at[7]],
+            *at[4:6],
+        ),
+    )
 
 
-def _flat_facts(
-    messages: Sequence[Message], paths: dict[str, list[str]] | None = None
-) -> dict[str, Iterable[Any]]:
-    """Every message's items per :class:`_Facts` field, chained in message order: what
-    :func:`_extract` gives, without a record per message (when none is remembered), and
-    without a repeated tool call's items but the call (merged first seen first, the
-    same)."""
-    (early,), _, _, found, lines, todo = _first_pass(messages, paths, merged=True)
+def _starts(n: int, *items: Mapping[int, str | list[str]]) -> list[int]:
+    """Where the items of each of ``n`` scanned texts start in their category (one more
+    entry at the end): ``items`` map a text's index to its item (a str) or items."""
+    sizes = [0] * n
+    for found in items:
+        for k, v in found.items():
+            sizes[k] += 1 if type(v) is str else len(v)
+    return [0, *itertools.accumulate(sizes)]
+
+
+def _text_items(
+    found: dict[int, list[str]], lines: dict[int, list[str]], todo: _Pending
+) -> tuple[list[str], list[str]]:
+    """The path and error items of the scanned texts, in their order."""
     named_paths, error_firsts, error_labels = todo.named_paths, todo.error_firsts, todo.error_labels
     # Path and error texts are listed in message order: their indices order the items.
     ps = _path_items(sorted(named_paths.keys() | found.keys()), named_paths, found)
     errors = _error_items(
         sorted(lines.keys() | error_firsts.keys()), error_labels, lines, error_firsts
     )
+    return ps, errors
+
+
+def _flat_facts(messages: Sequence[Message]) -> dict[str, Iterable[Any]]:
+    """Every message's items per category, chained in message order: what
+    :func:`_extract` gives, without marks per message (when none is remembered), and
+    without a repeated tool call's items but the call (merged first seen first, the
+    same)."""
+    early, _, found, lines, todo = _first_pass(messages, merged=True)
+    ps, errors = _text_items(found, lines, todo)
     tools, urls, digests, commands, asks, calls = early
     return {
         "tools": tools,
@@ -471,35 +512,28 @@ def _error_items(
 
 # Long for speed: one pass over the messages collecting every kind of fact, the path
 # and error texts queued for one batched scan (per-kind helpers would walk them 5 times).
-def _first_pass(
-    messages: Sequence[Message], paths: dict[str, list[str]] | None, merged: bool = False
-) -> _Pass:
+def _first_pass(messages: Sequence[Message], merged: bool = False) -> _Pass:
     """The per-message pass of :func:`_extract`, the path and error texts scanned.
-    ``merged``: only the items' first occurrences matter (see :class:`_Calls`), and
-    every message's items go straight into one :data:`_Early` (no lists per message;
-    ``path_at`` and ``error_at`` are left empty)."""
+    ``merged``: only the items' first occurrences matter (see :class:`_Calls`), and no
+    marks are kept (``marks`` is left empty)."""
     todo = _Pending()
     path_texts, error_texts, error_labels = todo.path_texts, todo.error_texts, todo.error_labels
     calls = _Calls(todo, repeats=not merged)
     tool_role = Role.TOOL
     user_role = Role.USER
-    early: list[_Early] = []
-    path_at: list[int] = []
-    error_at: list[int] = []
+    marks: list[tuple[int, ...]] = []
+    mark = marks.append
     tools: list[str] = []
     urls: list[str] = []
     digests: list[str] = []
     commands: list[str] = []
     asks: list[str] = []
     rendered: list[tuple[str, str]] = []
-    if merged:
-        early.append((tools, urls, digests, commands, asks, rendered))
+    early = (tools, urls, digests, commands, asks, rendered)
+    sized: tuple[Sized, ...] = (*early, path_texts, error_texts)
     for m in messages:
         if not merged:
-            path_at.append(len(path_texts))
-            error_at.append(len(error_texts))
-            tools, urls, digests, commands, asks, rendered = [], [], [], [], [], []
-            early.append((tools, urls, digests, commands, asks, rendered))
+            mark(tuple(map(len, sized)))
         parts = m.parts
         text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else m.text
         role = m.role
@@ -543,10 +577,9 @@ def _first_pass(
         for call in m.tool_calls:
             rendered.append(calls.add(call, tools, urls, commands))
     if not merged:
-        path_at.append(len(path_texts))
-        error_at.append(len(error_texts))
-    found = _paths_many(path_texts, paths) if path_texts else {}
-    return _Pass(early, path_at, error_at, found, _error_lines_many(error_texts), todo)
+        mark(tuple(map(len, sized)))
+    found = _paths_many(path_texts) if path_texts else {}
+    return _Pass(early, marks, found, _error_lines_many(error_texts), todo)
 
 
 class _Calls:
@@ -1084,11 +1117,7 @@ def _gather(
 ) -> tuple[dict[str, list[str]], str | None]:
     """The items per category (artifact trail and rules included, focus matches first),
     and the focus when any of its words is worth matching."""
-    collected = (
-        _collect(middle, last_turns)
-        if memo is None
-        else _collect(middle, last_turns, memo.paths, memo.facts)
-    )
+    collected = _collect(middle, last_turns, None if memo is None else memo.facts)
     items = {key: list(collected.items[key]) for key, _ in _CATEGORIES}
     _add_trail(middle, items, None if memo is None else memo.trail)
     _add_rules(middle, items, None if memo is None else memo.rules)

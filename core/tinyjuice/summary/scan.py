@@ -330,44 +330,30 @@ _PATH_SCAN_RE = re.compile(
 )
 
 
-def _paths_many(
-    texts: Sequence[str], memo: dict[str, list[str]] | None = None
-) -> dict[int, list[str]]:
+def _paths_many(texts: Sequence[str]) -> dict[int, list[str]]:
     """``{k: list(_paths_in(texts[k]))}`` for the texts that hold a path, in one pass.
 
     Each distinct text is scanned once, in one pass over all of them (:func:`_scan_paths`).
-    Texts with a URL take the per-text path (URLs are blanked first). ``memo`` (text →
-    its paths, kept by the caller and never modified by it) answers the texts scanned in
-    an earlier call and learns the new ones.
+    Texts with a URL take the per-text path (URLs are blanked first).
     """
     out: dict[int, list[str]] = {}
     first: dict[str, int] = {}
     repeats: list[tuple[int, int]] = []
     batch: list[int] = []
-    found: list[str] | None
     for k, t in enumerate(texts):
         if "/" not in t and "\\" not in t and "." not in t:
             continue
-        if memo is not None:
-            found = memo.get(t)
-            if found is not None:
-                if found:
-                    out[k] = found
-                continue
         seen = first.setdefault(t, k)
         if seen != k:
             repeats.append((k, seen))
         elif "://" in t:
-            found = list(_paths_in(t))
-            if found:
-                out[k] = found
+            with_url = list(_paths_in(t))
+            if with_url:
+                out[k] = with_url
         else:
             batch.append(k)
     if batch:
         _scan_paths(texts, batch, out)
-    if memo is not None:
-        for k in first.values():
-            memo[texts[k]] = out.get(k, [])
     for k, seen in repeats:
         found = out.get(seen)
         if found is not None:
