@@ -400,14 +400,19 @@ def _urls(text: str) -> list[str]:
 _Early = tuple[list[str], list[str], list[str], list[str], list[str], list[tuple[str, str]]]
 
 
+#: Lengths marked per message by :func:`_first_pass`: the six lists of :data:`_Early`,
+#: the path texts and the error texts.
+_MARK_WIDTH = 8
+
+
 class _Pass(NamedTuple):
     """What :func:`_first_pass` found: the messages' early items (:data:`_Early`), flat;
-    unless merged, ``marks[j]``: the lengths of those six lists and of the path and
-    error texts before message ``j`` (one more entry at the end); the paths found in
-    each path text and the error lines in each error text."""
+    unless merged, ``marks[8 * j : 8 * j + 8]`` (:data:`_MARK_WIDTH`): the lengths of those six lists and of
+    the path and error texts before message ``j`` (once more at the end); the paths
+    found in each path text and the error lines in each error text."""
 
     early: _Early
-    marks: list[tuple[int, ...]]
+    marks: list[int]
     found: dict[int, list[str]]
     lines: dict[int, list[str]]
     todo: _Pending
@@ -421,7 +426,7 @@ def _extract(messages: Sequence[Message]) -> _Segment:
     path_starts = _starts(len(todo.path_texts), todo.named_paths, found)
     error_starts = _starts(len(todo.error_texts), lines, todo.error_firsts)
     tools, urls, digests, commands, asks, calls = early
-    at = list(zip(*marks, strict=True))
+    at = [marks[c::_MARK_WIDTH] for c in range(_MARK_WIDTH)]
     return _Segment(
         (tools, urls, digests, commands, ps, errors, asks, calls),
         (
@@ -521,8 +526,8 @@ def _first_pass(messages: Sequence[Message], merged: bool = False) -> _Pass:
     calls = _Calls(todo, repeats=not merged)
     tool_role = Role.TOOL
     user_role = Role.USER
-    marks: list[tuple[int, ...]] = []
-    mark = marks.append
+    marks: list[int] = []
+    mark = marks.extend
     tools: list[str] = []
     urls: list[str] = []
     digests: list[str] = []
@@ -533,7 +538,7 @@ def _first_pass(messages: Sequence[Message], merged: bool = False) -> _Pass:
     sized: tuple[Sized, ...] = (*early, path_texts, error_texts)
     for m in messages:
         if not merged:
-            mark(tuple(map(len, sized)))
+            mark(map(len, sized))
         parts = m.parts
         text = parts[0].text if len(parts) == 1 and type(parts[0]) is TextPart else m.text
         role = m.role
@@ -577,7 +582,7 @@ def _first_pass(messages: Sequence[Message], merged: bool = False) -> _Pass:
         for call in m.tool_calls:
             rendered.append(calls.add(call, tools, urls, commands))
     if not merged:
-        mark(tuple(map(len, sized)))
+        mark(map(len, sized))
     found = _paths_many(path_texts) if path_texts else {}
     return _Pass(early, marks, found, _error_lines_many(error_texts), todo)
 
