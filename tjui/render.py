@@ -277,7 +277,9 @@ def print_report(report: dict[str, Any], out: Console | None = None) -> None:
         steps.add_column("tokens saved", justify="right")
         steps.add_column("detail")
         for st in report["steps"]:
-            steps.add_row(st["step"], f"{st['tokens_saved']:,}", st["detail"])
+            # "~": an estimate (StepSaving.kind); reports written before it had no kind.
+            rough = "~" if st.get("kind", "exact") == "estimated" else ""
+            steps.add_row(st["step"], f"{rough}{st['tokens_saved']:,}", st["detail"])
         out.print(steps)
         out.print(
             f"digests: {report['digests']['count']} · redactions: {report['redactions']} · "

@@ -1136,6 +1136,8 @@ class _Work:
     #: The middle as it was before the prune (the fallback reads error lines from it).
     unpruned: list[Message] = field(default_factory=list)
     digests: tuple[DigestRecord, ...] = ()
+    #: How ``middle_tokens`` was counted after the prune (StepSaving.kind).
+    middle_kind: str = CountKind.EXACT.value
     rules_applied: Mapping[str, int] = field(default_factory=dict)
     compacted_middle: list[Message] = field(default_factory=list)
     summary: _SummaryInfo = _NO_SUMMARY
@@ -1193,6 +1195,7 @@ def _step_rules(
             "rules",
             plan.middle_tokens - sum(w.cost(m) for m in new_middle),
             ", ".join(f"{k} ×{v}" for k, v in sorted(w.rules_applied.items())) or "no rule fired",
+            run.counter.kind.value,
         )
     )
     w.messages = [*w.head, *new_middle, *w.tail]
@@ -1254,33 +1257,54 @@ def _step_prune(
         w.redactions += n
         for i, r in zip(todo, cleaned, strict=True):
             pruned[i] = r
-    # The middle's total, corrected for the messages the prune replaced (estimated like
-    # the middle when it is: only the summary budget reads it, see _summarise).
-    per_message = run.tokens.per_message
-    cost = _rough_cost if run.estimated else w.cost
-    replaced = list(
-        itertools.compress(
-            range(len(pruned)), map(operator.is_not, pruned, w.bare or msgs[start:end])
-        )
-    )
-    new_costs = (
-        [cost(pruned[i]) for i in replaced]
-        if run.estimated
-        else w.costs([pruned[i] for i in replaced])
-    )
-    pruned_tokens = (
-        plan.middle_tokens + sum(new_costs) - sum(per_message[start + i] for i in replaced)
-    )
+    pruned_tokens, estimated = _pruned_tokens(run, w, pruned)
+    w.middle_kind = CountKind.ESTIMATED.value if estimated else run.counter.kind.value
     w.steps.append(
         StepSaving(
             "prune",
             plan.middle_tokens - pruned_tokens,
             f"{len(w.digests)} tool outputs digested or de-duplicated",
+            w.middle_kind,
         )
     )
     w.unpruned, w.middle, w.middle_tokens = w.middle, pruned, pruned_tokens
     w.compacted_middle = pruned
     return None
+
+
+def _pruned_tokens(run: _Run, w: _Work, pruned: Sequence[Message]) -> tuple[int, bool]:
+    """The middle's total after the prune, and whether it is an estimate: the replaced
+    messages are estimated like the middle when it is, and also when no count of theirs
+    within :data:`~tinyjuice.decisive.ESTIMATE_SLACK` of the estimate could change the
+    summary budget (the only decision that reads the total, see _summarise), unless
+    ``exact_counts``. Else they are counted exactly."""
+    plan, msgs = run.plan, run.transcript.messages
+    start, end = plan.start, plan.end
+    replaced = list(
+        itertools.compress(
+            range(len(pruned)), map(operator.is_not, pruned, w.bare or msgs[start:end])
+        )
+    )
+    per_message = run.tokens.per_message
+    kept = plan.middle_tokens - sum(per_message[start + i] for i in replaced)
+    if run.estimated:
+        return kept + sum(_rough_cost(pruned[i]) for i in replaced), True
+    if replaced and not run.options.exact_counts and run.counter.kind is CountKind.EXACT:
+        rough = sum(_rough_cost(pruned[i]) for i in replaced)
+        if _budget_decided(run.plan.context_window, kept, rough):
+            return kept + rough, True
+    return kept + sum(w.costs([pruned[i] for i in replaced])), False
+
+
+def _budget_decided(window: int, exact: int, estimated: int) -> bool:
+    """Whether the summary budget of a middle of ``exact`` tokens plus ``estimated``
+    estimated ones is the same whatever their exact count (within ESTIMATE_SLACK of the
+    estimate): the budget only grows with the middle, so its two ends decide."""
+    from tinyjuice.decisive import ESTIMATE_SLACK
+
+    least = exact + int(estimated / ESTIMATE_SLACK)
+    most = exact + int(estimated * ESTIMATE_SLACK) + 1
+    return summary_token_budget(window, least) == summary_token_budget(window, most)
 
 
 def _step_summary(
@@ -1302,6 +1326,7 @@ def _step_summary(
             "summary",
             w.middle_tokens - summary_tokens,
             f"{len(w.middle)} messages → one {info.kind.value} summary",
+            w.middle_kind,
         )
     )
     w.messages = rejoin(w.head, [msg], w.tail)
@@ -1321,7 +1346,11 @@ def _step_sanitize(
     w.messages = list(san.messages)
     after = sum(w.cost(m) for m in w.messages)
     if san.removed_results or san.stripped_calls or san.bridged_calls:
-        w.steps.append(StepSaving("sanitize", before - after, "orphan tool pairs fixed"))
+        w.steps.append(
+            StepSaving(
+                "sanitize", before - after, "orphan tool pairs fixed", run.counter.kind.value
+            )
+        )
     w.sanitizer = {
         "removed_results": san.removed_results,
         "stripped_calls": san.stripped_calls,
@@ -1349,7 +1378,12 @@ def _step_media(
     if w.media_replaced:
         saved = sum(w.cost(m) for m in combined) - sum(w.cost(m) for m in merged)
         w.steps.append(
-            StepSaving("media", saved, f"{w.media_replaced} messages' older images replaced")
+            StepSaving(
+                "media",
+                saved,
+                f"{w.media_replaced} messages' older images replaced",
+                run.counter.kind.value,
+            )
         )
     w.messages = merged
     return None

@@ -51,6 +51,10 @@ class StepSaving:
     step: str
     tokens_saved: int
     detail: str = ""
+    #: How ``tokens_saved`` was counted: ``exact``, or ``estimated`` when it reads
+    #: estimated messages (an estimated middle, or digests the prune did not count
+    #: because the summary budget could not turn on them; ``exact_counts`` counts them).
+    kind: str = "exact"
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,3 +41,26 @@ def test_dry_run_labels_the_estimated_middle(tmp_path: Path) -> None:
     # --exact stored the file's exact counts: now a plain dry run uses them.
     again = run(*args[:-2], "--context-window", "64001")
     assert set(again["counts"].values()) == {"exact"}
+
+
+def test_step_figures_carry_their_kind(tmp_path: Path) -> None:
+    """The estimated middle's prune and summary figures are labelled estimated, in the
+    JSON and with a "~" in the table; --exact counts them and labels them exact."""
+    if default_counter().name == "rough":
+        pytest.skip("no tokenizer")
+    path = tmp_path / "gen.json"
+    path.write_bytes(render(conversation(1500), "openai"))
+    args = ("compress", str(path), "--force", "--context-window", "200000")
+    quick = run(*args, "--json")
+    assert {s["step"]: s["kind"] for s in quick["steps"]} == {
+        "prune": "estimated",
+        "summary": "estimated",
+    }
+    exact = run(*args, "--json", "--exact")
+    assert {s["kind"] for s in exact["steps"]} == {"exact"}
+    table = CliRunner().invoke(main, list(args)).stdout
+    prune = next(line for line in table.splitlines() if line.strip().startswith("prune"))
+    assert f"~{quick['steps'][0]['tokens_saved']:,}" in prune
+    table = CliRunner().invoke(main, [*args, "--exact"]).stdout
+    prune = next(line for line in table.splitlines() if line.strip().startswith("prune"))
+    assert "~" not in prune and f"{exact['steps'][0]['tokens_saved']:,}" in prune

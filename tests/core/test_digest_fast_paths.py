@@ -3,13 +3,14 @@ line range skips the range lookups; a digest's size is its lines and bytes, plur
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
 from typing import Any
 
 import pytest
 
 from tinyjuice import digest as digest_mod
 from tinyjuice.digest import _first, digest_line
-from tinyjuice.model import Message, MessageMeta, Role, TextPart
+from tinyjuice.model import Message, MessageMeta, Role, TextPart, ToolCall
 
 
 def test_digest_messages_equal_a_plain_rebuild() -> None:
@@ -70,3 +71,35 @@ def test_size_is_the_plural_of_lines_and_bytes(body: str) -> None:
     lines = digest_mod._plural(digest_mod._count_lines(body), "line")
     size = digest_mod._plural(digest_mod._byte_len(body), "byte")
     assert digest_mod._size(body) == f"{lines}, {size}"
+
+
+def _every_field_set() -> Message:
+    """A one-text tool result with every field of the model set to a non-default value,
+    so a field the fast path forgot to copy shows in the comparison."""
+    values: dict[str, Any] = {
+        f.name: (f"{f.name}-v" if f.type in ("str | None", "str") else True)
+        for f in fields(MessageMeta)
+    }
+    values["original_index"] = 7
+    meta = MessageMeta(**values)
+    call = ToolCall("c9", "bash", '{"command": "ls"}')
+    msg = Message(Role.TOOL, (TextPart("x" * 500, {"k": 1}),), meta=meta)
+    changes: dict[str, Any] = {
+        "tool_calls": (call,),
+        "tool_call_id": "c9",
+        "tool_name": "bash",
+        "reasoning": "why",
+        "extra": {"e": 1},
+        "hints": {"content_form": "parts"},
+    }
+    assert {f.name for f in fields(Message)} == {"role", "parts", "meta", *changes}
+    return replace(msg, **changes)
+
+
+def test_the_one_text_digest_message_equals_the_plain_rebuild() -> None:
+    msg = _every_field_set()
+    fast = digest_mod._with_only_text(msg, msg.parts[0], "[bash] ran `ls` -> exit 0")
+    meta = replace(msg.meta, generated_by="digest")
+    part = replace(msg.parts[0], text="[bash] ran `ls` -> exit 0")
+    assert fast == replace(msg, parts=(part,), meta=meta)
+    assert digest_mod._with_text(msg, "[bash] ran `ls` -> exit 0") == fast

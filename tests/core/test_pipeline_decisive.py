@@ -100,6 +100,10 @@ def test_counting_what_decides_gives_the_all_exact_result(
             if got.report.status.value == "compacted":
                 events = got.transcript.compactions
                 assert events[-1].extra["pre_tokens_kind"] == "estimated"
+                # The prune and summary figures read the estimated middle.
+                kinds = {st.step: st.kind for st in got.report.steps}
+                assert kinds["prune"] == kinds["summary"] == "estimated"
+        assert {st.kind for st in want.report.steps} <= {"exact"}
 
 
 def test_a_long_middle_is_not_counted_and_exact_counts_forces_it(
@@ -189,3 +193,66 @@ def test_a_result_that_may_not_be_smaller_is_judged_on_exact_counts(
         assert got.report.to_dict() == want.report.to_dict()
         assert got.transcript == want.transcript
     assert restarts and all(restarts)
+
+
+def _steps(result: CompactionResult) -> dict[str, Any]:
+    return {st.step: st for st in result.report.steps}
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=range(len(OPTIONS)))
+def test_a_preview_estimates_the_digests_where_the_budget_cannot_turn_on_them(
+    transcripts: list[Transcript], options: CompactionOptions
+) -> None:
+    """Exact ``tokens`` given (the inspector's preview): the prune's new messages are
+    estimated only where the summary budget is the same for any count within the slack;
+    then the prune and summary figures (which read them) are labelled estimated, and
+    every other output equals counting them exactly."""
+    for t in transcripts:
+        tokens = count_transcript(t, _counter())
+        want = compress(t, replace(options, exact_counts=True), tokens=tokens, counter=_counter())
+        got = compress(t, options, tokens=tokens, counter=_counter())
+        assert got.transcript == want.transcript
+        assert got.compacted_middle == want.compacted_middle
+        g, w = got.report.to_dict(), want.report.to_dict()
+        del g["steps"], w["steps"]
+        assert g == w  # the summary too: its budget came out the same
+        gs, ws = _steps(got), _steps(want)
+        assert gs.keys() == ws.keys()
+        assert {st.kind for st in ws.values()} <= {"exact"}
+        if "prune" not in gs or gs["prune"].kind == "exact":
+            assert gs == ws
+            continue
+        assert gs["summary"].kind == "estimated"
+        # Together they are still the middle less the summary, exactly.
+        assert (
+            gs["prune"].tokens_saved + gs["summary"].tokens_saved
+            == ws["prune"].tokens_saved + ws["summary"].tokens_saved
+        )
+
+
+def test_a_preview_labels_both_kinds_and_exact_counts_counts_the_digests(
+    transcripts: list[Transcript], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The big transcript's preview at a 200k window (the budget at its ceiling) skips
+    counting the digests; at the default window the budget turns on them (counted, exact);
+    ``exact_counts`` always counts them."""
+    big = transcripts[0]
+    tokens = count_transcript(big, _counter())
+    counted: list[int] = []
+    costs = pipeline._Work.costs
+
+    def spy(self: Any, ms: Any) -> list[int]:
+        counted.append(len(ms))
+        return costs(self, ms)
+
+    monkeypatch.setattr(pipeline._Work, "costs", spy)
+    clamped = CompactionOptions(force=True, context_window=200_000)
+    got = compress(big, clamped, tokens=tokens, counter=_counter())
+    assert _steps(got)["prune"].kind == "estimated" and not counted
+    assert got.report.to_dict()["steps"][0]["kind"] == "estimated"
+    forced = compress(big, replace(clamped, exact_counts=True), tokens=tokens, counter=_counter())
+    assert _steps(forced)["prune"].kind == "exact" and counted
+    counted.clear()
+    open_budget = compress(big, CompactionOptions(force=True), tokens=tokens, counter=_counter())
+    assert _steps(open_budget)["prune"].kind == "exact" and counted
+    assert open_budget.report.to_dict()["steps"][0]["kind"] == "exact"
