@@ -883,9 +883,12 @@ def without_source_fields(messages: Sequence[Message]) -> list[Message]:
     append = out.append
     for m in messages:
         parts, calls = m.parts, m.tool_calls
-        if any(p.extra for p in parts):
+        if len(parts) == 1:  # most messages: no generator to run
+            if parts[0].extra:
+                parts = (replace(parts[0], extra=EMPTY),)
+        elif any(p.extra for p in parts):
             parts = tuple(replace(p, extra=EMPTY) if p.extra else p for p in parts)
-        if any(c.extra for c in calls):
+        if calls and any(c.extra for c in calls):
             calls = tuple(replace(c, extra=EMPTY) if c.extra else c for c in calls)
         if not m.extra and parts is m.parts and calls is m.tool_calls:
             append(m)
