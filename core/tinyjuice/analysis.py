@@ -80,6 +80,10 @@ class TranscriptAnalysis:
         every run gets the same objects back, so the results remembered for them
         (redaction, digests) are found again."""
         memo = self._bare
+        if not memo:  # the first run: nothing to look up (a preview's middle is large)
+            out = without_source_fields(messages)
+            memo.update(zip(map(id, messages), zip(messages, out, strict=True), strict=True))
+            return out
         todo = [m for m in messages if (hit := memo.get(id(m))) is None or hit[0] is not m]
         for m, bare in zip(todo, without_source_fields(todo), strict=True):
             memo[id(m)] = (m, bare)

@@ -20,6 +20,7 @@ import itertools
 import operator
 import re
 import time
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, fields, replace
@@ -61,6 +62,7 @@ from tinyjuice.redact import (
     redact_message,
     redact_messages,
     redact_text,
+    texts_without_secrets,
     without_source_fields,
 )
 from tinyjuice.report import (
@@ -638,6 +640,35 @@ def _failed_digest(text: str) -> bool:
     return _FAILED_DIGEST.search(text) is not None
 
 
+#: :data:`_FAILED_DIGEST` for lower-cased ASCII text: the same matches, entered at their
+#: "e" (searched for at C speed; a leading ``\b`` is tried at every position), with the
+#: word boundary before it checked backwards.
+_FAILED_DIGEST_LOWER = re.compile(r"e(?<!\we)(?:xit -?[1-9]\d*|rror)\b")
+
+
+def _failed_digests(texts: Sequence[str]) -> list[bool]:
+    """``[_failed_digest(t) for t in texts]``, the ASCII texts lower-cased and searched
+    joined by line breaks (no match can hold one) in one scan: a digest is a line or
+    two, and a long middle has tens of thousands."""
+    out = [False] * len(texts)
+    at: list[int] = []
+    for k, text in enumerate(texts):
+        if text.isascii():
+            at.append(k)
+        else:
+            out[k] = _failed_digest(text)
+    pieces = [texts[k].lower() for k in at]
+    # starts[j]: where piece j begins in the joined text (the last: past the end).
+    starts = list(itertools.accumulate((len(x) + 1 for x in pieces), initial=0))
+    joined = "\n".join(pieces)
+    m = _FAILED_DIGEST_LOWER.search(joined)
+    while m is not None:
+        j = bisect_right(starts, m.start()) - 1
+        out[at[j]] = True
+        m = _FAILED_DIGEST_LOWER.search(joined, starts[j + 1])
+    return out
+
+
 def _with_error_lines(
     pruned: Sequence[Message],
     originals: Sequence[Message],
@@ -653,29 +684,39 @@ def _with_error_lines(
     if len(pruned) != len(originals):
         raise ValueError("pruned and originals differ in length")
     out = list(pruned)
+    digests: list[int] = []
     # Only the messages the prune replaced (found in C: most are unchanged).
     for i in itertools.compress(range(len(out)), map(operator.is_not, pruned, originals)):
         p, o = pruned[i], originals[i]
         hit = memo.get(id(o)) if memo is not None else None
         if hit is not None and hit[0] is o and hit[1] is p:
             out[i] = hit[2]
-            continue
-        digest = p
-        if (
-            p is not o
-            and p.role is Role.TOOL
-            and p.meta.generated_by == "digest"
-            and (o.meta.is_error or _failed_digest(p.text))
-        ):
-            # The original may not have been redacted (it was digested): redact it
-            # before its lines are picked and clipped, so no clip cuts a key in half.
-            errors = [redact_text(e) for e in error_lines(redact_text(tool_output_text(o.text)))]
-            if errors:
-                text = p.text + "\n" + "\n".join(errors)
-                rest = tuple(x for x in p.parts if not isinstance(x, TextPart))
-                p = replace(p, parts=(TextPart(text), *rest))
+        elif p.role is Role.TOOL and p.meta.generated_by == "digest":
+            digests.append(i)
+        elif memo is not None:
+            memo[id(o)] = (o, p, p)
+    exits = _failed_digests([pruned[i].text for i in digests])
+    failed: list[int] = []
+    for i, exited in zip(digests, exits, strict=True):
+        if exited or originals[i].meta.is_error:
+            failed.append(i)
+        elif memo is not None:
+            memo[id(originals[i])] = (originals[i], pruned[i], pruned[i])
+    # The originals may not have been redacted (they were digested): redact them before
+    # their lines are picked and clipped, so no clip cuts a key in half. One joined scan
+    # finds the outputs redaction leaves as they are.
+    outputs = [tool_output_text(originals[i].text) for i in failed]
+    clean = texts_without_secrets(outputs)
+    for i, output in zip(failed, outputs, strict=True):
+        p = digest = pruned[i]
+        redacted = output if output in clean else redact_text(output)
+        errors = [redact_text(e) for e in error_lines(redacted)]
+        if errors:
+            text = p.text + "\n" + "\n".join(errors)
+            rest = tuple(x for x in p.parts if not isinstance(x, TextPart))
+            p = replace(p, parts=(TextPart(text), *rest))
         if memo is not None:
-            memo[id(o)] = (o, digest, p)
+            memo[id(originals[i])] = (originals[i], digest, p)
         out[i] = p
     return out
 

@@ -266,10 +266,15 @@ _RULES: tuple[_Rule, ...] = (
 # Names whose value is a secret: the last underscore/dash segment is a secret word
 # ("DB_PASSWORD", "GITHUB_TOKEN", "client_secret", "OPENAI_API_KEY"), never a word
 # that merely contains one ("max_tokens", "token_count", "BYPASS").
+#: The words a sensitive "…_key" name may end with before "key".
+_KEY_PREFIXES = (
+    "api", "access", "secret", "private", "signing", "encryption", "account", "master",
+    "session", "client",
+)  # fmt: skip
 _SECRET_NAME_RE = re.compile(
     r"^(?:[a-z0-9]+_)*"
     r"(?:secret|password|passwd|passphrase|token|apikey|credentials?|authorization|cookie|"
-    r"(?:api|access|secret|private|signing|encryption|account|master|session|client)_?key)$"
+    rf"(?:{'|'.join(_KEY_PREFIXES)})_?key)$"
 )
 _EXACT_SENSITIVE = frozenset(
     {"authorization", "proxy_authorization", "cookie", "set_cookie", "x_api_key", "auth"}
@@ -407,13 +412,27 @@ _NEEDLES: tuple[str, ...] = tuple(
 )
 
 
-# Anything that can start a hit, as it looks in the lower-cased text: a name word only
-# when followed by the shape every assignment, header and JSON key starts with (the rest
-# of the name, a closing quote, ":" or "="); provider keys with the length their rule
-# needs; "://" only before "user:password@" or a Slack webhook path. Each alternative
-# is a necessary condition of the rule it stands for, so a text with no match has no
-# secret. Alternatives are grouped by first letter so the engine tries few per position.
-_NAME_TAIL = r"[a-z0-9_\-]*[\"']?\s*[:=]"
+# Anything that can start a hit, as it looks in the lower-cased text: a secret word only
+# where it ends a sensitive name and is followed by the shape every assignment, header
+# and JSON key goes on with (a closing quote, ":" or "="); provider keys with the length
+# their rule needs; "://" only before "user:password@" or a Slack webhook path. Each
+# alternative is a necessary condition of the rule it stands for, so a text with no
+# match has no secret. Alternatives are grouped by first letter so the engine tries few
+# per position.
+#: After a secret word that ends a name: the separators :func:`is_sensitive_key` strips,
+#: a closing quote, ":" or "=". A sensitive name ends with a secret word (camelCase only
+#: adds separators), so a word going on with more letters ("tokens:", "key_size=") ends
+#: none; a "…key" name needs one of :data:`_KEY_PREFIXES` right before "key".
+_NAME_END = r"[_\-]*[\"']?\s*[:=]"
+#: "key" ending a sensitive name, from just after its "k": a prefix word right before.
+_AFTER_KEY_K = (
+    f"(?=ey{_NAME_END})(?:"
+    + "|".join(f"(?<={p}{sep}k)" for p in _KEY_PREFIXES for sep in ("", "_", "-"))
+    + ")"
+)
+#: The long s: ``re``'s case-insensitive rules (a password field, an AWS secret) read it
+#: as "s", and lower-casing leaves it as it is; a text holding one is always scanned.
+_LONG_S = "\u017f"
 #: "://" before "user:password@" or a Slack webhook path.
 _URL_SECRET = (
     r"://(?:[^\s:/@\[\]\"'<>]+:[^\s@/\[\]\"'<>]+@|hooks\.slack\.com/services/"
@@ -434,27 +453,28 @@ _SHAPE_PASSES = tuple(map(re.compile, _SHAPE_ALTERNATIVES))
 _CANDIDATE = re.compile(
     "|".join(
         (
-            r"s(?:k-[a-z0-9_\-]{20}|ecret" + _NAME_TAIL + ")",
-            r"a(?:iza|(?:kia|sia|bia|cca)[0-9a-z]{16}|uth" + _NAME_TAIL + ")",
+            r"s(?:k-[a-z0-9_\-]{20}|ecret" + _NAME_END + ")",
+            r"a(?:iza|(?:kia|sia|bia|cca)[0-9a-z]{16}|uthorization" + _NAME_END + ")",
             r"g(?:h[pousr]_|ithub_pat_|l(?:pat|dt|rt|cbt)-)",
             r"xox|hf_|eyj|bearer\s",
             _URL_SECRET,
-            r"p(?:rivate key|ass(?:w|phrase)" + _NAME_TAIL + r"|assword\s+\S)",
+            r"p(?:rivate key|ass(?:w(?:ord|d)|phrase)" + _NAME_END + r"|assword\s+\S)",
             _SHAPES,
-            r"k(?:ey" + _NAME_TAIL + r"|_(?:live|test)_[a-z0-9]{16})",
-            "token" + _NAME_TAIL,
-            "c(?:redential|ookie)" + _NAME_TAIL,
+            r"k(?:" + _AFTER_KEY_K + r"|_(?:live|test)_[a-z0-9]{16})",
+            "token" + _NAME_END,
+            "c(?:redentials?|ookie)" + _NAME_END,
+            _LONG_S,
         )
     )
 )
 #: The alternatives :data:`_CANDIDATE_SCAN` and :data:`_SCAN_PASSES` share as they are,
 #: each entered at a letter.
 _LETTER_ENTRIES = (
-    f"k(?:(?<=tok)en{_NAME_TAIL}|ey{_NAME_TAIL}"
+    f"k(?:(?<=tok)en{_NAME_END}|{_AFTER_KEY_K}"
     + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
-    f"c(?:(?<=sec)ret{_NAME_TAIL}|redential{_NAME_TAIL}|ookie{_NAME_TAIL})",
-    f"w(?<=passw)(?:{_NAME_TAIL}|ord\\s+\\S)",
-    f"h(?:(?<=passph)rase{_NAME_TAIL}|(?<=auth){_NAME_TAIL})",
+    f"c(?:(?<=sec)ret{_NAME_END}|redentials?{_NAME_END}|ookie{_NAME_END})",
+    f"w(?<=passw)(?:(?:ord|d){_NAME_END}|ord\\s+\\S)",
+    f"h(?:(?<=passph)rase{_NAME_END}|(?<=auth)orization{_NAME_END})",
     "z(?<=aiz)a",
 )
 #: :data:`_CANDIDATE` for long scans: the same alternatives, each entered at its rarest
@@ -471,6 +491,7 @@ _CANDIDATE_SCAN = re.compile(
             r"xox|j(?<=eyj)|bearer\s",
             _URL_SECRET,
             "v(?<=priv)ate key",
+            _LONG_S,
         )
     )
 )
@@ -495,6 +516,7 @@ _SCAN_PASSES: tuple[re.Pattern[str], ...] = tuple(
         "j(?<=eyj)",
         r"bearer\s",
         "v(?<=priv)ate key",
+        _LONG_S,  # never searched through in a text without wide characters
     )
 )
 
@@ -861,9 +883,12 @@ def without_source_fields(messages: Sequence[Message]) -> list[Message]:
     append = out.append
     for m in messages:
         parts, calls = m.parts, m.tool_calls
-        if any(p.extra for p in parts):
+        if len(parts) == 1:  # most messages: no generator to run
+            if parts[0].extra:
+                parts = (replace(parts[0], extra=EMPTY),)
+        elif any(p.extra for p in parts):
             parts = tuple(replace(p, extra=EMPTY) if p.extra else p for p in parts)
-        if any(c.extra for c in calls):
+        if calls and any(c.extra for c in calls):
             calls = tuple(replace(c, extra=EMPTY) if c.extra else c for c in calls)
         if not m.extra and parts is m.parts and calls is m.tool_calls:
             append(m)

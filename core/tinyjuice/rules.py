@@ -30,9 +30,14 @@ _PATH = re.compile(
     r"(?<![\w/.-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+|(?<![\w/])[\w-]+\.(?:py|js|ts|tsx|jsx|rs|go|java|rb|php|c|h|cpp|hpp|cs|json|yaml|yml|toml|ini|cfg|md|txt|sh|sql|html|css|lock|env)\b"
 )
 _URL = re.compile(r"\bhttps?://[^\s\"'<>)\]]+")
-_ERROR = re.compile(
-    r"(?i)\b(error|exception|traceback|failed|failure|fatal|panic|denied|not found|no such file|exit code [1-9]|exit status [1-9])\b"
+_ERROR_WORDS = (
+    "error|exception|traceback|failed|failure|fatal|panic|denied|not found|no such file"
+    "|exit code [1-9]|exit status [1-9]"
 )
+_ERROR = re.compile(rf"(?i)\b({_ERROR_WORDS})\b")
+#: :data:`_ERROR` for lower-cased ASCII text (the same spans, found at less than half
+#: the cost: no case folding at every position).
+_ERROR_LOWER = re.compile(rf"\b({_ERROR_WORDS})\b")
 _EXIT = re.compile(
     r'(?i)(?:"exit_code"\s*:\s*|exit code:?\s*|exited with code\s*|exit status\s*)(-?\d+)'
 )
@@ -152,7 +157,9 @@ def _error_lines(text: str, limit: int = 5) -> list[str]:
     # around the hits; linear in the text.
     out: list[str] = []
     pos = 0
-    for m in _ERROR.finditer(text):
+    # ASCII text lower-cases in place: positions stay, and so does every word boundary.
+    matches = _ERROR_LOWER.finditer(text.lower()) if text.isascii() else _ERROR.finditer(text)
+    for m in matches:
         if m.start() < pos:
             continue
         start = max(text.rfind("\n", 0, m.start()), text.rfind("\r", 0, m.start())) + 1

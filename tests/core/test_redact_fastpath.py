@@ -144,3 +144,39 @@ def test_batch_equals_one_by_one_with_records(items: list[tuple[str, Any]]) -> N
         for i, (text, record) in enumerate(items)
     ]
     assert_batch_equals_one_by_one(messages)
+
+
+# A name hit's name ends with a secret word: the filters flag a secret word only there
+# (and "…key" only after a prefix word). Names are built from segments, secret words
+# among them, in every spelling is_sensitive_key reads (camelCase, "_", "-", upper case,
+# the Kelvin sign and the long s, which case-insensitive rules read as "k" and "s").
+_SEGMENTS = [
+    "api", "access", "secret", "private", "client", "session", "token", "tokens", "key",
+    "keys", "password", "passwd", "passphrase", "credential", "credentials", "cookie",
+    "authorization", "auth", "db", "max", "size", "x", "aws", "Token", "KEY", "Key",
+    "PASSWORD", "\u212aey", "pa\u017f\u017fword", "\u017fecret", "se", "cret", "2",
+]  # fmt: skip
+_SEPARATORS = ["", "_", "-", "__", "."]
+_name = st.tuples(
+    st.lists(st.tuples(st.sampled_from(_SEPARATORS), st.sampled_from(_SEGMENTS)), max_size=4),
+    st.sampled_from(_SEPARATORS),
+).map(lambda seg: "".join(sep + word for sep, word in seg[0]) + seg[1])
+_ASSIGNS = ["=", ": ", " = ", '": "', "': '", '"=', '="', ":\t", " :", "\n:"]
+_VALUES = ["hunter2hunter2", "abcdefgh1234", "x", "A1b2C3d4E5f6G7h8", "$VAR", "required"]
+_line = st.tuples(
+    st.sampled_from(["", "  ", "export ", "- ", '{"', "--", "machine h login u ", "host=db "]),
+    _name,
+    st.sampled_from(_ASSIGNS),
+    st.sampled_from(_VALUES),
+    st.sampled_from(["", "\n", '"', "'", ",", " # note"]),
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_line, min_size=1, max_size=3).map("\n".join))
+def test_the_filters_flag_every_name_the_rules_redact(text: str) -> None:
+    if not _find_secrets(text, True):  # the rules without any filter
+        return
+    assert redact_mod._CANDIDATE.search(redact_mod._lowered(text))
+    assert _hit_texts([text, "tokens: 1"])[1] >= {text}
+    assert find_secrets(text) == _find_secrets(text, True)

@@ -183,8 +183,8 @@ def test_needle_keys_and_newlines_do_not_send_a_record_down_the_full_path(
 
 def test_a_long_text_held_twice_is_scanned_once_per_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     # A Claude Code tool result: its output is the text and again in the record's
-    # toolUseResult (equal strings, not the same object), with a candidate ("key: 1").
-    output = "".join(f"row {i}: key: {i}\n" for i in range(8))
+    # toolUseResult (equal strings, not the same object), with a candidate ("api_key: 1").
+    output = "".join(f"row {i}: api_key: {i}\n" for i in range(8))
     secret = CATALOGUE[0].text.format(CATALOGUE[0].secret)
 
     def message(text: str) -> Message:

@@ -198,3 +198,14 @@ def test_compress_without_redaction_keeps_the_records() -> None:
         if m.meta.generated_by is None
     ]
     assert undigested and all(m is o for m, o in undigested)
+
+
+def test_the_analysis_strips_each_message_once() -> None:
+    messages = load(SESSIONS / "claude-code.jsonl").messages
+    analysis = TranscriptAnalysis()
+    first = analysis.without_source_fields(messages[2:])  # the first run: one pass
+    assert first == [_reference(m) for m in messages[2:]]
+    # Later runs get the same objects back, and strip only the messages not seen yet.
+    again = analysis.without_source_fields(messages)
+    assert again == [_reference(m) for m in messages]
+    assert all(a is b for a, b in zip(first, again[2:], strict=True))

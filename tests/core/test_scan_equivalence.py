@@ -27,7 +27,7 @@ from tinyjuice.digest import digest_line, digest_tool_results, parse_exit_code
 from tinyjuice.formats import dumps
 from tinyjuice.model import Message, MessageMeta, Role, TextPart, ToolCall, Transcript
 from tinyjuice.options import CompactionOptions, CompactionState
-from tinyjuice.pipeline import _FAILED_DIGEST, _failed_digest, compress
+from tinyjuice.pipeline import _FAILED_DIGEST, _failed_digest, _failed_digests, compress
 from tinyjuice.redact import (
     _AWS_CANDIDATE,
     _CANDIDATE_SCAN,
@@ -38,7 +38,7 @@ from tinyjuice.redact import (
     redact_text,
     texts_without_secrets,
 )
-from tinyjuice.rules import tool_output_text
+from tinyjuice.rules import _ERROR, _ERROR_LOWER, tool_output_text
 from tinyjuice.summary import (
     HANDOFF_PREFIX,
     error_head,
@@ -438,6 +438,27 @@ _FAILED_BITS = ["-> exit 1", "exit 0", "EXIT 12", "error", "ERROR", "Errors", "e
 )
 def test_failed_digest_prefilter_is_exact(text: str) -> None:
     assert _failed_digest(text) == bool(_FAILED_DIGEST.search(text))
+
+
+_failed_text = _texts_from(
+    [*_FAILED_BITS, "\u0130", "\u212a", "exit", "e", "rror", "\u0131"]
+) | st.lists(st.sampled_from([*_FAILED_BITS, " ", "_", "9", "e", "xit 4"]), max_size=8).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_failed_text, max_size=8))
+def test_failed_digests_joined_equal_one_by_one(texts: list[str]) -> None:
+    # A match at a text's start or end, or one a join could complete, is judged per text.
+    assert _failed_digests(texts) == [bool(_FAILED_DIGEST.search(t)) for t in texts]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_error_text)
+def test_rules_error_spans_of_lowered_ascii_text_are_the_same(text: str) -> None:
+    text = text.encode("ascii", "replace").decode()  # ASCII (the fast path's texts)
+    assert [m.span() for m in _ERROR_LOWER.finditer(text.lower())] == [
+        m.span() for m in _ERROR.finditer(text)
+    ]
 
 
 _EDITOR_ARGS = [
