@@ -806,20 +806,66 @@ def _floors(counter: TokenCounter) -> bool:
 
 
 #: Where a text may be cut for counting under a :func:`_floors` encoding: after a line
-#: break followed by a character neither blank nor ``/``. No pre-tokenizer piece of
-#: either pattern holds a line break and then such a character (o200k's punctuation
-#: piece may run on into ``\n/``), so a text's count is the sum of its stretches'.
-_LINE_CUT_RE = re.compile(r"(?<=\n)(?=[^\s/])")
+#: break followed by a character neither blank nor ``/``, and before a line break that
+#: follows an ASCII letter or digit. No pre-tokenizer piece of either pattern holds a
+#: line break and then such a character (o200k's punctuation piece may run on into
+#: ``\n/``), nor a letter or digit and then a line break (letters and digits end their
+#: piece; only punctuation takes the line breaks after it), so a text's count is the sum
+#: of its stretches'. A one-line bullet ending in a letter or digit is then a stretch of
+#: its own: counted once by :func:`_allocate`, found again in every render.
+_LINE_CUT_RE = re.compile(r"(?<=\n)(?=[^\s/])|(?<=[A-Za-z0-9])(?=\n)")
+_ASCII_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def _stretches(text: str) -> list[str]:
+    """``_LINE_CUT_RE.split(text)``, from the text's lines (``re`` tries both lookbehinds
+    at every character: several times slower on a summary)."""
+    lines = text.split("\n")
+    out: list[str] = []
+    cur = lines[0]
+    for line in itertools.islice(lines, 1, None):
+        if cur and cur[-1] in _ASCII_ALNUM:
+            out.append(cur)
+            cur = "\n"
+        else:
+            cur += "\n"
+        if line and line[0] != "/" and not line[0].isspace():
+            out.append(cur)
+            cur = line
+        else:
+            cur += line
+    out.append(cur)
+    return out
+
+
+class LineCounter:
+    """``counter`` counting a text as the sum of its stretches between
+    :data:`_LINE_CUT_RE` cuts, each counted (and kept) by ``counter``: the same counts
+    under a :func:`_floors` encoding, for texts that mostly repeat lines counted before
+    (a summary counted again and again with a few lines changed, then wrapped)."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.inner = counter
+        self.name = counter.name
+        self.kind = counter.kind
+        self.message_overhead = counter.message_overhead
+
+    def count(self, text: str) -> int:
+        return sum(map(self.inner.count, _stretches(text)))
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return [self.count(t) for t in texts]
+
+
+def line_counter(counter: TokenCounter) -> TokenCounter:
+    """A :class:`LineCounter` of ``counter`` under a :func:`_floors` encoding, else
+    ``counter`` itself (its counts need not add up over lines)."""
+    return LineCounter(counter) if _floors(counter) else counter
 
 
 def _line_count(counter: TokenCounter) -> Callable[[str], int]:
-    """``counter.count``, or under a :func:`_floors` encoding the same count summed over
-    the text's stretches between :data:`_LINE_CUT_RE` cuts, each counted once (the
-    counter keeps it): the fit counts the summary again and again, a few lines changed."""
-    if not _floors(counter):
-        return counter.count
-    cut = _LINE_CUT_RE.split
-    return lambda text: sum(map(counter.count, cut(text)))
+    """``line_counter(counter).count``: the fit counts the summary again and again."""
+    return line_counter(counter).count
 
 
 def _allocate(
@@ -1040,7 +1086,8 @@ def fallback_summary(
         focus,
         "f" * _APPENDIX_ID_CHARS if appendix else None,
     ).render()
-    remaining = max(0, budget_tokens - counter.count(fixed_text))
+    # Counted line by line: its headings and labels are the same in every call.
+    remaining = max(0, budget_tokens - _line_count(counter)(fixed_text))
 
     chosen, left_out = _allocate(
         items, remaining, counter, None if memo is None else memo.costs.setdefault(counter, {})
