@@ -360,14 +360,16 @@ _LINE_TEXTS = st.lists(
 
 
 @settings(max_examples=300, deadline=None)
-@given(_LINE_TEXTS)
-def test_line_count_sums_to_the_whole_count(text: str) -> None:
+@given(st.lists(_LINE_TEXTS, min_size=1, max_size=4))
+def test_line_count_sums_to_the_whole_count(texts: list[str]) -> None:
     """A text counted stretch by stretch (cut after a line break that a character
     neither blank nor "/" follows, and before one that follows an ASCII letter or
-    digit) counts as much as in one piece."""
+    digit) counts as much as in one piece; so do texts sharing sections, counted by one
+    LineCounter (which remembers each section's count)."""
     counter = _exact_counter()
-    whole = counter.count(text)
-    assert fb._line_count(counter)(text) == whole
+    lines = fb.line_counter(counter)
+    for text in (*texts, "\n\n## ".join(texts), "\n\n## ".join(reversed(texts)), *texts):
+        assert lines.count(text) == counter.count(text)
 
 
 def _o200k_pieces_counter() -> TiktokenCounter:
@@ -391,7 +393,7 @@ def _o200k_pieces_counter() -> TiktokenCounter:
 def test_line_count_sums_to_the_whole_count_under_o200k_pieces(text: str) -> None:
     counter = _o200k_pieces_counter()
     assert fb._floors(counter)
-    assert fb._line_count(counter)(text) == counter.count(text)
+    assert fb.line_counter(counter).count(text) == counter.count(text)
 
 
 @settings(max_examples=500, deadline=None)
