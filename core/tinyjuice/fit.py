@@ -29,6 +29,7 @@ from tinyjuice.summary import (
     render_summary_message,
     summary_body,
 )
+from tinyjuice.summary.fallback import line_counter
 from tinyjuice.tokens import (
     CountKind,
     RoughCounter,
@@ -784,6 +785,8 @@ def _search_summary(
     wmsgs = work.messages
     reserve = options.summary_tokens
     wrapper = _wrapper_cost(counter)
+    # The same counts; the summary's lines were counted as it was fitted (and kept).
+    lines = line_counter(counter)
     body_budget = max(_MIN_SUMMARY_BODY, options.summary_tokens - wrapper)
     plan: RegionPlan | None = None
     best: _Best | None = None
@@ -810,7 +813,7 @@ def _search_summary(
             break
         combined = rejoin(wmsgs[:head], [summary.message], wmsgs[end:])
         inserted = combined[head : len(combined) - (len(wmsgs) - end)]
-        inserted_cost = sum(message_tokens(m, counter) for m in inserted)
+        inserted_cost = sum(message_tokens(m, lines) for m in inserted)
         after = work_tokens.total - plan.region_tokens + inserted_cost
         new = replace(work, messages=tuple(combined))
         if after < work_tokens.total and (best is None or after < best[1]):

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyjuice.summary import fallback as fb
-from tinyjuice.tokens import TiktokenCounter, default_counter
+from tinyjuice.tokens import RoughCounter, TiktokenCounter, default_counter
 
 
 def _exact_counter() -> TiktokenCounter:
@@ -356,19 +356,75 @@ def test_add_rules_skips_spans_without_a_rules_source(picks: list[int]) -> None:
         assert not may_hold_source_rules(middle)  # type: ignore[arg-type]
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.one_of(
-            st.sampled_from((*_TRICKY, "\n", "\n- ", "\n/", "\n ", ".\n", "x.\n/y", "\r\n#")),
-            st.text(alphabet=st.characters(codec="utf-8"), max_size=12),
+#: Texts around the cuts of the line count: line breaks after letters, digits and
+#: punctuation, before blanks, slashes and headings.
+_LINE_TEXTS = st.lists(
+    st.one_of(
+        st.sampled_from(
+            (*_TRICKY, "\n", "\n- ", "\n/", "\n ", ".\n", "x.\n/y", "\r\n#", "a\n", "7\n\n")
         ),
-        max_size=12,
-    ).map("".join)
-)
-def test_line_count_sums_to_the_whole_count(text: str) -> None:
+        st.sampled_from(("z\n", "é\n", "…\n", "'s\n", "\n\n## ", "\n    ", "Q")),
+        st.text(alphabet=st.characters(codec="utf-8"), max_size=12),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LINE_TEXTS, min_size=1, max_size=4))
+def test_line_count_sums_to_the_whole_count(texts: list[str]) -> None:
     """A text counted stretch by stretch (cut after a line break that a character
-    neither blank nor "/" follows) counts as much as in one piece."""
+    neither blank nor "/" follows, and before one that follows an ASCII letter or
+    digit) counts as much as in one piece; so do texts sharing sections, counted by one
+    LineCounter (which remembers each section's count)."""
     counter = _exact_counter()
-    whole = counter.count(text)
-    assert fb._line_count(counter)(text) == whole
+    lines = fb.line_counter(counter)
+    for text in (*texts, "\n\n## ".join(texts), "\n\n## ".join(reversed(texts)), *texts):
+        assert lines.count(text) == counter.count(text)
+
+
+def _o200k_pieces_counter() -> TiktokenCounter:
+    """A counter with o200k's pre-tokenizer (and the default's merges: the pieces alone
+    decide whether counts add up over stretches)."""
+    import tiktoken
+
+    base = _exact_counter()
+    o200k = next(p for p in fb._SPACE_SPLIT_PATTERNS if p.startswith("[^\\r\\n"))
+    enc = tiktoken.Encoding(
+        "o200k-pieces",
+        pat_str=o200k,
+        mergeable_ranks=base._enc._mergeable_ranks,  # type: ignore[attr-defined]
+        special_tokens={},
+    )
+    return TiktokenCounter(enc, "o200k-pieces")
+
+
+@settings(max_examples=300, deadline=None)
+@given(_LINE_TEXTS)
+def test_line_count_sums_to_the_whole_count_under_o200k_pieces(text: str) -> None:
+    counter = _o200k_pieces_counter()
+    assert fb._floors(counter)
+    assert fb.line_counter(counter).count(text) == counter.count(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_LINE_TEXTS)
+def test_stretches_are_the_line_cuts(text: str) -> None:
+    """The fast split equals the pattern that defines the cuts."""
+    assert fb._stretches(text) == fb._LINE_CUT_RE.split(text)
+
+
+def test_line_counter_counts_a_summary_message_as_the_counter() -> None:
+    """The batch counts the summary turn it inserts with a line counter: the same."""
+    from tinyjuice.budget import SummaryKind
+    from tinyjuice.summary import render_summary_message
+    from tinyjuice.tokens import message_tokens
+
+    counter = _exact_counter()
+    body = "## Pending Asks\n- fix src/app.py\n- run make test…\n\n## Blockers\n- FAILED 3"
+    msg = render_summary_message(body, kind=SummaryKind.FALLBACK)
+    lines = fb.line_counter(counter)
+    assert isinstance(lines, fb.LineCounter)
+    assert message_tokens(msg, lines) == message_tokens(msg, counter)
+    rough = RoughCounter()
+    assert fb.line_counter(rough) is rough

@@ -844,20 +844,88 @@ def _floors(counter: TokenCounter) -> bool:
 
 
 #: Where a text may be cut for counting under a :func:`_floors` encoding: after a line
-#: break followed by a character neither blank nor ``/``. No pre-tokenizer piece of
-#: either pattern holds a line break and then such a character (o200k's punctuation
-#: piece may run on into ``\n/``), so a text's count is the sum of its stretches'.
-_LINE_CUT_RE = re.compile(r"(?<=\n)(?=[^\s/])")
+#: break followed by a character neither blank nor ``/``, and before a line break that
+#: follows an ASCII letter or digit. No pre-tokenizer piece of either pattern holds a
+#: line break and then such a character (o200k's punctuation piece may run on into
+#: ``\n/``), nor a letter or digit and then a line break (letters and digits end their
+#: piece; only punctuation takes the line breaks after it), so a text's count is the sum
+#: of its stretches'. A one-line bullet ending in a letter or digit is then a stretch of
+#: its own: counted once by :func:`_allocate`, found again in every render.
+_LINE_CUT_RE = re.compile(r"(?<=\n)(?=[^\s/])|(?<=[A-Za-z0-9])(?=\n)")
+_ASCII_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 
 
-def _line_count(counter: TokenCounter) -> Callable[[str], int]:
-    """``counter.count``, or under a :func:`_floors` encoding the same count summed over
-    the text's stretches between :data:`_LINE_CUT_RE` cuts, each counted once (the
-    counter keeps it): the fit counts the summary again and again, a few lines changed."""
-    if not _floors(counter):
-        return counter.count
-    cut = _LINE_CUT_RE.split
-    return lambda text: sum(map(counter.count, cut(text)))
+def _stretches(text: str) -> list[str]:
+    """``_LINE_CUT_RE.split(text)``, from the text's lines (``re`` tries both lookbehinds
+    at every character: several times slower on a summary)."""
+    lines = text.split("\n")
+    out: list[str] = []
+    cur = lines[0]
+    for line in itertools.islice(lines, 1, None):
+        if cur and cur[-1] in _ASCII_ALNUM:
+            out.append(cur)
+            cur = "\n"
+        else:
+            cur += "\n"
+        if line and line[0] != "/" and not line[0].isspace():
+            out.append(cur)
+            cur = line
+        else:
+            cur += line
+    out.append(cur)
+    return out
+
+
+#: Where two sections of a rendered summary meet (a :data:`_LINE_CUT_RE` cut before
+#: the ``#``; a bullet's continuation lines are indented, so no item holds it).
+_SECTION_BREAK = "\n\n## "
+
+
+class LineCounter:
+    """``counter`` counting a text as the sum of its stretches between
+    :data:`_LINE_CUT_RE` cuts, each counted (and kept) by ``counter``: the same counts
+    under a :func:`_floors` encoding, for texts that mostly repeat lines counted before
+    (a summary counted again and again with a few lines changed, then wrapped).
+
+    A text of several sections (split at :data:`_SECTION_BREAK`, one of those cuts) is
+    summed section by section, each section's sum remembered by its text: one summary's
+    renders mostly change one section. Keep one instance for one summary's counts."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.inner = counter
+        self.name = counter.name
+        self.kind = counter.kind
+        self.message_overhead = counter.message_overhead
+        #: Each section's count, by (its text between breaks, first, last).
+        self.sections: dict[tuple[str, bool, bool], int] = {}
+
+    def count(self, text: str) -> int:
+        pieces = text.split(_SECTION_BREAK)
+        last = len(pieces) - 1
+        if not last:
+            return self._sum(text)
+        known = self.sections
+        total = 0
+        for i, piece in enumerate(pieces):
+            key = (piece, not i, i == last)
+            n = known.get(key)
+            if n is None:
+                section = piece if not i else "## " + piece
+                n = known[key] = self._sum(section if i == last else section + "\n\n")
+            total += n
+        return total
+
+    def _sum(self, text: str) -> int:
+        return sum(map(self.inner.count, _stretches(text)))
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        return [self.count(t) for t in texts]
+
+
+def line_counter(counter: TokenCounter) -> TokenCounter:
+    """A :class:`LineCounter` of ``counter`` under a :func:`_floors` encoding, else
+    ``counter`` itself (its counts need not add up over lines)."""
+    return LineCounter(counter) if _floors(counter) else counter
 
 
 def _allocate(
@@ -1078,7 +1146,8 @@ def fallback_summary(
         focus,
         "f" * _APPENDIX_ID_CHARS if appendix else None,
     ).render()
-    remaining = max(0, budget_tokens - counter.count(fixed_text))
+    # Counted line by line: its headings and labels are the same in every call.
+    remaining = max(0, budget_tokens - line_counter(counter).count(fixed_text))
 
     chosen, left_out = _allocate(
         items, remaining, counter, None if memo is None else memo.costs.setdefault(counter, {})
@@ -1184,17 +1253,18 @@ class _Draft:
             self.n_messages, self.chosen, self.omitted, self.focus, appendix_id
         ).render()
 
-    def sided_count(self, budget: int, counter: TokenCounter) -> int:
+    def sided_count(self, budget: int, lines: TokenCounter) -> int:
         """A token count of ``text()`` on the same side of ``budget`` as the exact one
-        (counted by :func:`_line_count`).
+        (counted by ``lines``, a :func:`line_counter`).
 
-        Under a counter :func:`_floors` accepts, the text with a placeholder id is counted
-        first: the appendix id (twice in the note) moves the count by at most
-        :data:`_ID_SPREAD`, so when that count is farther from ``budget``, the bound says
-        on which side the text falls without hashing the appendix.
+        Under a counter :func:`_floors` accepts (a :class:`LineCounter`), the text with a
+        placeholder id is counted first: the appendix id (twice in the note) moves the
+        count by at most :data:`_ID_SPREAD`, so when that count is farther from
+        ``budget``, the bound says on which side the text falls without hashing the
+        appendix.
         """
-        count = _line_count(counter)
-        if self.appendix and _floors(counter):
+        count = lines.count
+        if self.appendix and isinstance(lines, LineCounter):
             rough = count(self.text(placeholder=True))
             if rough + _ID_SPREAD <= budget:
                 return rough + _ID_SPREAD
@@ -1278,7 +1348,8 @@ class _Draft:
         # Token counts are not exactly additive (and redaction may lengthen an item): trim
         # from the lowest priority until the text fits.
         order = [key for key, _ in reversed(_CATEGORIES)]
-        count = _line_count(counter)
+        lines = line_counter(counter)
+        count = lines.count
         while True:
             tokens = count(self.text())
             if tokens <= budget_tokens or not any(chosen[k] for k in order):
@@ -1294,7 +1365,7 @@ class _Draft:
         if omitted and tokens < budget_tokens:
             # The note was reserved at its longest: give the room it did not need back.
             _Fill(chosen, left_out, omitted, self.redact).run(
-                lambda: self.sided_count(budget_tokens, counter), budget_tokens
+                lambda: self.sided_count(budget_tokens, lines), budget_tokens
             )
         # Rendered in full once, with the appendix (the text was counted last time).
         listed, appendix_id, summary, text = self.render()
