@@ -428,3 +428,31 @@ def test_line_counter_counts_a_summary_message_as_the_counter() -> None:
     assert message_tokens(msg, lines) == message_tokens(msg, counter)
     rough = RoughCounter()
     assert fb.line_counter(rough) is rough
+
+
+def test_one_line_reads_a_long_text_s_head_as_its_whole() -> None:
+    """_one_line flattens only a head when that already runs over the limit: the same
+    result as flattening the whole text, whatever the whitespace."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tinyjuice.redact import redact_clip
+    from tinyjuice.text import flatten, one_line
+
+    def reference(text: str, limit: int) -> str:
+        flat = flatten(text)
+        if len(flat) <= limit:
+            return flat
+        return redact_clip(text[: max(fb._CLIP_READ, 4 * limit)], lambda r: one_line(r, limit))
+
+    words = st.sampled_from(
+        ["a", "word", " ", "  \n\t ", "\n", " " * 300, "\n" * 150, "x" * 70, "api_key=sk-abc123"]
+    )
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(words, max_size=80), st.integers(1, 120))
+    def check(parts: list[str], limit: int) -> None:
+        text = "".join(parts)
+        assert fb._one_line(text, limit) == reference(text, limit)
+
+    check()

@@ -176,7 +176,12 @@ _CLIP_READ = 16_384
 
 def _one_line(text: str, limit: int) -> str:
     """:func:`tinyjuice.text.one_line`, redacted: a cut never leaves part of a key."""
-    flat = flatten(text)
+    # A long text is flattened whole only when its head's words do not already run over
+    # the limit (the words of a prefix are never more than the whole text's).
+    head = text[: 2 * limit + 64]
+    flat = flatten(head)
+    if len(flat) <= limit and len(head) < len(text):
+        flat = flatten(text)
     if len(flat) <= limit:
         return flat
     # Clipped after redacting, and redacted again.
