@@ -26,13 +26,25 @@ from tinyjuice.tokens import (
     count_transcript,
 )
 
-__all__ = ["ESTIMATE_SLACK", "DecisivePlan", "budget_clamped", "plan_counting_what_decides"]
+__all__ = [
+    "ESTIMATE_SLACK",
+    "DecisivePlan",
+    "budget_clamped",
+    "plan_counting_what_decides",
+    "slack_bounds",
+]
 
 #: Messages counted exactly at first, at each end; doubled until the plan fits inside.
 _FIRST_HEAD = 16
 _FIRST_TAIL = 64
 #: How far a rough estimate may be off (either way) for a clamp to still hold.
 ESTIMATE_SLACK = 2.0
+
+
+def slack_bounds(exact: int, estimated: int) -> tuple[int, int]:
+    """The least and most ``exact`` tokens plus ``estimated`` estimated ones can count
+    exactly (the estimate off by :data:`ESTIMATE_SLACK` either way)."""
+    return exact + int(estimated / ESTIMATE_SLACK), exact + int(estimated * ESTIMATE_SLACK) + 1
 
 
 @dataclass(frozen=True, slots=True)

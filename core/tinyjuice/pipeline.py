@@ -1105,12 +1105,9 @@ def _zone_kinds(
 
 def _estimate_bounds(run: _Run) -> tuple[int, int]:
     """The least and most the prompt's counted total can be, exactly counted."""
-    from tinyjuice.decisive import ESTIMATE_SLACK
+    from tinyjuice.decisive import slack_bounds
 
-    exact = run.tokens.total - run.estimated
-    return exact + int(run.estimated / ESTIMATE_SLACK), exact + int(
-        run.estimated * ESTIMATE_SLACK
-    ) + 1
+    return slack_bounds(run.tokens.total - run.estimated, run.estimated)
 
 
 def _threshold_decided(run: _Run) -> bool:
@@ -1341,10 +1338,9 @@ def _budget_decided(window: int, exact: int, estimated: int) -> bool:
     """Whether the summary budget of a middle of ``exact`` tokens plus ``estimated``
     estimated ones is the same whatever their exact count (within ESTIMATE_SLACK of the
     estimate): the budget only grows with the middle, so its two ends decide."""
-    from tinyjuice.decisive import ESTIMATE_SLACK
+    from tinyjuice.decisive import slack_bounds
 
-    least = exact + int(estimated / ESTIMATE_SLACK)
-    most = exact + int(estimated * ESTIMATE_SLACK) + 1
+    least, most = slack_bounds(exact, estimated)
     return summary_token_budget(window, least) == summary_token_budget(window, most)
 
 
