@@ -405,16 +405,17 @@ def _urls(text: str) -> list[str]:
 _Early = tuple[list[str], list[str], list[str], list[str], list[str], list[tuple[str, str]]]
 
 
-#: Lengths marked per message by :func:`_first_pass`: the six lists of :data:`_Early`,
-#: the path texts and the error texts.
-_MARK_WIDTH = 8
+#: Lengths marked per message by :func:`_first_pass`, in :data:`_FIELDS` order: of the
+#: lists of :data:`_Early`, with the path texts and the error texts in place of the
+#: paths and errors (found later).
+_MARK_WIDTH = len(_FIELDS)
 
 
 class _Pass(NamedTuple):
     """What :func:`_first_pass` found: the messages' early items (:data:`_Early`), flat;
-    unless merged, ``marks[8 * j : 8 * j + 8]`` (:data:`_MARK_WIDTH`): the lengths of those six lists and of
-    the path and error texts before message ``j`` (once more at the end); the paths
-    found in each path text and the error lines in each error text."""
+    unless merged, ``marks[w * j : w * j + w]`` (``w``: :data:`_MARK_WIDTH`): the
+    lengths before message ``j`` (once more at the end); the paths found in each path
+    text and the error lines in each error text."""
 
     early: _Early
     marks: list[int]
@@ -431,16 +432,12 @@ def _extract(messages: Sequence[Message]) -> _Segment:
     path_starts = _starts(len(todo.path_texts), todo.named_paths, found)
     error_starts = _starts(len(todo.error_texts), lines, todo.error_firsts)
     tools, urls, digests, commands, asks, calls = early
-    at = [marks[c::_MARK_WIDTH] for c in range(_MARK_WIDTH)]
-    return _Segment(
-        (tools, urls, digests, commands, ps, errors, asks, calls),
-        (
-            *at[:4],
-            [path_starts[k] for k in at[6]],
-            [error_starts[k] for k in at[7]],
-            *at[4:6],
-        ),
-    )
+    starts = [marks[c::_MARK_WIDTH] for c in range(_MARK_WIDTH)]
+    paths_at, errors_at = _FIELDS.index("paths"), _FIELDS.index("errors")
+    # Those two were marked in texts: their items start where their texts' items do.
+    starts[paths_at] = [path_starts[k] for k in starts[paths_at]]
+    starts[errors_at] = [error_starts[k] for k in starts[errors_at]]
+    return _Segment((tools, urls, digests, commands, ps, errors, asks, calls), tuple(starts))
 
 
 def _starts(n: int, *items: Mapping[int, str | list[str]]) -> list[int]:
@@ -540,7 +537,10 @@ def _first_pass(messages: Sequence[Message], merged: bool = False) -> _Pass:
     asks: list[str] = []
     rendered: list[tuple[str, str]] = []
     early = (tools, urls, digests, commands, asks, rendered)
-    sized: tuple[Sized, ...] = (*early, path_texts, error_texts)
+    # In _FIELDS order (see _MARK_WIDTH).
+    sized: tuple[Sized, ...] = (
+        tools, urls, digests, commands, path_texts, error_texts, asks, rendered
+    )  # fmt: skip
     for m in messages:
         if not merged:
             mark(map(len, sized))
