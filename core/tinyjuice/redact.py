@@ -263,14 +263,14 @@ _RULES: tuple[_Rule, ...] = (
     ),
 )
 
-# Names whose value is a secret: the last underscore/dash segment is a secret word
-# ("DB_PASSWORD", "GITHUB_TOKEN", "client_secret", "OPENAI_API_KEY"), never a word
-# that merely contains one ("max_tokens", "token_count", "BYPASS").
 #: The words a sensitive "…_key" name may end with before "key".
 _KEY_PREFIXES = (
     "api", "access", "secret", "private", "signing", "encryption", "account", "master",
     "session", "client",
 )  # fmt: skip
+# Names whose value is a secret: the last underscore/dash segment is a secret word
+# ("DB_PASSWORD", "GITHUB_TOKEN", "client_secret", "OPENAI_API_KEY"), never a word
+# that merely contains one ("max_tokens", "token_count", "BYPASS").
 _SECRET_NAME_RE = re.compile(
     r"^(?:[a-z0-9]+_)*"
     r"(?:secret|password|passwd|passphrase|token|apikey|credentials?|authorization|cookie|"
