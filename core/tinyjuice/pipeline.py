@@ -1233,7 +1233,7 @@ def _step_rules(
             "rules",
             plan.middle_tokens - sum(w.cost(m) for m in new_middle),
             ", ".join(f"{k} ×{v}" for k, v in sorted(w.rules_applied.items())) or "no rule fired",
-            run.counter.kind.value,
+            _step_kind(run, run.transcript.messages[plan.start : plan.end]),
         )
     )
     w.messages = [*w.head, *new_middle, *w.tail]
@@ -1296,7 +1296,7 @@ def _step_prune(
         for i, r in zip(todo, cleaned, strict=True):
             pruned[i] = r
     pruned_tokens, estimated = _pruned_tokens(run, w, pruned)
-    w.middle_kind = CountKind.ESTIMATED.value if estimated else run.counter.kind.value
+    w.middle_kind = CountKind.ESTIMATED.value if estimated else _step_kind(run, msgs[start:end])
     w.steps.append(
         StepSaving(
             "prune",
@@ -1344,6 +1344,14 @@ def _budget_decided(window: int, exact: int, estimated: int) -> bool:
     return summary_token_budget(window, least) == summary_token_budget(window, most)
 
 
+def _step_kind(run: _Run, messages: Sequence[Message]) -> str:
+    """How a step's figure over ``messages`` was counted: as the counts it reads (the
+    transcript's, then the counter's for messages a step wrote), estimated when either
+    is, and when one of ``messages`` holds an image (a flat estimate, see counted_kind)."""
+    kind = run.tokens.kind if run.counter.kind is CountKind.EXACT else run.counter.kind
+    return counted_kind(messages, kind).value
+
+
 def _step_summary(
     run: _Run, w: _Work, provider: SummaryProvider | None, now: float
 ) -> CompactionResult | None:
@@ -1374,18 +1382,22 @@ def _step_sanitize(
     run: _Run, w: _Work, provider: SummaryProvider | None, now: float
 ) -> CompactionResult | None:
     """Fix orphan tool calls and results left at the seams."""
-    before = sum(w.cost(m) for m in w.messages)
+    unsanitized = w.messages
+    before = sum(w.cost(m) for m in unsanitized)
     # The final tool group may still be waiting for its results (the call in flight):
     # it is part of the verbatim tail and must survive.
     san = sanitize_tool_pairs(
-        w.messages, orphan_calls=run.options.orphan_calls, keep_in_flight=True
+        unsanitized, orphan_calls=run.options.orphan_calls, keep_in_flight=True
     )
     w.messages = list(san.messages)
     after = sum(w.cost(m) for m in w.messages)
     if san.removed_results or san.stripped_calls or san.bridged_calls:
         w.steps.append(
             StepSaving(
-                "sanitize", before - after, "orphan tool pairs fixed", run.counter.kind.value
+                "sanitize",
+                before - after,
+                "orphan tool pairs fixed",
+                _step_kind(run, unsanitized),
             )
         )
     w.sanitizer = {
@@ -1419,7 +1431,7 @@ def _step_media(
                 "media",
                 saved,
                 f"{w.media_replaced} messages' older images replaced",
-                run.counter.kind.value,
+                _step_kind(run, combined),
             )
         )
     w.messages = merged

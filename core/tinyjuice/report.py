@@ -52,8 +52,9 @@ class StepSaving:
     tokens_saved: int
     detail: str = ""
     #: How ``tokens_saved`` was counted: ``exact``, or ``estimated`` when it reads
-    #: estimated messages (an estimated middle, or digests the prune did not count
-    #: because the summary budget could not turn on them; ``exact_counts`` counts them).
+    #: estimated messages (an estimated middle, digests the prune did not count because
+    #: the summary budget could not turn on them (``exact_counts`` counts them), estimated
+    #: counts given, or an image's flat estimate).
     kind: str = "exact"
 
 

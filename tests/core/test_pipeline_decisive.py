@@ -22,10 +22,12 @@ from tinyjuice.options import LOW_SAVINGS_RATIO, CompactionOptions
 from tinyjuice.pipeline import compress, plan_boundary
 from tinyjuice.report import CompactionResult
 from tinyjuice.tokens import (
+    CountKind,
     TiktokenCounter,
     TokenCounter,
     TranscriptTokens,
     count_transcript,
+    counted_kind,
     default_counter,
 )
 
@@ -103,7 +105,7 @@ def test_counting_what_decides_gives_the_all_exact_result(
                 # The prune and summary figures read the estimated middle.
                 kinds = {st.step: st.kind for st in got.report.steps}
                 assert kinds["prune"] == kinds["summary"] == "estimated"
-        assert {st.kind for st in want.report.steps} <= {"exact"}
+        _assert_exact_step_kinds(t, want)
 
 
 def test_a_long_middle_is_not_counted_and_exact_counts_forces_it(
@@ -199,6 +201,15 @@ def _steps(result: CompactionResult) -> dict[str, Any]:
     return {st.step: st for st in result.report.steps}
 
 
+def _assert_exact_step_kinds(t: Transcript, counted: CompactionResult) -> None:
+    """Counted exactly, a step's figure is exact unless what it reads holds an image (a
+    flat estimate, tokens.counted_kind): the middle, for the prune and summary."""
+    middle = t.messages[counted.report.boundary_start : counted.report.boundary_end]
+    for st in counted.report.steps:
+        span = middle if st.step in ("prune", "summary") else t.messages
+        assert st.kind == counted_kind(span, CountKind.EXACT).value, st
+
+
 @pytest.mark.parametrize("options", OPTIONS, ids=range(len(OPTIONS)))
 def test_a_preview_estimates_the_digests_where_the_budget_cannot_turn_on_them(
     transcripts: list[Transcript], options: CompactionOptions
@@ -218,7 +229,7 @@ def test_a_preview_estimates_the_digests_where_the_budget_cannot_turn_on_them(
         assert g == w  # the summary too: its budget came out the same
         gs, ws = _steps(got), _steps(want)
         assert gs.keys() == ws.keys()
-        assert {st.kind for st in ws.values()} <= {"exact"}
+        _assert_exact_step_kinds(t, want)
         if "prune" not in gs or gs["prune"].kind == "exact":
             assert gs == ws
             continue
@@ -235,8 +246,9 @@ def test_a_preview_labels_both_kinds_and_exact_counts_counts_the_digests(
 ) -> None:
     """The big transcript's preview at a 200k window (the budget at its ceiling) skips
     counting the digests; at the default window the budget turns on them (counted, exact);
-    ``exact_counts`` always counts them."""
-    big = transcripts[0]
+    ``exact_counts`` always counts them. (Its images are taken out: a figure reading
+    one is an estimate however it is counted, see the test after this one.)"""
+    big = _without_media(transcripts[0])
     tokens = count_transcript(big, _counter())
     counted: list[int] = []
     costs = pipeline._Work.costs
@@ -256,3 +268,44 @@ def test_a_preview_labels_both_kinds_and_exact_counts_counts_the_digests(
     open_budget = compress(big, CompactionOptions(force=True), tokens=tokens, counter=_counter())
     assert _steps(open_budget)["prune"].kind == "exact" and counted
     assert open_budget.report.to_dict()["steps"][0]["kind"] == "exact"
+
+
+def _without_media(t: Transcript) -> Transcript:
+    from tinyjuice.model import MediaPart
+
+    return replace(
+        t,
+        messages=tuple(
+            replace(m, parts=tuple(p for p in m.parts if not isinstance(p, MediaPart)))
+            if m.media
+            else m
+            for m in t.messages
+        ),
+    )
+
+
+def test_a_step_over_an_image_is_labelled_estimated(transcripts: list[Transcript]) -> None:
+    """An image is counted with a flat estimate (tokens.counted_kind): the prune and
+    summary figures of a middle holding one are estimated, even counted with an exact
+    counter, and exact again without it; so are figures read from estimated counts."""
+    from tinyjuice.model import MediaPart
+
+    big = _without_media(transcripts[0])
+    options = CompactionOptions(force=True, exact_counts=True)
+    plain = compress(big, options, tokens=count_transcript(big, _counter()), counter=_counter())
+    assert {s.kind for s in plain.report.steps} == {"exact"}
+    start, end = plain.report.boundary_start, plain.report.boundary_end
+    assert start is not None and end is not None
+    msgs = list(big.messages)
+    i = next(k for k in range(start + 5, end) if msgs[k].role is Role.USER)
+    msgs[i] = replace(msgs[i], parts=(*msgs[i].parts, MediaPart("image/png", 5000)))
+    pictured = replace(big, messages=tuple(msgs))
+    got = compress(
+        pictured, options, tokens=count_transcript(pictured, _counter()), counter=_counter()
+    )
+    assert got.report.boundary_start == start and got.report.boundary_end == end  # the middle
+    assert _steps(got)["prune"].kind == "estimated"
+    assert _steps(got)["summary"].kind == "estimated"
+    rough = replace(count_transcript(big, _counter()), kind=CountKind.ESTIMATED)
+    given = compress(big, options, tokens=rough, counter=_counter())
+    assert {s.kind for s in given.report.steps} == {"estimated"}
