@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from tinyjuice._escapes import Unescaped, decoded_views, unescape
-from tinyjuice.model import EMPTY, Message, Part, TextPart, ThinkingPart, ToolCall
+from tinyjuice.model import EMPTY, MediaPart, Message, Part, TextPart, ToolCall
 
 __all__ = [
     "SecretHit",
@@ -834,18 +834,33 @@ def _redact_call(call: ToolCall, text: Callable[[str], str]) -> ToolCall:
 
 
 def _redact_part(part: Part, redact: Callable[[str], str]) -> Part:
-    if isinstance(part, TextPart | ThinkingPart):
-        text = redact(part.text)
-        extra = redact_json(part.extra, redact) if part.extra else part.extra
-        if text is part.text and extra is part.extra:
+    extra = redact_json(part.extra, redact) if part.extra else part.extra
+    if isinstance(part, MediaPart):
+        url = _media_url(part)
+        data = part.data if url is None else redact(url)
+        if data is part.data and extra is part.extra:
             return part
-        return replace(part, text=text, extra=extra)
-    return part
+        return replace(part, data=data, extra=extra)
+    text = redact(part.text)
+    if text is part.text and extra is part.extra:
+        return part
+    return replace(part, text=text, extra=extra)
+
+
+def _media_url(part: MediaPart) -> str | None:
+    """``part.data`` when redaction reads it as text: a remote address (a signed URL may
+    carry a token in its query). A ``data:`` URL or a base64 payload is encoded bytes,
+    never scanned: a match in it would be chance, and redacting it would break the image."""
+    data = part.data
+    if data is None or part.source == "base64" or data[:5].lower() == "data:":
+        return None
+    return data
 
 
 def redact_message(msg: Message, text: Callable[[str], str] | None = None) -> Message:
-    """``msg`` with secrets redacted in text, thinking, reasoning, tool-call arguments and
-    the source fields kept in ``extra``. The same object when nothing changed.
+    """``msg`` with secrets redacted in text, thinking, reasoning, tool-call arguments, an
+    image's remote URL, and the source fields kept in ``extra`` (of the message, its parts
+    and its tool calls). The same object when nothing changed.
 
     Every string goes through :func:`redact_text`, or ``text`` (which must answer as it
     does: the same object for a string it leaves alone)."""
@@ -995,10 +1010,13 @@ def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
     opaque = False
     sensitive = False
     for p in msg.parts:
-        if isinstance(p, TextPart | ThinkingPart):
+        if isinstance(p, MediaPart):
+            if (url := _media_url(p)) is not None:
+                out.append(url)
+        else:
             out.append(p.text)
-            if p.extra and _json_strings(p.extra, out):
-                sensitive = True
+        if p.extra and _json_strings(p.extra, out):
+            sensitive = True
     if msg.reasoning:
         out.append(msg.reasoning)
     for c in msg.tool_calls:

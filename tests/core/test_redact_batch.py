@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from test_redact import CORPUS, NEGATIVES
 from test_redact_catalogue import CATALOGUE
 
-from tinyjuice.model import Message, Role, TextPart, ThinkingPart, ToolCall
+from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, ToolCall
 from tinyjuice.redact import redact_message, redact_messages
 
 _CATALOGUE_TEXTS = [c.text.format(c.secret) for c in CATALOGUE]
@@ -31,6 +31,12 @@ def _message(draw: st.DrawFn) -> Message:
     parts = tuple(TextPart(draw(_text)) for _ in range(draw(st.integers(0, 2))))
     if draw(st.booleans()):
         parts += (ThinkingPart(draw(_text)),)
+    if draw(st.booleans()):
+        # A remote image's URL is read as text, an encoded one never (redact._media_url).
+        source = draw(st.sampled_from(["url", "base64", "file"]))
+        data = draw(st.sampled_from(["https://cdn.example/a.png?", "data:image/png,", ""]))
+        extra = draw(st.dictionaries(_keys, _text, max_size=2))
+        parts += (MediaPart("image/png", 0, source, data + draw(_text), extra),)
     calls: tuple[ToolCall, ...] = ()
     if role is Role.ASSISTANT and draw(st.booleans()):
         args = draw(st.dictionaries(_keys, _text, max_size=3))
