@@ -133,8 +133,14 @@ class InspectorSession:
         )
         trigger = _trigger(transcript, plan)
         # Per-message results are keyed by the message objects: the grown transcript's
-        # compress reuses what the last one computed for the messages they share.
-        analysis = previous.analysis if previous is not None else TranscriptAnalysis()
+        # compress reuses what the last one computed for the messages they share. A file
+        # read whole again (a rewind, a compaction) shares none: the old results would
+        # only keep the old messages alive, so the analysis starts afresh.
+        analysis = (
+            previous.analysis
+            if previous is not None and _shares_messages(previous.transcript, transcript)
+            else TranscriptAnalysis()
+        )
         return cls(
             transcript,
             tokens,
@@ -223,3 +229,14 @@ def _trigger(transcript: Transcript, plan: BoundaryPlan) -> Threshold | None:
     except ValueError:  # a window no policy fits
         return None
     return threshold
+
+
+def _shares_messages(old: Transcript, new: Transcript) -> bool:
+    """Whether ``new`` holds ``old``'s first or newest message object: it grew from
+    ``old`` (the first is kept; the newest may be merged with what was appended, as a
+    Claude Code message streamed over several lines is), or its live part moved on (the
+    newest is kept). Each is looked for from the end of ``new`` that keeps it."""
+    if not old.messages:
+        return False
+    first, last = old.messages[0], old.messages[-1]
+    return any(m is first for m in new.messages) or any(m is last for m in reversed(new.messages))
