@@ -389,3 +389,17 @@ def test_exact_counts_everything_and_writes_the_same(tmp_path: Path) -> None:
     assert default["tokens_after_kind"] == exact["tokens_after_kind"] == "exact"
     assert f"tokens ~{default['tokens_before']:,} → {default['tokens_after']:,} (~−" in texts[""]
     assert f"tokens {exact['tokens_before']:,} → {exact['tokens_after']:,} (−" in texts["--exact"]
+
+
+def test_a_metrics_file_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> None:
+    src = dataset(tmp_path / "ds.jsonl", 2)
+    (tmp_path / "blocked").write_text("a file, not a directory")
+    metrics = tmp_path / "blocked" / "metrics.jsonl"
+    out = tmp_path / "out.jsonl"
+    code, _, stderr = run(
+        str(src), "--target-tokens", "2500", "-o", str(out), "--metrics", str(metrics)
+    )
+    assert code == 2
+    assert f"could not write --metrics {metrics}" in stderr
+    assert "Traceback" not in stderr
+    assert not out.exists()

@@ -11,12 +11,15 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import click
 import orjson
 
 from tjui.clikit import check_policy, emit_json, fail
+
+if TYPE_CHECKING:
+    from tinyjuice.dataset import Job
 
 __all__ = ["EXIT_INTERRUPTED", "NETWORK_WORKERS_PER_CORE", "batch", "worker_count"]
 
@@ -326,19 +329,12 @@ def batch(
     to OUT.partial and renamed to OUT when complete; Ctrl-C stops after the current
     line and leaves OUT.partial with every line finished so far.
     """
-    from tinyjuice.dataset import BatchInputError, Job, plan_jobs, run_batch
+    from tinyjuice.dataset import run_batch
     from tinyjuice.fit import BatchOptions
     from tinyjuice.options import Profile
     from tinyjuice.tokens import default_counter
 
-    try:
-        jobs = plan_jobs(inputs, output)
-    except BatchInputError as exc:
-        fail(str(exc))
-    if metrics_path is not None:
-        resolved = metrics_path.resolve()
-        if any(resolved == j.source.resolve() or resolved == j.target.resolve() for j in jobs):
-            fail(f"--metrics {metrics_path} would overwrite an input or an output")
+    jobs = _planned_jobs(inputs, output, metrics_path)
     check_policy(policy)
     options = BatchOptions(
         target_tokens=target_tokens,
@@ -349,37 +345,12 @@ def batch(
         whole_file=whole_file,
     )
     factory, summary_label = _provider_factory(provider_name)
-    n_workers, capped = worker_count(workers, network_bound=factory is not None)
-    if capped is not None:
-        cores = os.cpu_count() or 1
-        why = (
-            f"{NETWORK_WORKERS_PER_CORE} per core × {cores} core(s) with a summary provider"
-            if factory is not None
-            else f"{cores} core(s): more processes than cores only slow a CPU-bound run"
-        )
-        _warn(f"--workers {workers} capped at {capped} ({why})")
-    bar = _Progress(sum(j.size for j in jobs), _progress_enabled(progress))
-    metrics_fh: IO[bytes] | None = None
-    if metrics_path is not None:
-        metrics_path.parent.mkdir(parents=True, exist_ok=True)
-        metrics_fh = metrics_path.open("wb")
-    bad_seen = 0
-
-    def on_item(job: Job, metrics: Any, consumed: int) -> None:
-        nonlocal bad_seen
-        if metrics is not None:
-            if metrics.status.value == "bad_input":
-                bad_seen += 1
-                if bad_seen <= _SHOWN_BAD:
-                    where = (
-                        f"{job.source}, line {metrics.line}" if metrics.line else str(job.source)
-                    )
-                    bar.log(f"tjui: warning: {where}: {metrics.error} (written through unchanged)")
-            if metrics_fh is not None:
-                record = {"source": str(job.source), **metrics.to_dict()}
-                metrics_fh.write(orjson.dumps(record) + b"\n")
-        bar.advance(consumed, metrics is not None)
-
+    n_workers = _workers(workers, network_bound=factory is not None)
+    items = _ItemReport(_Progress(sum(j.size for j in jobs), _progress_enabled(progress)))
+    try:
+        items.open_metrics(metrics_path)
+    except OSError as exc:
+        fail(f"could not write --metrics {metrics_path}: {exc}")
     stop = _StopFlag()
     stop.install()
     try:
@@ -389,7 +360,7 @@ def batch(
             workers=n_workers,
             rough=rough,
             exact=exact,
-            on_item=on_item,
+            on_item=items,
             should_stop=lambda: stop.requested,
             provider_factory=factory,
         )
@@ -397,11 +368,7 @@ def batch(
         fail(f"could not write the output: {exc}", 1)
     finally:
         stop.restore()
-        bar.stop()
-        if metrics_fh is not None:
-            metrics_fh.close()
-    if bad_seen > _SHOWN_BAD:
-        _warn(f"{bad_seen - _SHOWN_BAD:,} more bad line(s) not shown")
+        items.close()
     data = run.to_dict()
     data["output"] = str(output)
     data["target_tokens"] = target_tokens
@@ -419,14 +386,86 @@ def batch(
             where = run.outputs[0] if len(run.outputs) == 1 else f"{len(run.outputs)} files"
             click.echo(f"wrote {where}")
     if run.interrupted:
-        done = run.summary.trajectories + run.summary.bad_inputs
-        message = f"interrupted after {done:,} trajectories ({run.items:,} lines/files)"
-        if run.partial is not None:
-            message += (
-                f"; {run.partial} holds {run.partial_lines:,} complete lines, through line "
-                f"{run.stopped_line:,} of {run.stopped_source}"
-            )
-        if run.outputs:
-            message += f"; {len(run.outputs):,} output file(s) finished"
-        click.echo(f"tjui: {message}; run again to process everything", err=True)
+        click.echo(f"tjui: {_interrupted(run)}; run again to process everything", err=True)
         sys.exit(EXIT_INTERRUPTED)
+
+
+def _planned_jobs(inputs: tuple[Path, ...], output: Path, metrics_path: Path | None) -> list[Job]:
+    """The run's jobs (input → output), or a clear error: bad inputs, or a metrics file
+    that would overwrite one of them."""
+    from tinyjuice.dataset import BatchInputError, plan_jobs
+
+    try:
+        jobs = plan_jobs(inputs, output)
+    except BatchInputError as exc:
+        fail(str(exc))
+    if metrics_path is not None:
+        resolved = metrics_path.resolve()
+        if any(resolved == j.source.resolve() or resolved == j.target.resolve() for j in jobs):
+            fail(f"--metrics {metrics_path} would overwrite an input or an output")
+    return jobs
+
+
+def _workers(requested: int | None, *, network_bound: bool) -> int:
+    """The worker processes to start, warning when ``requested`` was capped."""
+    n_workers, capped = worker_count(requested, network_bound=network_bound)
+    if capped is not None:
+        cores = os.cpu_count() or 1
+        why = (
+            f"{NETWORK_WORKERS_PER_CORE} per core × {cores} core(s) with a summary provider"
+            if network_bound
+            else f"{cores} core(s): more processes than cores only slow a CPU-bound run"
+        )
+        _warn(f"--workers {requested} capped at {capped} ({why})")
+    return n_workers
+
+
+class _ItemReport:
+    """``run_batch``'s ``on_item``: advances the progress bar, reports the first bad
+    lines (then only counts them) and writes each trajectory's metrics line."""
+
+    def __init__(self, bar: _Progress) -> None:
+        self.bar = bar
+        self.bad_seen = 0
+        self.metrics: IO[bytes] | None = None
+
+    def open_metrics(self, path: Path | None) -> None:
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.metrics = path.open("wb")
+
+    def __call__(self, job: Job, metrics: Any, consumed: int) -> None:
+        if metrics is not None:
+            if metrics.status.value == "bad_input":
+                self.bad_seen += 1
+                if self.bad_seen <= _SHOWN_BAD:
+                    line = metrics.line
+                    where = f"{job.source}, line {line}" if line else str(job.source)
+                    self.bar.log(
+                        f"tjui: warning: {where}: {metrics.error} (written through unchanged)"
+                    )
+            if self.metrics is not None:
+                record = {"source": str(job.source), **metrics.to_dict()}
+                self.metrics.write(orjson.dumps(record) + b"\n")
+        self.bar.advance(consumed, metrics is not None)
+
+    def close(self) -> None:
+        self.bar.stop()
+        if self.metrics is not None:
+            self.metrics.close()
+        if self.bad_seen > _SHOWN_BAD:
+            _warn(f"{self.bad_seen - _SHOWN_BAD:,} more bad line(s) not shown")
+
+
+def _interrupted(run: Any) -> str:
+    """What an interrupted run finished, and where it left it."""
+    done = run.summary.trajectories + run.summary.bad_inputs
+    message = f"interrupted after {done:,} trajectories ({run.items:,} lines/files)"
+    if run.partial is not None:
+        message += (
+            f"; {run.partial} holds {run.partial_lines:,} complete lines, through line "
+            f"{run.stopped_line:,} of {run.stopped_source}"
+        )
+    if run.outputs:
+        message += f"; {len(run.outputs):,} output file(s) finished"
+    return message
