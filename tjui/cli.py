@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -34,6 +34,11 @@ from tjui.clikit import (
     session_option,
     whole_file_option,
 )
+
+if TYPE_CHECKING:  # imported where used: `tjui --help` loads none of them
+    from tinyjuice.live import LiveSplit
+    from tinyjuice.report import CompactionResult
+    from tinyjuice.store import LoadedSource
 
 _GROUP_FLAGS = ("--help", "-h", "--version")
 
@@ -424,16 +429,10 @@ def compress_cmd(
     place: the original is archived first and the history before the last compaction
     is kept as it was; `tjui undo` restores it).
     """
-    from tinyjuice.formats import ConversionLoss
     from tinyjuice.options import CompactionOptions, Profile
     from tinyjuice.pipeline import compress
 
-    if keep_last is not None and at is not None:
-        fail("use either --keep-last or --at, not both")
-    if commit_mode is not None and not do_commit:
-        fail("--mode needs --commit")
-    if do_commit and dry_run:
-        fail("--commit cannot be combined with --dry-run")
+    _check_compress_flags(keep_last, at, do_commit, commit_mode, dry_run)
     check_policy(policy)
     from tinyjuice.tokens import default_counter
     from tjui.cached import CachedSource
@@ -462,13 +461,7 @@ def compress_cmd(
     transcript = split.live
     out_format = to_format or transcript.format
     if output is not None and not dry_run and not do_commit:
-        if output.resolve() == file.resolve():
-            fail(f"refusing to write over the input {file}; choose another -o path")
-        if out_format not in WRITABLE_FORMATS:
-            fail(
-                f"cannot write {out_format!r} transcripts; pass --to with one of: "
-                + ", ".join(WRITABLE_FORMATS)
-            )
+        _check_output(output, file, out_format)
     options = CompactionOptions(
         profile=Profile(profile),
         keep_last=keep_last,
@@ -498,48 +491,86 @@ def compress_cmd(
     result = compress(transcript, options, summarizer, counter=counter, tokens=tokens)
     report = result.report.to_dict()
     report["live"] = _live_dict(split)
-    written: str | None = None
-    losses: list[ConversionLoss] = []
-    written_format: str | None = None
     if loaded is not None:
-        from tjui.commands.store import commit_from_cli
-
-        # With --commit, -o/--to name the export or child target; the store checks them.
-        if output is not None and result.changed:
-            ensure_parent_dir(output)
-        commit = commit_from_cli(
-            result,
-            loaded,
-            mode=commit_mode,
-            output=output,
-            to_format=to_format,
-            split=split,
-        )
-        report["commit"] = commit
-        if commit.get("committed"):
-            written, written_format = commit.get("target_path"), commit.get("target_format")
+        commit = report["commit"] = _commit(result, loaded, commit_mode, output, to_format, split)
+        committed = bool(commit.get("committed"))
+        report["output"] = {
+            "path": commit.get("target_path") if committed else None,
+            "format": commit.get("target_format") if committed else None,
+            "dropped": [],
+        }
     elif output is not None and result.changed:
         losses = _write_output(result.transcript, output, out_format, warn=not as_json, source=file)
-        written, written_format = str(output), out_format
-    report["output"] = {"path": written, "format": written_format, "dropped": _dropped(losses)}
+        report["output"] = {"path": str(output), "format": out_format, "dropped": _dropped(losses)}
+    else:
+        report["output"] = {"path": None, "format": None, "dropped": []}
+    _emit_compressed(report, as_json, None if loaded is not None else output)
+    if result.report.status.value == "aborted":
+        sys.exit(1)
+
+
+def _check_compress_flags(
+    keep_last: int | None, at: int | None, do_commit: bool, mode: str | None, dry_run: bool
+) -> None:
+    """Refuse the flag combinations ``compress`` cannot honour."""
+    if keep_last is not None and at is not None:
+        fail("use either --keep-last or --at, not both")
+    if mode is not None and not do_commit:
+        fail("--mode needs --commit")
+    if do_commit and dry_run:
+        fail("--commit cannot be combined with --dry-run")
+
+
+def _check_output(output: Path, file: Path, out_format: str) -> None:
+    """Refuse an ``-o`` that would overwrite the input or that no writer can write."""
+    if output.resolve() == file.resolve():
+        fail(f"refusing to write over the input {file}; choose another -o path")
+    if out_format not in WRITABLE_FORMATS:
+        fail(
+            f"cannot write {out_format!r} transcripts; pass --to with one of: "
+            + ", ".join(WRITABLE_FORMATS)
+        )
+
+
+def _commit(
+    result: CompactionResult,
+    loaded: LoadedSource,
+    mode: str | None,
+    output: Path | None,
+    to_format: str | None,
+    split: LiveSplit,
+) -> dict[str, Any]:
+    """Commit ``result`` through the store (``--commit``): what it did, for the report."""
+    from tjui.commands.store import commit_from_cli
+
+    # With --commit, -o/--to name the export or child target; the store checks them.
+    if output is not None and result.changed:
+        ensure_parent_dir(output)
+    return commit_from_cli(
+        result, loaded, mode=mode, output=output, to_format=to_format, split=split
+    )
+
+
+def _emit_compressed(report: dict[str, Any], as_json: bool, output: Path | None) -> None:
+    """Print a compress report: JSON, or the table and what a commit did (``report`` has
+    "commit"); and, on stderr, why ``output`` (``-o`` without ``--commit``) was not
+    written."""
     if as_json:
         emit_json(report)
     else:
         from tjui.render import print_report
 
         print_report(report)
-        if loaded is not None:
+        if "commit" in report:
             from tjui.commands.store import echo_commit
 
             echo_commit(report["commit"])
-    if output is not None and loaded is None and written is None:
+    if output is not None and report["output"]["path"] is None:
         # A no-op (below the threshold, nothing to compress) or an abort writes nothing.
         left = "left as it was" if output.exists() else "not created"
         click.echo(
             f"not written: {report['status']}: {report['reason']} ({output} {left})", err=True
         )
-    if result.report.status.value == "aborted":
-        sys.exit(1)
 
 
 def _load_live(
