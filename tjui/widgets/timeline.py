@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from tinyjuice.explain import Explanation
-from tinyjuice.policies import UsagePoint
+from tinyjuice.policies import Threshold, UsagePoint
 
 __all__ = ["TimelineChart", "chart_columns"]
 
@@ -159,63 +159,42 @@ class TimelineChart(Widget, can_focus=True):
         thr = result.threshold
         cols, bar = chart_columns(points, plot_w)
         peak = max((p.tokens for p in points), default=0)
-        top = max(thr.context_window, peak, thr.threshold_tokens, 1)
-        top = int(top * 1.04) + 1
-
-        def row_of(value: int) -> int:
-            return min(rows - 1, int(value * rows / top))
-
+        top = int(max(thr.context_window, peak, thr.threshold_tokens, 1) * 1.04) + 1
         # cells[r][x]: (char, style name) — r = 0 is the top row.
         cells: list[list[tuple[str, str]]] = [[(" ", "axis")] * plot_w for _ in range(rows)]
-
-        lines: list[tuple[int, str, str, int]] = [(thr.context_window, WINDOW_LINE, "window", 1)]
-        if thr.output_reservation:
-            lines.append((thr.effective_window, RESERVE_LINE, "reserve", 2))
-        lines.append((thr.threshold_tokens, THRESHOLD_LINE, "threshold", 3))
-        label_rows: dict[int, tuple[int, str, int]] = {}
-        for value, ch, name, rank in lines:
-            r = rows - 1 - row_of(value)
-            held = label_rows.get(r)
-            if held is None or rank > held[2]:
-                label_rows[r] = (value, name, rank)
-                cells[r] = [(ch, name)] * plot_w
-
+        label_rows = _draw_limits(cells, thr, top)
         # Event columns: the first column at or after each compaction.
         event_cols: list[int] = []
         for ev in result.events:
             pos = next((i for i, c in enumerate(cols) if c.last_index >= ev.index), len(cols) - 1)
             event_cols.append(max(0, pos))
-        replay_cols = {
-            i
-            for fire in result.would_fire_at
-            for i, c in enumerate(cols)
-            if c.first_index <= fire <= c.last_index or (i == 0 and fire < c.first_index)
-        }
-
-        for i, col in enumerate(cols):
-            p = col.point
-            eighths = round(p.tokens * rows * 8 / top)
-            full, rem = divmod(eighths, 8)
-            x0 = i * bar
-            measured = p.measured
-            name = "measured" if measured else "estimated"
-            for r_up in range(rows):
-                r = rows - 1 - r_up
-                if r_up < full:
-                    ch = MEASURED if measured else ESTIMATED
-                elif r_up == full and rem:
-                    ch = EIGHTHS[rem] if measured else (ESTIMATED_TOP if rem >= 4 else " ")
-                    if ch == " ":
-                        continue
-                else:
-                    if i in event_cols and cells[r][x0][0] == " ":
-                        cells[r][x0] = (EVENT_RULE, "marker")
-                    continue
-                for dx in range(bar):
-                    if x0 + dx < plot_w:
-                        cells[r][x0 + dx] = (ch, name)
-
+        _draw_bars(cells, cols, bar, top, set(event_cols))
         out = Text(no_wrap=True, overflow="crop")
+        self._append_plot(out, cells, label_rows)
+        self._append_markers(out, cols, bar, plot_w, event_cols, result.would_fire_at)
+        # X axis: first and last message index of the plotted turns.
+        if cols:
+            left = f"msg {cols[0].first_index}"
+            right = f"msg {cols[-1].last_index}"
+            used = min(plot_w, len(cols) * bar)
+            gap = max(1, used - len(left) - len(right))
+            out.append(" " * GUTTER + left + " " * gap + right, self._style("axis"))
+        else:
+            out.append(" " * GUTTER + "no assistant turns to plot", self._style("axis"))
+        out.append("\n")
+        out.append(" " * GUTTER)
+        out.append_text(self._legend(bool(thr.output_reservation)))
+        return out
+
+    def _append_plot(
+        self,
+        out: Text,
+        cells: list[list[tuple[str, str]]],
+        label_rows: dict[int, tuple[int, str, int]],
+    ) -> None:
+        """The plot's rows, each behind its axis label (a limit's value, or 0 at the
+        bottom), runs of one style appended together."""
+        rows = len(cells)
         for r in range(rows):
             held = label_rows.get(r)
             if held is not None:
@@ -237,12 +216,26 @@ class TimelineChart(Widget, can_focus=True):
                 out.append("".join(run_ch), self._style(run_style))
             out.append("\n")
 
-        # Marker row.
+    def _append_markers(
+        self,
+        out: Text,
+        cols: list[Column],
+        bar: int,
+        plot_w: int,
+        event_cols: list[int],
+        would_fire_at: tuple[int, ...],
+    ) -> None:
+        """The marker row: where a compaction happened (the selected one highlighted;
+        their cells are kept for clicks) and where the policy would fire."""
         marks = [(" ", "axis")] * plot_w
-        for i in replay_cols:
-            x = i * bar
-            if x < plot_w:
-                marks[x] = (REPLAY_MARK, "replay")
+        for i, c in enumerate(cols):
+            if any(
+                c.first_index <= fire <= c.last_index or (i == 0 and fire < c.first_index)
+                for fire in would_fire_at
+            ):
+                x = i * bar
+                if x < plot_w:
+                    marks[x] = (REPLAY_MARK, "replay")
         self._marker_cells = []
         for pos, i in enumerate(event_cols):
             x = min(plot_w - 1, i * bar)
@@ -253,29 +246,17 @@ class TimelineChart(Widget, can_focus=True):
             out.append(ch, self._style(name))
         out.append("\n")
 
-        # X axis: first and last message index of the plotted turns.
-        if cols:
-            left = f"msg {cols[0].first_index}"
-            right = f"msg {cols[-1].last_index}"
-            used = min(plot_w, len(cols) * bar)
-            gap = max(1, used - len(left) - len(right))
-            out.append(" " * GUTTER + left + " " * gap + right, self._style("axis"))
-        else:
-            out.append(" " * GUTTER + "no assistant turns to plot", self._style("axis"))
-        out.append("\n")
-
+    def _legend(self, reserve: bool) -> Text:
         legend = Text()
         legend.append(f"{MEASURED} measured  ", self._style("measured"))
         legend.append(f"{ESTIMATED} counted  ", self._style("estimated"))
         legend.append(f"{THRESHOLD_LINE} threshold  ", self._style("threshold"))
         legend.append(f"{WINDOW_LINE} window  ", self._style("window"))
-        if thr.output_reservation:
+        if reserve:
             legend.append(f"{RESERVE_LINE} output reserve  ", self._style("reserve"))
         legend.append(f"{EVENT_MARK} compaction  ", self._style("marker"))
         legend.append(f"{REPLAY_MARK} would fire", self._style("replay"))
-        out.append(" " * GUTTER)
-        out.append_text(legend)
-        return out
+        return legend
 
     # --------------------------------------------------------------------- mouse
 
@@ -286,3 +267,62 @@ class TimelineChart(Widget, can_focus=True):
         best = min(range(len(self._marker_cells)), key=lambda k: abs(self._marker_cells[k] - x))
         if abs(self._marker_cells[best] - x) <= 3:
             self.select(best)
+
+
+def _row_of(value: int, rows: int, top: int) -> int:
+    """The row (counted up from the bottom) a token value falls on."""
+    return min(rows - 1, int(value * rows / top))
+
+
+def _draw_limits(
+    cells: list[list[tuple[str, str]]], thr: Threshold, top: int
+) -> dict[int, tuple[int, str, int]]:
+    """Draw the window, output-reserve and threshold lines across ``cells``; where two
+    fall on one row the higher rank (threshold > reserve > window) is drawn and labelled.
+    Returns ``{row: (value, style name, rank)}`` for the axis labels."""
+    rows, width = len(cells), len(cells[0]) if cells else 0
+    lines: list[tuple[int, str, str, int]] = [(thr.context_window, WINDOW_LINE, "window", 1)]
+    if thr.output_reservation:
+        lines.append((thr.effective_window, RESERVE_LINE, "reserve", 2))
+    lines.append((thr.threshold_tokens, THRESHOLD_LINE, "threshold", 3))
+    label_rows: dict[int, tuple[int, str, int]] = {}
+    for value, ch, name, rank in lines:
+        r = rows - 1 - _row_of(value, rows, top)
+        held = label_rows.get(r)
+        if held is None or rank > held[2]:
+            label_rows[r] = (value, name, rank)
+            cells[r] = [(ch, name)] * width
+    return label_rows
+
+
+def _draw_bars(
+    cells: list[list[tuple[str, str]]],
+    cols: list[Column],
+    bar: int,
+    top: int,
+    event_cols: set[int],
+) -> None:
+    """Draw each column's bar (measured solid with eighth-block tops, counted shaded),
+    and a compaction's rule above its column's bar."""
+    rows, plot_w = len(cells), len(cells[0]) if cells else 0
+    for i, col in enumerate(cols):
+        p = col.point
+        full, rem = divmod(round(p.tokens * rows * 8 / top), 8)
+        x0 = i * bar
+        measured = p.measured
+        name = "measured" if measured else "estimated"
+        for r_up in range(rows):
+            r = rows - 1 - r_up
+            if r_up < full:
+                ch = MEASURED if measured else ESTIMATED
+            elif r_up == full and rem:
+                ch = EIGHTHS[rem] if measured else (ESTIMATED_TOP if rem >= 4 else " ")
+                if ch == " ":
+                    continue
+            else:
+                if i in event_cols and cells[r][x0][0] == " ":
+                    cells[r][x0] = (EVENT_RULE, "marker")
+                continue
+            for dx in range(bar):
+                if x0 + dx < plot_w:
+                    cells[r][x0 + dx] = (ch, name)
