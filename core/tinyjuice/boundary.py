@@ -897,6 +897,36 @@ def _stub_result(call_id: str, name: str) -> Message:
     )
 
 
+def _paired(messages: Sequence[Message]) -> tuple[list[bool], set[tuple[int, int]]]:
+    """Which messages to keep (a tool result only when an earlier call has its id and
+    no result for that call came yet), and the calls answered, as (message, position)."""
+    open_calls: dict[str, tuple[int, int]] = {}
+    answered: set[tuple[int, int]] = set()
+    keep = [True] * len(messages)
+    for i, m in enumerate(messages):
+        if m.role is Role.TOOL:
+            occurrence = (
+                open_calls.pop(m.tool_call_id, None) if m.tool_call_id is not None else None
+            )
+            if occurrence is None:
+                keep[i] = False
+            else:
+                answered.add(occurrence)
+        elif m.tool_calls:
+            for pos, call in enumerate(m.tool_calls):
+                open_calls[call.id] = (i, pos)
+    return keep, answered
+
+
+def _in_flight_group(messages: Sequence[Message]) -> int:
+    """The message whose calls open the final tool group, when nothing but its results
+    (if any) follows it; else -1."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role is not Role.TOOL:
+            return i if messages[i].tool_calls else -1
+    return -1
+
+
 def sanitize_tool_pairs(
     messages: Sequence[Message],
     *,
@@ -913,33 +943,9 @@ def sanitize_tool_pairs(
     waiting for results are left as they are.
     """
     policy = OrphanCallPolicy(orphan_calls)
-    n = len(messages)
-    open_calls: dict[str, tuple[int, int]] = {}
-    answered: set[tuple[int, int]] = set()
-    keep = [True] * n
-    removed = 0
-    for i, m in enumerate(messages):
-        if m.role is Role.TOOL:
-            occurrence = (
-                open_calls.pop(m.tool_call_id, None) if m.tool_call_id is not None else None
-            )
-            if occurrence is None:
-                keep[i] = False
-                removed += 1
-            else:
-                answered.add(occurrence)
-        elif m.tool_calls:
-            for pos, call in enumerate(m.tool_calls):
-                open_calls[call.id] = (i, pos)
-
-    in_flight = -1
-    if keep_in_flight:
-        for i in range(n - 1, -1, -1):
-            if messages[i].role is not Role.TOOL:
-                if messages[i].tool_calls:
-                    in_flight = i
-                break
-
+    keep, answered = _paired(messages)
+    removed = keep.count(False)
+    in_flight = _in_flight_group(messages) if keep_in_flight else -1
     out: list[Message] = []
     stubs: list[Message] = []
     stripped = bridged = dropped = held = 0

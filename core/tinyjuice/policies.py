@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeAlias, runtime_checkable
@@ -760,6 +760,35 @@ def extend_usage_series(
     return _series(transcript, tokens, j, kept, last, kept_media)
 
 
+def _measured_prompts(transcript: Transcript, start: int) -> dict[int, int]:
+    """``{message index: prompt tokens}`` of the usage records from message ``start`` on
+    (a record with no index, or no tokens, measures nothing)."""
+    n = len(transcript.messages)
+    measured: dict[int, int] = {}
+    for u in transcript.usage:
+        i = u.message_index
+        if i is None or not start <= i < n or u.prompt_tokens <= 0:
+            continue
+        measured[i] = u.prompt_tokens
+    return measured
+
+
+def _after_last_point(
+    last: UsagePoint,
+    prefix: Sequence[int],
+    live: int,
+    n: int,
+    count_kind: Callable[[int, int], CountKind],
+) -> tuple[int, CountKind]:
+    """The next prompt's size and kind from the last point of the live context (which
+    starts at message ``live`` of ``n``): it, plus the messages counted since."""
+    since = prefix[n] - prefix[last.message_index]
+    if last.measured:
+        return last.tokens + since, CountKind.MEASURED if not since else CountKind.ESTIMATED
+    # A count plus counted messages: the same kind, unless they hold an image.
+    return last.tokens + since, count_kind(live, n) if last.kind is CountKind.EXACT else last.kind
+
+
 def _series(
     transcript: Transcript,
     tokens: TranscriptTokens,
@@ -774,12 +803,7 @@ def _series(
     n = len(msgs)
     prefix = tokens.prefix
     static = tokens.system_prompt + tokens.tools
-    measured: dict[int, int] = {}
-    for u in transcript.usage:
-        i = u.message_index
-        if i is None or not start <= i < n or u.prompt_tokens <= 0:
-            continue
-        measured[i] = u.prompt_tokens
+    measured = _measured_prompts(transcript, start)
     assistant = Role.ASSISTANT
     turns = [i for i in range(start, n) if msgs[i].role is assistant]
     extra = [i for i in measured if msgs[i].role is not assistant]
@@ -823,13 +847,7 @@ def _series(
     live = resets[-1] if resets else 0
     last = points[-1] if points else None
     if last is not None and last.message_index >= live:
-        since = prefix[n] - prefix[last.message_index]
-        next_tokens = last.tokens + since
-        if last.measured:
-            next_kind = CountKind.MEASURED if not since else CountKind.ESTIMATED
-        else:
-            # A count plus counted messages: the same kind, unless they hold an image.
-            next_kind = count_kind(live, n) if last.kind is CountKind.EXACT else last.kind
+        next_tokens, next_kind = _after_last_point(last, prefix, live, n, count_kind)
     else:
         next_tokens = max(0, static + prefix[n] - prefix[min(live, n)] + offset)
         next_kind = count_kind(live, n)
