@@ -719,9 +719,21 @@ def _assemble(
     omitted: Mapping[str, int],
     focus: str | None = None,
     appendix_id: str | None = None,
+    blocks: dict[tuple[str, ...], str] | None = None,
 ) -> StructuredSummary:
+    """The summary of the ``chosen`` items. ``blocks`` keeps each category's bullets
+    by its items, for the next render of the same draft (one category changes at a
+    time while it is fitted)."""
+
     def block(key: str) -> str:
-        return "\n".join(_bullet(i) for i in chosen.get(key, ()))
+        items = chosen.get(key, ())
+        if blocks is None:
+            return "\n".join(_bullet(i) for i in items)
+        memo_key = (key, *items)
+        done = blocks.get(memo_key)
+        if done is None:
+            done = blocks[memo_key] = "\n".join(_bullet(i) for i in items)
+        return done
 
     def labelled(*pairs: tuple[str, str]) -> str:
         out = [f"{label}:\n{block(key)}" for label, key in pairs if chosen.get(key)]
@@ -1267,6 +1279,8 @@ class _Draft:
     #: The non-empty categories last hashed, in order: ``(key, items, sha256 state after
     #: the header and every category up to this one)`` (see appendix_id).
     states: list[tuple[str, list[str], Any]] = field(default_factory=list)
+    #: Each category's bullets by its chosen items, across renders (see _assemble).
+    blocks: dict[tuple[str, ...], str] = field(default_factory=dict)
 
     def render(self) -> tuple[str, str | None, StructuredSummary, str]:
         """``(appendix, appendix id, summary, text)`` for the items as they are now."""
@@ -1276,7 +1290,9 @@ class _Draft:
             else ""
         )
         appendix_id = _appendix_id(listed)
-        summary = _assemble(self.n_messages, self.chosen, self.omitted, self.focus, appendix_id)
+        summary = _assemble(
+            self.n_messages, self.chosen, self.omitted, self.focus, appendix_id, self.blocks
+        )
         return listed, appendix_id, summary, summary.render()
 
     def text(self, placeholder: bool = False) -> str:
@@ -1293,7 +1309,7 @@ class _Draft:
         else:
             appendix_id = self.appendix_id()
         return _assemble(
-            self.n_messages, self.chosen, self.omitted, self.focus, appendix_id
+            self.n_messages, self.chosen, self.omitted, self.focus, appendix_id, self.blocks
         ).render()
 
     def sided_count(self, budget: int, lines: TokenCounter) -> int:
