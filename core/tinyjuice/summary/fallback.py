@@ -1197,7 +1197,7 @@ def fallback_summary(
         "f" * _APPENDIX_ID_CHARS if appendix else None,
     ).render()
     # Counted line by line: its headings and labels are the same in every call.
-    lines = lines or line_counter(counter)
+    lines = line_counter(counter) if lines is None else lines
     remaining = max(0, budget_tokens - lines.count(fixed_text))
 
     # Each item's cost, shared by the two ways of choosing (a fresh memory per call when
@@ -1408,7 +1408,7 @@ class _Draft:
         # Token counts are not exactly additive (and redaction may lengthen an item): trim
         # from the lowest priority until the text fits.
         order = [key for key, _ in reversed(_CATEGORIES)]
-        lines = lines or line_counter(counter)
+        lines = line_counter(counter) if lines is None else lines
         count = lines.count
         if not any(left_out.values()):
             whole = self._fit_whole(budget_tokens, count)
