@@ -87,16 +87,16 @@ class _Writer(Protocol):
 
 
 #: The reader modules imported so far, by format name (a dataset asks once per line).
-_READERS: dict[str, _Reader] = {}
+_IMPORTED: dict[str, _Reader] = {}
 
 
 def _module(name: str) -> _Reader:
-    reader = _READERS.get(name)
+    reader = _IMPORTED.get(name)
     if reader is not None:
         return reader
     try:
         # Imported on first use; the type checker holds each module to _Reader (below).
-        reader = _READERS[name] = cast(_Reader, importlib.import_module(_MODULES[name]))
+        reader = _IMPORTED[name] = cast(_Reader, importlib.import_module(_MODULES[name]))
         return reader
     except KeyError:
         raise LoadError(
