@@ -509,6 +509,7 @@ def _summarise(
     counter: TokenCounter,
     provider: SummaryProvider | None,
     redact: bool,
+    lines: TokenCounter | None = None,
 ) -> _Summary:
     # The whole region is redacted first, the fallback included: its own redaction of
     # the items it emits cannot see a secret's context (``password=/a/b.txt`` would leave
@@ -537,7 +538,7 @@ def _summarise(
                 return out
     # Nothing archives a batch's appendix: the summary only counts what it left out.
     fb = fallback_summary(
-        source, budget_tokens=budget, counter=counter, redact=redact, appendix=False
+        source, budget_tokens=budget, counter=counter, redact=redact, appendix=False, lines=lines
     )
     out.fallback += 1
     out.message = render_summary_message(
@@ -621,9 +622,6 @@ def _work_on(transcript: Transcript, options: BatchOptions) -> Transcript:
     return live_view(transcript)
 
 
-# Long on purpose: the status ladder (under target, rules, summary search, failed, still
-# over, compressed) reads best in one place; the stages are _rules_stage and
-# _search_summary.
 def compress_trajectory(
     transcript: Transcript,
     options: BatchOptions,
@@ -644,6 +642,26 @@ def compress_trajectory(
     this transcript, when it did.
     """
     started = time.perf_counter()
+    result = _compress(transcript, options, counter, tokens, provider, index, target)
+    return replace(
+        result, metrics=replace(result.metrics, duration_s=time.perf_counter() - started)
+    )
+
+
+# Long on purpose: the status ladder (under target, rules, summary search, failed, still
+# over, compressed) reads best in one place; the stages are _rules_stage and
+# _search_summary.
+def _compress(
+    transcript: Transcript,
+    options: BatchOptions,
+    counter: TokenCounter | None,
+    tokens: TranscriptTokens | None,
+    provider: SummaryProvider | None,
+    index: BoundaryIndex | None,
+    target: int | None,
+) -> TrajectoryResult:
+    """:func:`compress_trajectory` without its duration (``duration_s`` 0: the batch
+    times the whole line instead)."""
     counter = counter or default_counter()
     tokens = tokens or count_transcript(transcript, counter)
     n = len(transcript.messages)
@@ -661,42 +679,41 @@ def compress_trajectory(
         tokens_after_kind=tokens.kind.value,
     )
 
-    def done(result: TrajectoryResult) -> TrajectoryResult:
-        m = replace(result.metrics, duration_s=time.perf_counter() - started)
-        return replace(result, metrics=m, changed=result.transcript is not transcript)
+    def done(
+        work: Transcript,
+        metrics: TrajectoryMetrics,
+        plan: RegionPlan | None = None,
+        message: Message | None = None,
+    ) -> TrajectoryResult:
+        return TrajectoryResult(work, metrics, plan, message, work is not transcript)
 
     if tokens.total <= target:
-        return done(TrajectoryResult(transcript, base, None))
+        return done(transcript, base)
 
     idx = index or BoundaryIndex(transcript.messages)
     work, work_tokens, work_idx, rules_applied, rules_span = _rules_stage(
         transcript, options, counter, tokens, idx
     )
 
-    after_rules = replace(
-        base,
-        tokens_after=work_tokens.total,
-        tokens_after_kind=work_tokens.kind.value,
-        turns_after=len(work.messages),
-        rules_applied=rules_applied,
-        region_start=rules_span[0] if rules_span else None,
-        region_end=rules_span[1] if rules_span else None,
+    # Without a rewrite the figures are the input's (the same values as ``base``).
+    after_rules = (
+        base
+        if work is transcript
+        else replace(
+            base,
+            tokens_after=work_tokens.total,
+            tokens_after_kind=work_tokens.kind.value,
+            turns_after=len(work.messages),
+            rules_applied=rules_applied,
+            region_start=rules_span[0] if rules_span else None,
+            region_end=rules_span[1] if rules_span else None,
+        )
     )
     if work_tokens.total <= target:
-        return done(
-            TrajectoryResult(work, replace(after_rules, status=TrajectoryStatus.COMPRESSED), None)
-        )
+        return done(work, replace(after_rules, status=TrajectoryStatus.COMPRESSED))
 
     plan, best, summary, (calls, errors, fallbacks) = _search_summary(
         work, work_tokens, work_idx, target, options, counter, provider
-    )
-    metrics = replace(
-        after_rules,
-        summary_calls=calls,
-        summary_errors=errors,
-        fallback_summaries=fallbacks,
-        failure_class=summary.failure_class,
-        error=summary.error,
     )
     if summary.message is None and summary.errors:
         # Auth / network: nothing may be dropped, not even the rules' rewrite.
@@ -708,7 +725,7 @@ def compress_trajectory(
             failure_class=summary.failure_class,
             error=summary.error,
         )
-        return done(TrajectoryResult(transcript, failed, plan))
+        return done(transcript, failed, plan)
     if best is None:
         status = (
             TrajectoryStatus.COMPRESSED
@@ -716,23 +733,26 @@ def compress_trajectory(
             else TrajectoryStatus.STILL_OVER_LIMIT
         )
         reason = plan.reason if plan is not None else None
-        return done(
-            TrajectoryResult(
-                work,
-                replace(metrics, status=status, error=metrics.error or reason),
-                plan,
-            )
+        metrics = replace(
+            after_rules,
+            status=status,
+            summary_calls=calls,
+            summary_errors=errors,
+            fallback_summaries=fallbacks,
+            failure_class=summary.failure_class,
+            error=summary.error or reason,
         )
+        return done(work, metrics, plan)
     new, after, message, used, chosen = best
-    if rules_span is not None:
-        region = (rules_span[0], rules_span[1])
-    else:
-        region = (chosen.head_end, chosen.end)
+    region = rules_span if rules_span is not None else (chosen.head_end, chosen.end)
     final = replace(
-        metrics,
+        after_rules,
         status=TrajectoryStatus.COMPRESSED
         if after <= target
         else TrajectoryStatus.STILL_OVER_LIMIT,
+        summary_calls=calls,
+        summary_errors=errors,
+        fallback_summaries=fallbacks,
         tokens_after=after,
         tokens_after_kind=counter.kind.value,
         turns_after=len(new.messages),
@@ -741,7 +761,7 @@ def compress_trajectory(
         failure_class=used.failure_class,
         error=used.error,
     )
-    return done(TrajectoryResult(new, final, chosen, message))
+    return done(new, final, chosen, message)
 
 
 #: The best compaction found: the new transcript, its tokens, the summary message as
@@ -785,7 +805,8 @@ def _search_summary(
     wmsgs = work.messages
     reserve = options.summary_tokens
     wrapper = _wrapper_cost(counter)
-    # The same counts; the summary's lines were counted as it was fitted (and kept).
+    # The same counts; the summary's lines were counted as it was fitted (and kept), and
+    # so were its sections, by this one counter (the fallback is handed it).
     lines = line_counter(counter)
     body_budget = max(_MIN_SUMMARY_BODY, options.summary_tokens - wrapper)
     plan: RegionPlan | None = None
@@ -805,7 +826,7 @@ def _search_summary(
         if not plan.compressible:
             break
         head, end = plan.head_end, plan.end
-        summary = _summarise(wmsgs[head:end], body_budget, counter, provider, options.redact)
+        summary = _summarise(wmsgs[head:end], body_budget, counter, provider, options.redact, lines)
         calls += summary.calls
         errors += summary.errors
         fallbacks += summary.fallback
@@ -857,15 +878,7 @@ def _fit(
     idx = BoundaryIndex(transcript.messages) if estimate else None
 
     def run(tokens: TranscriptTokens) -> TrajectoryResult:
-        return compress_trajectory(
-            transcript,
-            options,
-            counter=counter,
-            tokens=tokens,
-            provider=provider,
-            index=idx,
-            target=target,
-        )
+        return _compress(transcript, options, counter, tokens, provider, idx, target)
 
     if not estimate:
         return run(count_transcript(transcript, counter))

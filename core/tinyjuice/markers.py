@@ -66,6 +66,11 @@ def strip_summary_wrappers(text: str) -> str:
     like a preamble (it mentions "background reference", "latest user message", …) is
     dropped too, which covers preambles written by other tools and older versions.
     """
+    return text.strip() if _plain(text) else _strip_all(text)
+
+
+def _strip_all(text: str) -> str:
+    """:func:`strip_summary_wrappers`, every pass run."""
     out = text.replace("\r\n", "\n")
     out = out.replace(HANDOFF_PREAMBLE, "")
     out = out.replace(END_MARKER, "")
@@ -74,6 +79,20 @@ def strip_summary_wrappers(text: str) -> str:
     out = _strip_openers(out)
     out = re.sub(r"\n{3,}", "\n\n", out)
     return out.strip()
+
+
+def _plain(text: str) -> bool:
+    """Whether no pass of :func:`_strip_all` but the final strip can change ``text``:
+    every wrapper it removes holds one of the first three strings (its patterns are
+    case-sensitive), and the last two are the line breaks it normalises. A summary
+    being wrapped is usually plain: a few substring looks instead of every pass."""
+    return (
+        "[END OF" not in text
+        and "[CONTEXT" not in text
+        and HANDOFF_PREAMBLE not in text
+        and "\r\n" not in text
+        and "\n\n\n" not in text
+    )
 
 
 def _strip_openers(text: str) -> str:

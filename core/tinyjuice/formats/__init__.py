@@ -86,10 +86,18 @@ class _Writer(Protocol):
     def write(self, transcript: Transcript, *, jsonl: bool | None = None) -> bytes: ...
 
 
+#: The reader modules imported so far, by format name (a dataset asks once per line).
+_IMPORTED: dict[str, _Reader] = {}
+
+
 def _module(name: str) -> _Reader:
+    reader = _IMPORTED.get(name)
+    if reader is not None:
+        return reader
     try:
         # Imported on first use; the type checker holds each module to _Reader (below).
-        return cast(_Reader, importlib.import_module(_MODULES[name]))
+        reader = _IMPORTED[name] = cast(_Reader, importlib.import_module(_MODULES[name]))
+        return reader
     except KeyError:
         raise LoadError(
             None, f"unknown format {clip(name)}", expected="one of " + ", ".join(FORMAT_NAMES)

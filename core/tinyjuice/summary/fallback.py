@@ -719,9 +719,21 @@ def _assemble(
     omitted: Mapping[str, int],
     focus: str | None = None,
     appendix_id: str | None = None,
+    blocks: dict[tuple[str, ...], str] | None = None,
 ) -> StructuredSummary:
+    """The summary of the ``chosen`` items. ``blocks`` keeps each category's bullets
+    by its items, for the next render of the same draft (one category changes at a
+    time while it is fitted)."""
+
     def block(key: str) -> str:
-        return "\n".join(_bullet(i) for i in chosen.get(key, ()))
+        items = chosen.get(key, ())
+        if blocks is None:
+            return "\n".join(_bullet(i) for i in items)
+        memo_key = (key, *items)
+        done = blocks.get(memo_key)
+        if done is None:
+            done = blocks[memo_key] = "\n".join(_bullet(i) for i in items)
+        return done
 
     def labelled(*pairs: tuple[str, str]) -> str:
         out = [f"{label}:\n{block(key)}" for label, key in pairs if chosen.get(key)]
@@ -921,7 +933,8 @@ class LineCounter:
         return total
 
     def _sum(self, text: str) -> int:
-        return sum(map(self.inner.count, _stretches(text)))
+        # One call for all the stretches: most are cached, and a call each costs more.
+        return sum(self.inner.count_many(_stretches(text)))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         return [self.count(t) for t in texts]
@@ -1049,6 +1062,34 @@ def _allocate(
     return chosen, omitted
 
 
+def _take_all(
+    items: Mapping[str, list[str]], room: int, counter: TokenCounter, memo: dict[str, int]
+) -> tuple[dict[str, list[str]], dict[str, list[str]]] | None:
+    """What :func:`_allocate` returns when every item fits ``room``, counted the way it
+    counts them (``memo``: item → cost); None when they do not all fit, or when
+    ``_allocate`` would rather not count them all (its floors).
+
+    ``_allocate`` takes an item only where its cost is within the room still unspent,
+    and its last pass offers every item skipped to that room. So when the costs add up
+    to at most ``room``, each item is taken (what is unspent is at least the cost of
+    those still out): every item chosen, in order, none left out (a short middle, the
+    common case in a batch), without its passes.
+    """
+    lines = [i for key, _ in _CATEGORIES for i in items[key]]
+    if sum(map(len, lines)) > _FLOORS_OVER * max(room, 1):
+        return None  # most likely too many: _allocate's floors decide without counting
+    new = [i for i in dict.fromkeys(lines) if i not in memo]
+    if new:
+        for i, c in zip(new, counter.count_many([_bullet(i) for i in new]), strict=True):
+            memo[i] = c + 1
+    if sum(map(memo.__getitem__, lines)) > room:
+        return None
+    return (
+        {key: list(items[key]) for key, _ in _CATEGORIES},
+        {key: [] for key, _ in _CATEGORIES},
+    )
+
+
 #: Categories a focus topic reorders (asks stay newest first, last turns in order).
 _FOCUSABLE: tuple[str, ...] = (
     "artifacts",
@@ -1091,6 +1132,7 @@ def fallback_summary(
     focus: str | None = None,
     appendix: bool = True,
     redactor: Callable[[str], str] | None = None,
+    lines: TokenCounter | None = None,
 ) -> FallbackSummary:
     """A model-free summary of ``middle`` (messages that were ALREADY redacted).
 
@@ -1136,6 +1178,9 @@ def fallback_summary(
     more, and so do the items of ``omitted_items`` (each category when first read).
     Linear in the size of ``middle``. ``redactor`` (default: a fresh
     :class:`TextRedactor`) is the text redaction used, to share its memory across calls.
+    ``lines`` (default: a fresh :func:`line_counter` of ``counter``) counts the summary's
+    text; a caller counting the summary message again passes its own to reuse the
+    sections counted here.
     """
     counter = counter or default_counter()
     red: Callable[[str], str] = (redactor or TextRedactor()) if redact else _same
@@ -1152,11 +1197,17 @@ def fallback_summary(
         "f" * _APPENDIX_ID_CHARS if appendix else None,
     ).render()
     # Counted line by line: its headings and labels are the same in every call.
-    remaining = max(0, budget_tokens - line_counter(counter).count(fixed_text))
+    lines = line_counter(counter) if lines is None else lines
+    remaining = max(0, budget_tokens - lines.count(fixed_text))
 
-    chosen, left_out = _allocate(
-        items, remaining, counter, None if memo is None else memo.costs.setdefault(counter, {})
-    )
+    # Each item's cost, shared by the two ways of choosing (a fresh memory per call when
+    # no redactor carries one: the same costs as counting them in _allocate).
+    costs: dict[str, int] = {} if memo is None else memo.costs.setdefault(counter, {})
+    chosen_all = _take_all(items, remaining, counter, costs)
+    if chosen_all is None:
+        chosen, left_out = _allocate(items, remaining, counter, costs)
+    else:
+        chosen, left_out = chosen_all
 
     if isinstance(red, TextRedactor):
         # Every item chosen or left out is redacted once (now, by each render of the
@@ -1168,7 +1219,7 @@ def fallback_summary(
     draft = _Draft(len(middle), chosen, left_out, omitted, focus, appendix, red)
     if memo is not None and redact:
         draft.bullet_memo = memo.bullets
-    listed, appendix_id, summary, text, tokens = draft.fit(budget_tokens, counter)
+    listed, appendix_id, summary, text, tokens = draft.fit(budget_tokens, counter, lines)
 
     included = {key: len(v) for key, v in chosen.items()}
     return FallbackSummary(
@@ -1229,6 +1280,8 @@ class _Draft:
     #: The non-empty categories last hashed, in order: ``(key, items, sha256 state after
     #: the header and every category up to this one)`` (see appendix_id).
     states: list[tuple[str, list[str], Any]] = field(default_factory=list)
+    #: Each category's bullets by its chosen items, across renders (see _assemble).
+    blocks: dict[tuple[str, ...], str] = field(default_factory=dict)
 
     def render(self) -> tuple[str, str | None, StructuredSummary, str]:
         """``(appendix, appendix id, summary, text)`` for the items as they are now."""
@@ -1238,7 +1291,9 @@ class _Draft:
             else ""
         )
         appendix_id = _appendix_id(listed)
-        summary = _assemble(self.n_messages, self.chosen, self.omitted, self.focus, appendix_id)
+        summary = _assemble(
+            self.n_messages, self.chosen, self.omitted, self.focus, appendix_id, self.blocks
+        )
         return listed, appendix_id, summary, summary.render()
 
     def text(self, placeholder: bool = False) -> str:
@@ -1255,7 +1310,7 @@ class _Draft:
         else:
             appendix_id = self.appendix_id()
         return _assemble(
-            self.n_messages, self.chosen, self.omitted, self.focus, appendix_id
+            self.n_messages, self.chosen, self.omitted, self.focus, appendix_id, self.blocks
         ).render()
 
     def sided_count(self, budget: int, lines: TokenCounter) -> int:
@@ -1345,7 +1400,7 @@ class _Draft:
         return _bullet(self.redact(item)).encode()
 
     def fit(
-        self, budget_tokens: int, counter: TokenCounter
+        self, budget_tokens: int, counter: TokenCounter, lines: TokenCounter | None = None
     ) -> tuple[str, str | None, StructuredSummary, str, int]:
         """Rendered within ``budget_tokens``: trimmed from the lowest priority, then the
         room the note did not need handed back; ``(…render(), tokens)``."""
@@ -1353,8 +1408,12 @@ class _Draft:
         # Token counts are not exactly additive (and redaction may lengthen an item): trim
         # from the lowest priority until the text fits.
         order = [key for key, _ in reversed(_CATEGORIES)]
-        lines = line_counter(counter)
+        lines = line_counter(counter) if lines is None else lines
         count = lines.count
+        if not any(left_out.values()):
+            whole = self._fit_whole(budget_tokens, count)
+            if whole is not None:
+                return whole
         while True:
             tokens = count(self.text())
             if tokens <= budget_tokens or not any(chosen[k] for k in order):
@@ -1375,6 +1434,17 @@ class _Draft:
         # Rendered in full once, with the appendix (the text was counted last time).
         listed, appendix_id, summary, text = self.render()
         return listed, appendix_id, summary, text, count(text)
+
+    def _fit_whole(
+        self, budget_tokens: int, count: Callable[[str], int]
+    ) -> tuple[str, str | None, StructuredSummary, str, int] | None:
+        """:meth:`fit`'s result when nothing was left out and every item fits: rendered
+        and counted once (no appendix, no id: :meth:`text` and :meth:`render` agree
+        then); None when the text is over ``budget_tokens`` (the trim decides)."""
+        summary = _assemble(self.n_messages, self.chosen, self.omitted, self.focus, None)
+        text = summary.render()
+        tokens = count(text)
+        return None if tokens > budget_tokens else ("", None, summary, text, tokens)
 
 
 class _Fill:
