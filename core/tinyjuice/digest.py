@@ -354,7 +354,9 @@ def _plural(n: int, word: str) -> str:
 
 
 def _size(body: str) -> str:
-    return f"{_plural(_count_lines(body), 'line')}, {_plural(_byte_len(body), 'byte')}"
+    """``"N lines, M bytes"``: :func:`_plural` of both, written out (one call per digest)."""
+    lines, size = _count_lines(body), _byte_len(body)
+    return f"{lines:,} line{'' if lines == 1 else 's'}, {size:,} byte{'' if size == 1 else 's'}"
 
 
 def _one_line(text: str) -> str:
@@ -426,6 +428,8 @@ def _status(out: _Output, *, show_exit: bool) -> list[str]:
 
 
 def _tail(out: _Output, *, show_exit: bool, extra: Sequence[str] = ()) -> str:
+    if not (show_exit or extra or out.is_error) and out.exit_code is None:
+        return _size(out.body)  # most outputs: nothing before the size
     return ", ".join([*_status(out, show_exit=show_exit), *extra, _size(out.body)])
 
 
@@ -567,7 +571,8 @@ def _search(name: str, args: Any, out: _Output) -> str:
         elif _NONE_RE.match(head):
             count = "0 matches"
         else:
-            count = _plural(sum(1 for ln in out.body.splitlines() if ln.strip()), "result line")
+            # The lines that are not blank, counted at C speed (no Python step per line).
+            count = _plural(sum(map(bool, map(str.strip, out.body.splitlines()))), "result line")
     if not evidence and doc is None:
         evidence = _lines_head(out.body, _EVIDENCE_LINES, _FOUND_RE)
         if _NONE_RE.match(out.body[:200]):
@@ -833,31 +838,33 @@ def _with_text(msg: Message, text: str) -> Message:
 
 def _with_only_text(msg: Message, first: TextPart, text: str) -> Message:
     """:func:`_with_text` of a message whose one part is ``first`` (nearly every tool
-    result), each object built in one call: a third of the plain way's time, which
-    adds up over tens of thousands of digests. Every field is named, so a field added
-    to the model fails the test comparing the two (tests/core/test_digest_fast_paths)."""
+    result), each object built in one positional call: a fraction of the plain way's
+    time, which adds up over tens of thousands of digests. The arguments follow each
+    class's field order; the test comparing the two ways gives every field a value of
+    its own (tests/core/test_digest_fast_paths), so a field added to the model or moved
+    fails it."""
     e = msg.meta
     meta = MessageMeta(
-        is_summary=e.is_summary,
-        is_injected=e.is_injected,
-        injected_kind=e.injected_kind,
-        source_id=e.source_id,
-        original_index=e.original_index,
-        orphan=e.orphan,
-        is_error=e.is_error,
-        sidechain=e.sidechain,
-        generated_by="digest",
+        e.is_summary,
+        e.is_injected,
+        e.injected_kind,
+        e.source_id,
+        e.original_index,
+        e.orphan,
+        e.is_error,
+        e.sidechain,
+        "digest",  # generated_by
     )
     return Message(
-        role=msg.role,
-        parts=(TextPart(text, first.extra, first.kind),),
-        tool_calls=msg.tool_calls,
-        tool_call_id=msg.tool_call_id,
-        tool_name=msg.tool_name,
-        reasoning=msg.reasoning,
-        meta=meta,
-        extra=msg.extra,
-        hints=msg.hints,
+        msg.role,
+        (TextPart(text, first.extra, first.kind),),
+        msg.tool_calls,
+        msg.tool_call_id,
+        msg.tool_name,
+        msg.reasoning,
+        meta,
+        msg.extra,
+        msg.hints,
     )
 
 

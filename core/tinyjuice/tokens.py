@@ -276,6 +276,10 @@ def _message_texts(message: Message) -> list[str]:
     return texts
 
 
+#: Tokens the id of the call a tool result answers adds to the result.
+_RESULT_ID_OVERHEAD = 2
+
+
 def _media_tokens(message: Message) -> int:
     return sum(IMAGE_TOKENS for p in message.parts if isinstance(p, MediaPart))
 
@@ -283,7 +287,7 @@ def _media_tokens(message: Message) -> int:
 def _fixed_overhead(message: Message, counter: TokenCounter) -> int:
     extra = counter.message_overhead + TOOL_CALL_OVERHEAD * len(message.tool_calls)
     if message.tool_call_id:
-        extra += 2
+        extra += _RESULT_ID_OVERHEAD
     return extra + _media_tokens(message)
 
 
@@ -296,8 +300,12 @@ def message_tokens(message: Message, counter: TokenCounter) -> int:
         and not message.tool_calls
         and not message.reasoning
     ):
-        # The common shape (one text, no calls, no reasoning, no media), without the list.
-        return counter.count(parts[0].text) + _fixed_overhead(message, counter)
+        # The common shape (one text, no calls, no reasoning, no media), without the list;
+        # its fixed overhead is the role's, and the result id's when it has one.
+        overhead = counter.message_overhead
+        if message.tool_call_id:
+            overhead += _RESULT_ID_OVERHEAD
+        return counter.count(parts[0].text) + overhead
     return sum(counter.count(t) for t in _message_texts(message)) + _fixed_overhead(
         message, counter
     )

@@ -1,5 +1,7 @@
 """The digest pass's shortcuts give exactly what the plain code gives: a read without a
-line range skips the range lookups; a digest's size is its lines and bytes, pluralised."""
+line range skips the range lookups; a digest's size is its lines and bytes, pluralised;
+a tail with nothing before the size is the size; a search counts its non-blank lines at
+C speed."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ from dataclasses import fields, replace
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tinyjuice import digest as digest_mod
 from tinyjuice.digest import _first, digest_line
@@ -74,12 +78,10 @@ def test_size_is_the_plural_of_lines_and_bytes(body: str) -> None:
 
 
 def _every_field_set() -> Message:
-    """A one-text tool result with every field of the model set to a non-default value,
-    so a field the fast path forgot to copy shows in the comparison."""
-    values: dict[str, Any] = {
-        f.name: (f"{f.name}-v" if f.type in ("str | None", "str") else True)
-        for f in fields(MessageMeta)
-    }
+    """A one-text tool result with every field of the model set to a value of its own
+    (flags too: no two fields are equal), so a field the fast path forgot to copy, or
+    passed in another field's place, shows in the comparison."""
+    values: dict[str, Any] = {f.name: f"{f.name}-v" for f in fields(MessageMeta)}
     values["original_index"] = 7
     meta = MessageMeta(**values)
     call = ToolCall("c9", "bash", '{"command": "ls"}')
@@ -103,3 +105,31 @@ def test_the_one_text_digest_message_equals_the_plain_rebuild() -> None:
     part = replace(msg.parts[0], text="[bash] ran `ls` -> exit 0")
     assert fast == replace(msg, parts=(part,), meta=meta)
     assert digest_mod._with_text(msg, "[bash] ran `ls` -> exit 0") == fast
+
+
+@pytest.mark.parametrize("show_exit", [False, True])
+@pytest.mark.parametrize("is_error", [False, True])
+@pytest.mark.parametrize("exit_code", [None, 0, 2])
+@pytest.mark.parametrize("extra", [(), ("status done",)])
+def test_tail_equals_the_joined_status_and_size(
+    show_exit: bool, is_error: bool, exit_code: int | None, extra: tuple[str, ...]
+) -> None:
+    out = digest_mod._Output("a\nb\n", None, exit_code, is_error)
+    plain = ", ".join(
+        [*digest_mod._status(out, show_exit=show_exit), *extra, digest_mod._size(out.body)]
+    )
+    assert digest_mod._tail(out, show_exit=show_exit, extra=extra) == plain
+
+
+#: Line boundaries ``str.splitlines`` knows, and spaces ``str.strip`` removes.
+_LINE_TEXT = st.text(
+    st.sampled_from(["a", " ", "\t", "\n", "\r", "\x0b", "\x1c", "\x85", "\u2028", "\xa0"])
+)
+
+
+@given(_LINE_TEXT)
+def test_search_counts_the_lines_that_are_not_blank(body: str) -> None:
+    body = "x" * 300 + "\n" + body  # long enough to digest; no count in its first line
+    plain = sum(1 for ln in body.splitlines() if ln.strip())
+    noun = "result line" if plain == 1 else "result lines"
+    assert f"-> {plain:,} {noun}, " in digest_line("search_files", {"pattern": "x"}, body)

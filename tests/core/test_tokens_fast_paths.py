@@ -88,3 +88,11 @@ def test_counted_kind_is_an_estimate_only_with_an_image() -> None:
     no_media = [m for m in msgs if not m.media]
     assert counted_kind(no_media, CountKind.EXACT) is CountKind.EXACT
     assert counted_kind(msgs, CountKind.MEASURED) is CountKind.MEASURED
+
+
+@pytest.mark.parametrize("call_id", [None, "", "call_1"])
+def test_a_one_text_message_costs_its_text_and_fixed_overhead(call_id: str | None) -> None:
+    counter = RoughCounter()
+    msg = Message(Role.TOOL, (TextPart("some output " * 9),), tool_call_id=call_id)
+    general = sum(counter.count(t) for t in tokens_mod._message_texts(msg))
+    assert message_tokens(msg, counter) == general + tokens_mod._fixed_overhead(msg, counter)
