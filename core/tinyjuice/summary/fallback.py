@@ -24,6 +24,7 @@ from tinyjuice.summary.scan import (
     _URL_RE,
     _command_text,
     _error_lines_many,
+    _first_paths,
     _is_shell_tool,
     _paths_many,
     _scalar_text,
@@ -454,13 +455,16 @@ def _text_items(
     found: dict[int, list[str]], lines: dict[int, list[str]], todo: _Pending
 ) -> tuple[list[str], list[str]]:
     """The path and error items of the scanned texts, in their order."""
-    named_paths, error_firsts, error_labels = todo.named_paths, todo.error_firsts, todo.error_labels
+    named_paths = todo.named_paths
     # Path and error texts are listed in message order: their indices order the items.
     ps = _path_items(sorted(named_paths.keys() | found.keys()), named_paths, found)
-    errors = _error_items(
-        sorted(lines.keys() | error_firsts.keys()), error_labels, lines, error_firsts
-    )
-    return ps, errors
+    return ps, _text_errors(lines, todo)
+
+
+def _text_errors(lines: dict[int, list[str]], todo: _Pending) -> list[str]:
+    """The error items of the scanned texts, in their order."""
+    firsts = todo.error_firsts
+    return _error_items(sorted(lines.keys() | firsts.keys()), todo.error_labels, lines, firsts)
 
 
 def _flat_facts(messages: Sequence[Message]) -> dict[str, Iterable[Any]]:
@@ -468,8 +472,9 @@ def _flat_facts(messages: Sequence[Message]) -> dict[str, Iterable[Any]]:
     :func:`_extract` gives, without marks per message (when none is remembered), and
     without a repeated tool call's items but the call (merged first seen first, the
     same)."""
-    early, _, found, lines, todo = _first_pass(messages, merged=True)
-    ps, errors = _text_items(found, lines, todo)
+    early, _, _, lines, todo = _first_pass(messages, merged=True)
+    ps = _first_paths(todo.path_texts, todo.named_paths)
+    errors = _text_errors(lines, todo)
     tools, urls, digests, commands, asks, calls = early
     return {
         "tools": tools,
@@ -521,8 +526,9 @@ def _error_items(
 # and error texts queued for one batched scan (per-kind helpers would walk them 5 times).
 def _first_pass(messages: Sequence[Message], merged: bool = False) -> _Pass:
     """The per-message pass of :func:`_extract`, the path and error texts scanned.
-    ``merged``: only the items' first occurrences matter (see :class:`_Calls`), and no
-    marks are kept (``marks`` is left empty)."""
+    ``merged``: only the items' first occurrences matter (see :class:`_Calls`), no marks
+    are kept (``marks`` is left empty) and the path texts are left to the caller
+    (:func:`tinyjuice.summary.scan._first_paths`; ``found`` is left empty)."""
     todo = _Pending()
     path_texts, error_texts, error_labels = todo.path_texts, todo.error_texts, todo.error_labels
     calls = _Calls(todo, repeats=not merged)
@@ -588,7 +594,8 @@ def _first_pass(messages: Sequence[Message], merged: bool = False) -> _Pass:
             rendered.append(calls.add(call, tools, urls, commands))
     if not merged:
         mark(map(len, sized))
-    found = _paths_many(path_texts) if path_texts else {}
+    # Merged, only first occurrences count: the caller scans the texts by token.
+    found = _paths_many(path_texts) if path_texts and not merged else {}
     return _Pass(early, marks, found, _error_lines_many(error_texts), todo)
 
 

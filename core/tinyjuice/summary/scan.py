@@ -7,10 +7,11 @@ per-text ones (tests/core/test_scan_equivalence.py).
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -407,6 +408,49 @@ def _scan_paths(texts: Sequence[str], batch: list[int], out: dict[int, list[str]
                 else:
                     found.append(p)
         pos = end
+
+
+#: Texts split into tokens at a time by :func:`_first_paths` (bounds the token list).
+_FIRST_PATHS_CHUNK = 2048
+
+
+def _first_paths(texts: Sequence[str], named: Mapping[int, str]) -> list[str]:
+    """The paths of ``texts`` in order, ``named[k]`` (a path a tool call named) first of
+    text ``k``'s, as far as first occurrences go: ``dict.fromkeys`` of the result is
+    ``dict.fromkeys`` of :func:`_chained_paths`, all a merged extraction keeps.
+
+    A path match never spans whitespace and is found the same in its whitespace-delimited
+    token read alone (each side of a token is whitespace, where the pattern behaves as at
+    the ends of a text; URLs are blanked the same way too). So each distinct token is
+    scanned once, the first time it occurs: the texts are split in C, a chunk at a time,
+    and only new tokens holding a :data:`_PATH_HINT_RE` candidate are read in Python (far
+    fewer than the candidates of :func:`_scan_paths`, which must place every one).
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    hint = _PATH_HINT_RE.search
+    cuts = sorted({*named, *range(0, len(texts), _FIRST_PATHS_CHUNK), len(texts)})
+    for a, b in itertools.pairwise(cuts):
+        first = named.get(a)
+        if first is not None:
+            out.append(first)
+        tokens = "\n".join(texts[a:b]).split()
+        for token in filter(hint, dict.fromkeys(tokens)):
+            if token not in seen:
+                seen.add(token)
+                out += _paths_in(token)
+    return out
+
+
+def _chained_paths(texts: Sequence[str], named: Mapping[int, str]) -> list[str]:
+    """Every text's paths in order, ``named[k]`` first of text ``k``'s (the readable
+    definition :func:`_first_paths` equals as far as first occurrences go)."""
+    out: list[str] = []
+    for k, text in enumerate(texts):
+        if k in named:
+            out.append(named[k])
+        out += _paths_in(text)
+    return out
 
 
 def _undiff_paths(paths: dict[str, None]) -> dict[str, None]:
