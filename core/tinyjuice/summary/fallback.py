@@ -840,6 +840,10 @@ def _piece_floor(item: str) -> int:
     return len(_PIECE_RUN_RE.findall(item)) + 2 if item.isascii() else 0
 
 
+#: The least an item can cost (:func:`_cost_floor` and every exact cost): its bullet is
+#: at least one token, and its line break one more.
+_MIN_COST = 2
+
 #: Characters of items per token of room above which :func:`_allocate` uses floors.
 _FLOORS_OVER = 8
 
@@ -955,22 +959,21 @@ def _allocate(
     :func:`_floors` accepts, an item whose :func:`_cost_floor` (then, tried once,
     :func:`_piece_floor`) already exceeds the room it is tried against cannot be taken,
     whatever its exact cost (on a long session most items are: the room is spent early).
-    Costs not counted are kept negated (``-floor``).
+    Costs not counted are kept negated (``-floor``); a floor is only worked out when its
+    item is first tried (0 until then): once the room left is below :data:`_MIN_COST`,
+    no item is tried again.
     """
     costs: dict[str, list[int]] = {}
     # Floors pay only when most items cannot fit (about 4 characters a token): else
     # nearly every item is counted anyway, after its floors.
     floors = _floors(counter) and sum(
-        len(i) for key, _ in _CATEGORIES for i in items[key]
+        sum(map(len, items[key])) for key, _ in _CATEGORIES
     ) > _FLOORS_OVER * max(room, 1)
+    known = {} if memo is None else memo
     for key, _ in _CATEGORIES:
         lines = items[key]
         if floors:
-            if memo is None:
-                costs[key] = [-_cost_floor(i) for i in lines]
-            else:
-                get = memo.get
-                costs[key] = [get(i) or -_cost_floor(i) for i in lines]
+            costs[key] = [0] * len(lines)
             continue
         if memo is None:
             costs[key] = (
@@ -984,6 +987,12 @@ def _allocate(
         costs[key] = list(map(memo.__getitem__, lines))
 
     refined: set[tuple[str, int]] = set()
+
+    def first_cost(key: str, i: int) -> int:
+        # The item's remembered exact cost, else its floor (negated).
+        item = items[key][i]
+        cost = costs[key][i] = known.get(item) or -_cost_floor(item)
+        return cost
 
     def settle(key: str, i: int, limit: int) -> int:
         # The cost of an item whose floor is within ``limit``: its finer floor (negated)
@@ -1012,6 +1021,10 @@ def _allocate(
         for key in group:
             allowance = int(group_room * _SHARES[key]) + carry
             for i, cost in enumerate(costs[key]):
+                if allowance < _MIN_COST:
+                    break
+                if not cost:
+                    cost = first_cost(key, i)
                 if cost < 0:
                     if -cost > allowance:
                         continue
@@ -1027,8 +1040,12 @@ def _allocate(
         nonlocal used
         for key in group:
             for i, cost in enumerate(costs[key]):
+                if room - used < _MIN_COST:
+                    return
                 if taken[key][i]:
                     continue
+                if not cost:
+                    cost = first_cost(key, i)
                 if cost < 0 and -cost <= room - used:
                     cost = settle(key, i, room - used)
                 if 0 < cost <= room - used:
@@ -1045,12 +1062,9 @@ def _allocate(
     leftovers(_ANCHORS)
     share_out(_VERBOSE, max(0, room - used))
     leftovers(_VERBOSE)
-    chosen = {
-        key: [item for item, ok in zip(picked[key], taken[key], strict=True) if ok]
-        for key, _ in _CATEGORIES
-    }
+    chosen = {key: list(itertools.compress(picked[key], taken[key])) for key, _ in _CATEGORIES}
     omitted = {
-        key: [item for item, ok in zip(picked[key], taken[key], strict=True) if not ok]
+        key: list(itertools.compress(picked[key], map(operator.not_, taken[key])))
         for key, _ in _CATEGORIES
     }
     return chosen, omitted
