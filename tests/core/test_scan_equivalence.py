@@ -180,7 +180,7 @@ def test_first_paths_keep_the_first_occurrences_of_the_chained_scan(
         else st.just({})
     )
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(scan_mod, "_FIRST_PATHS_CHUNK", data.draw(st.integers(1, 4)))
+        patch.setattr(scan_mod, "_FIRST_PATHS_TOKENS", data.draw(st.integers(0, 6)))
         got = _first_paths(texts, named)
     assert dict.fromkeys(got) == dict.fromkeys(_chained_paths(texts, named))
 

@@ -393,25 +393,37 @@ def _scan_paths(texts: Sequence[str], batch: list[int], out: dict[int, list[str]
         # between only makes the scan a little longer).
         start = max(rfind(" ", pos, q), rfind("\t", pos, q), rfind("\n", pos, q)) + 1 or pos
         end = token_rest(big, q).end()  # type: ignore[union-attr]  # (\S* always matches)
-        for m in scan(big, start, end):
-            if big.startswith(_CLIPPED, m.end()):
-                continue  # cut short by a clip (see _paths_in)
-            raw = m.group(0)
-            p = accepted.get(raw)
-            if p is None:
-                p = accepted[raw] = _accept_path(raw) or ""
-            if p:
-                k = batch[bisect_right(starts, m.start()) - 1]
-                found = out.get(k)
-                if found is None:
-                    out[k] = [p]
-                else:
-                    found.append(p)
+        for at, p in _accepted(big, scan(big, start, end), accepted):
+            k = batch[bisect_right(starts, at) - 1]
+            found = out.get(k)
+            if found is None:
+                out[k] = [p]
+            else:
+                found.append(p)
         pos = end
 
 
-#: Texts split into tokens at a time by :func:`_first_paths` (bounds the token list).
-_FIRST_PATHS_CHUNK = 2048
+def _accepted(
+    text: str, matches: Iterator[re.Match[str]], accepted: dict[str, str]
+) -> Iterator[tuple[int, str]]:
+    """``(start, path)`` of each of these :data:`_PATH_RE` ``matches`` in ``text`` that
+    :func:`_accept_path` takes and no clip cut short; ``accepted`` remembers its answers
+    by match ("" for none)."""
+    for m in matches:
+        if text.startswith(_CLIPPED, m.end()):
+            continue  # cut short by a clip (see _paths_in)
+        raw = m.group(0)
+        p = accepted.get(raw)
+        if p is None:
+            p = accepted[raw] = _accept_path(raw) or ""
+        if p:
+            yield m.start(), p
+
+
+#: Tokens :func:`_first_paths` holds before de-duplicating them (bounds the list).
+_FIRST_PATHS_TOKENS = 1 << 16
+#: What :func:`_first_paths` keeps of the token stream: candidates and marks.
+_HINT_OR_MARK_RE = re.compile("\n|" + _PATH_HINT_RE.pattern)
 
 
 def _first_paths(texts: Sequence[str], named: Mapping[int, str]) -> list[str]:
@@ -421,25 +433,47 @@ def _first_paths(texts: Sequence[str], named: Mapping[int, str]) -> list[str]:
 
     A path match never spans whitespace and is found the same in its whitespace-delimited
     token read alone (each side of a token is whitespace, where the pattern behaves as at
-    the ends of a text; URLs are blanked the same way too). So each distinct token is
-    scanned once, the first time it occurs: the texts are split in C, a chunk at a time,
-    and only new tokens holding a :data:`_PATH_HINT_RE` candidate are read in Python (far
-    fewer than the candidates of :func:`_scan_paths`, which must place every one).
+    the ends of a text; URLs are blanked the same way). So only each distinct token
+    holding a :data:`_PATH_HINT_RE` candidate is scanned, the first time it occurs: the
+    texts are split, de-duplicated and filtered in C, with each named path standing in
+    the token stream as a mark (its index after a line break: never a token); the new
+    tokens between marks are scanned joined, in one pass.
     """
+    keep = _HINT_OR_MARK_RE.search
+    kept: list[str] = []
+    tokens: list[str] = []
+    for a, b in itertools.pairwise(sorted({*named, 0, len(texts)})):
+        if a in named:
+            tokens.append(f"\n{a}")
+        tokens += "\n".join(texts[a:b]).split()
+        if len(tokens) > _FIRST_PATHS_TOKENS:
+            kept += filter(keep, dict.fromkeys(tokens))
+            tokens = []
+    kept += filter(keep, dict.fromkeys(tokens))
     out: list[str] = []
-    seen: set[str] = set()
-    hint = _PATH_HINT_RE.search
-    cuts = sorted({*named, *range(0, len(texts), _FIRST_PATHS_CHUNK), len(texts)})
-    for a, b in itertools.pairwise(cuts):
-        first = named.get(a)
-        if first is not None:
-            out.append(first)
-        tokens = "\n".join(texts[a:b]).split()
-        for token in filter(hint, dict.fromkeys(tokens)):
-            if token not in seen:
-                seen.add(token)
-                out += _paths_in(token)
+    accepted: dict[str, str] = {}
+    new: list[str] = []
+    for token in dict.fromkeys(kept):
+        if token[0] != "\n":
+            new.append(token)
+            continue
+        _scan_tokens(new, accepted, out)
+        new.clear()
+        out.append(named[int(token)])
+    _scan_tokens(new, accepted, out)
     return out
+
+
+def _scan_tokens(tokens: list[str], accepted: dict[str, str], out: list[str]) -> None:
+    """The paths of ``tokens`` (whitespace-free) into ``out``, in order: one scan of them
+    joined by line breaks (see :func:`_first_paths`); ``accepted`` remembers
+    :func:`_accept_path` by match ("" for none)."""
+    if not tokens:
+        return
+    joined = "\n".join(tokens)
+    if "://" in joined:
+        joined = _URL_RE.sub(" ", joined)
+    out += (p for _, p in _accepted(joined, _PATH_SCAN_RE.finditer(joined), accepted))
 
 
 def _chained_paths(texts: Sequence[str], named: Mapping[int, str]) -> list[str]:
