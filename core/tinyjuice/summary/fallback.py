@@ -720,15 +720,39 @@ def _note(
     return note
 
 
+def _block(key: str, items: Sequence[str]) -> str:
+    """A category's items as bullets, one a line."""
+    return "\n".join(_bullet(i) for i in items)
+
+
+class _Blocks:
+    """:func:`_block`, remembering each category's last items and block: a draft is
+    rendered again and again with one or two categories changed."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen: dict[str, tuple[list[str], str]] = {}
+
+    def __call__(self, key: str, items: Sequence[str]) -> str:
+        seen = self.seen.get(key)
+        if seen is not None and seen[0] == items:
+            return seen[1]
+        block = _block(key, items)
+        self.seen[key] = (list(items), block)
+        return block
+
+
 def _assemble(
     n_messages: int,
     chosen: Mapping[str, list[str]],
     omitted: Mapping[str, int],
     focus: str | None = None,
     appendix_id: str | None = None,
+    blocks: Callable[[str, Sequence[str]], str] = _block,
 ) -> StructuredSummary:
     def block(key: str) -> str:
-        return "\n".join(_bullet(i) for i in chosen.get(key, ()))
+        return blocks(key, chosen.get(key, ()))
 
     def labelled(*pairs: tuple[str, str]) -> str:
         out = [f"{label}:\n{block(key)}" for label, key in pairs if chosen.get(key)]
@@ -914,6 +938,8 @@ class LineCounter:
         self.message_overhead = counter.message_overhead
         #: Each section's count, by (its text between breaks, first, last).
         self.sections: dict[tuple[str, bool, bool], int] = {}
+        #: Each stretch's count (read back in C, not through the counter's method).
+        self.stretches: dict[str, int] = {}
 
     def count(self, text: str) -> int:
         pieces = text.split(_SECTION_BREAK)
@@ -932,7 +958,11 @@ class LineCounter:
         return total
 
     def _sum(self, text: str) -> int:
-        return sum(map(self.inner.count, _stretches(text)))
+        known = self.stretches
+        stretches = _stretches(text)
+        for stretch in set(stretches).difference(known):
+            known[stretch] = self.inner.count(stretch)
+        return sum(map(known.__getitem__, stretches))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         return [self.count(t) for t in texts]
@@ -1250,6 +1280,8 @@ class _Draft:
     #: The non-empty categories last hashed, in order: ``(key, items, sha256 state after
     #: the header and every category up to this one)`` (see appendix_id).
     states: list[tuple[str, list[str], Any]] = field(default_factory=list)
+    #: Each category's chosen items as bullets, kept between renders.
+    blocks: _Blocks = field(default_factory=_Blocks)
 
     def render(self) -> tuple[str, str | None, StructuredSummary, str]:
         """``(appendix, appendix id, summary, text)`` for the items as they are now."""
@@ -1259,7 +1291,9 @@ class _Draft:
             else ""
         )
         appendix_id = _appendix_id(listed)
-        summary = _assemble(self.n_messages, self.chosen, self.omitted, self.focus, appendix_id)
+        summary = _assemble(
+            self.n_messages, self.chosen, self.omitted, self.focus, appendix_id, self.blocks
+        )
         return listed, appendix_id, summary, summary.render()
 
     def text(self, placeholder: bool = False) -> str:
@@ -1276,7 +1310,7 @@ class _Draft:
         else:
             appendix_id = self.appendix_id()
         return _assemble(
-            self.n_messages, self.chosen, self.omitted, self.focus, appendix_id
+            self.n_messages, self.chosen, self.omitted, self.focus, appendix_id, self.blocks
         ).render()
 
     def sided_count(self, budget: int, lines: TokenCounter) -> int:
