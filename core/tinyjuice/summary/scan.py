@@ -383,33 +383,38 @@ def _scan_paths(texts: Sequence[str], batch: list[int], out: dict[int, list[str]
     big = "\n".join([texts[k] for k in batch])
     accepted: dict[str, str] = {}
     hint = _PATH_HINT_RE.search
-    scan = _PATH_SCAN_RE.finditer
     token_rest = _TOKEN_REST_RE.match
     rfind = big.rfind
     pos = 0
+    # Each distinct stretch is scanned once (a token repeats far more than a text).
+    segments: dict[str, list[str]] = {}
     while (h := hint(big, pos)) is not None:
         q = h.start()
         # Any whitespace will do as the start; these are the common ones (a rarer one in
-        # between only makes the scan a little longer).
+        # between only makes the scan a little longer). The stretch lies in one text: a
+        # line break (the join) would have been found.
         start = max(rfind(" ", pos, q), rfind("\t", pos, q), rfind("\n", pos, q)) + 1 or pos
         end = token_rest(big, q).end()  # type: ignore[union-attr]  # (\S* always matches)
-        for at, p in _accepted(big, scan(big, start, end), accepted):
-            k = batch[bisect_right(starts, at) - 1]
+        segment = big[start:end]
+        paths = segments.get(segment)
+        if paths is None:
+            paths = segments[segment] = _found_paths(segment, accepted)
+        if paths:
+            k = batch[bisect_right(starts, start) - 1]
             found = out.get(k)
             if found is None:
-                out[k] = [p]
+                out[k] = paths[:]
             else:
-                found.append(p)
+                found += paths
         pos = end
 
 
-def _accepted(
-    text: str, matches: Iterator[re.Match[str]], accepted: dict[str, str]
-) -> Iterator[tuple[int, str]]:
-    """``(start, path)`` of each of these :data:`_PATH_RE` ``matches`` in ``text`` that
+def _found_paths(text: str, accepted: dict[str, str]) -> list[str]:
+    """The paths :data:`_PATH_SCAN_RE` finds in ``text`` (URLs already blanked) that
     :func:`_accept_path` takes and no clip cut short; ``accepted`` remembers its answers
     by match ("" for none)."""
-    for m in matches:
+    out: list[str] = []
+    for m in _PATH_SCAN_RE.finditer(text):
         if text.startswith(_CLIPPED, m.end()):
             continue  # cut short by a clip (see _paths_in)
         raw = m.group(0)
@@ -417,7 +422,8 @@ def _accepted(
         if p is None:
             p = accepted[raw] = _accept_path(raw) or ""
         if p:
-            yield m.start(), p
+            out.append(p)
+    return out
 
 
 #: Tokens :func:`_first_paths` holds before de-duplicating them (bounds the list).
@@ -473,7 +479,7 @@ def _scan_tokens(tokens: list[str], accepted: dict[str, str], out: list[str]) ->
     joined = "\n".join(tokens)
     if "://" in joined:
         joined = _URL_RE.sub(" ", joined)
-    out += (p for _, p in _accepted(joined, _PATH_SCAN_RE.finditer(joined), accepted))
+    out += _found_paths(joined, accepted)
 
 
 def _chained_paths(texts: Sequence[str], named: Mapping[int, str]) -> list[str]:
