@@ -48,7 +48,7 @@ _TRICKY = (
 def test_cost_floor_never_exceeds_the_exact_cost_on_tricky_text(item: str) -> None:
     counter = _exact_counter()
     exact = counter.count(fb._bullet(item)) + 1
-    assert fb._cost_floor(item) <= exact
+    assert fb._MIN_COST <= fb._cost_floor(item) <= exact
     assert fb._piece_floor(item) <= exact
 
 
@@ -57,7 +57,8 @@ def test_cost_floor_never_exceeds_the_exact_cost_on_tricky_text(item: str) -> No
 def test_cost_floor_never_exceeds_the_exact_cost(item: str) -> None:
     counter = _exact_counter()
     exact = counter.count(fb._bullet(item)) + 1
-    assert fb._cost_floor(item) <= exact
+    # _allocate stops trying items once the room left is below _MIN_COST.
+    assert fb._MIN_COST <= fb._cost_floor(item) <= exact
     assert fb._piece_floor(item) <= exact
 
 
@@ -456,3 +457,16 @@ def test_one_line_reads_a_long_text_s_head_as_its_whole() -> None:
         assert fb._one_line(text, limit) == reference(text, limit)
 
     check()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["tools", "paths"]), st.lists(_WORDS, max_size=5))))
+def test_remembered_blocks_equal_the_plain_ones(renders: list[tuple[str, list[str]]]) -> None:
+    """A draft's blocks, rendered again and again as its items change, are the plain
+    blocks of the items as they are (a list changed in place included)."""
+    blocks = fb._Blocks()
+    kept: dict[str, list[str]] = {}
+    for key, items in renders:
+        mine = kept.setdefault(key, [])
+        mine[:] = items  # the same list, changed in place
+        assert blocks(key, mine) == fb._block(key, items)

@@ -44,6 +44,7 @@ from tinyjuice.summary import (
     error_head,
     is_summary_message,
 )
+from tinyjuice.summary import scan as scan_mod
 from tinyjuice.summary.fallback import (
     _ASK_CHARS,
     _COMMAND_CHARS,
@@ -64,8 +65,10 @@ from tinyjuice.summary.scan import (
     _PATH_RE,
     _PATH_SCAN_RE,
     _URL_RE,
+    _chained_paths,
     _command_text,
     _error_lines_many,
+    _first_paths,
     _is_shell_tool,
     _paths_in,
     _paths_many,
@@ -160,6 +163,26 @@ def test_paths_equal_the_per_text_scan(texts: list[str]) -> None:
     texts = texts + texts[:2]  # repeated texts take the de-duplicated path
     expected = {k: list(_paths_in(t)) for k, t in enumerate(texts)}
     assert _paths_many(texts) == {k: v for k, v in expected.items() if v}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_path_text | st.sampled_from(["src/a.py…", "x …", "\u2028/tmp/q.py\x1e.env"])),
+    st.data(),
+)
+def test_first_paths_keep_the_first_occurrences_of_the_chained_scan(
+    texts: list[str], data: st.DataObject
+) -> None:
+    texts = texts + texts[:3]  # repeated texts and tokens: found once
+    named = data.draw(
+        st.dictionaries(st.integers(0, max(0, len(texts) - 1)), st.sampled_from(_PATH_BITS))
+        if texts
+        else st.just({})
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scan_mod, "_FIRST_PATHS_TOKENS", data.draw(st.integers(0, 6)))
+        got = _first_paths(texts, named)
+    assert dict.fromkeys(got) == dict.fromkeys(_chained_paths(texts, named))
 
 
 # ----------------------------------------------------------- fallback extraction

@@ -24,6 +24,7 @@ from tinyjuice.summary.scan import (
     _URL_RE,
     _command_text,
     _error_lines_many,
+    _first_paths,
     _is_shell_tool,
     _paths_many,
     _scalar_text,
@@ -454,13 +455,16 @@ def _text_items(
     found: dict[int, list[str]], lines: dict[int, list[str]], todo: _Pending
 ) -> tuple[list[str], list[str]]:
     """The path and error items of the scanned texts, in their order."""
-    named_paths, error_firsts, error_labels = todo.named_paths, todo.error_firsts, todo.error_labels
+    named_paths = todo.named_paths
     # Path and error texts are listed in message order: their indices order the items.
     ps = _path_items(sorted(named_paths.keys() | found.keys()), named_paths, found)
-    errors = _error_items(
-        sorted(lines.keys() | error_firsts.keys()), error_labels, lines, error_firsts
-    )
-    return ps, errors
+    return ps, _text_errors(lines, todo)
+
+
+def _text_errors(lines: dict[int, list[str]], todo: _Pending) -> list[str]:
+    """The error items of the scanned texts, in their order."""
+    firsts = todo.error_firsts
+    return _error_items(sorted(lines.keys() | firsts.keys()), todo.error_labels, lines, firsts)
 
 
 def _flat_facts(messages: Sequence[Message]) -> dict[str, Iterable[Any]]:
@@ -468,8 +472,9 @@ def _flat_facts(messages: Sequence[Message]) -> dict[str, Iterable[Any]]:
     :func:`_extract` gives, without marks per message (when none is remembered), and
     without a repeated tool call's items but the call (merged first seen first, the
     same)."""
-    early, _, found, lines, todo = _first_pass(messages, merged=True)
-    ps, errors = _text_items(found, lines, todo)
+    early, _, _, lines, todo = _first_pass(messages, merged=True)
+    ps = _first_paths(todo.path_texts, todo.named_paths)
+    errors = _text_errors(lines, todo)
     tools, urls, digests, commands, asks, calls = early
     return {
         "tools": tools,
@@ -521,8 +526,9 @@ def _error_items(
 # and error texts queued for one batched scan (per-kind helpers would walk them 5 times).
 def _first_pass(messages: Sequence[Message], merged: bool = False) -> _Pass:
     """The per-message pass of :func:`_extract`, the path and error texts scanned.
-    ``merged``: only the items' first occurrences matter (see :class:`_Calls`), and no
-    marks are kept (``marks`` is left empty)."""
+    ``merged``: only the items' first occurrences matter (see :class:`_Calls`), no marks
+    are kept (``marks`` is left empty) and the path texts are left to the caller
+    (:func:`tinyjuice.summary.scan._first_paths`; ``found`` is left empty)."""
     todo = _Pending()
     path_texts, error_texts, error_labels = todo.path_texts, todo.error_texts, todo.error_labels
     calls = _Calls(todo, repeats=not merged)
@@ -588,7 +594,8 @@ def _first_pass(messages: Sequence[Message], merged: bool = False) -> _Pass:
             rendered.append(calls.add(call, tools, urls, commands))
     if not merged:
         mark(map(len, sized))
-    found = _paths_many(path_texts) if path_texts else {}
+    # Merged, only first occurrences count: the caller scans the texts by token.
+    found = _paths_many(path_texts) if path_texts and not merged else {}
     return _Pass(early, marks, found, _error_lines_many(error_texts), todo)
 
 
@@ -713,27 +720,43 @@ def _note(
     return note
 
 
+def _block(key: str, items: Sequence[str]) -> str:
+    """A category's items as bullets, one a line."""
+    return "\n".join(_bullet(i) for i in items)
+
+
+class _Blocks:
+    """:func:`_block`, remembering each category's last items and block: a draft is
+    rendered again and again with one or two categories changed."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen: dict[str, tuple[list[str], str]] = {}
+
+    def __call__(self, key: str, items: Sequence[str]) -> str:
+        seen = self.seen.get(key)
+        if seen is not None and seen[0] == items:
+            return seen[1]
+        block = _block(key, items)
+        self.seen[key] = (list(items), block)
+        return block
+
+
 def _assemble(
     n_messages: int,
     chosen: Mapping[str, list[str]],
     omitted: Mapping[str, int],
     focus: str | None = None,
     appendix_id: str | None = None,
-    blocks: dict[tuple[str, ...], str] | None = None,
+    blocks: Callable[[str, Sequence[str]], str] = _block,
 ) -> StructuredSummary:
-    """The summary of the ``chosen`` items. ``blocks`` keeps each category's bullets
-    by its items, for the next render of the same draft (one category changes at a
-    time while it is fitted)."""
+    """The summary of the ``chosen`` items. ``blocks`` renders a category's bullets
+    (a draft's :class:`_Blocks` keeps them for its next render: one category changes
+    at a time while it is fitted)."""
 
     def block(key: str) -> str:
-        items = chosen.get(key, ())
-        if blocks is None:
-            return "\n".join(_bullet(i) for i in items)
-        memo_key = (key, *items)
-        done = blocks.get(memo_key)
-        if done is None:
-            done = blocks[memo_key] = "\n".join(_bullet(i) for i in items)
-        return done
+        return blocks(key, chosen.get(key, ()))
 
     def labelled(*pairs: tuple[str, str]) -> str:
         out = [f"{label}:\n{block(key)}" for label, key in pairs if chosen.get(key)]
@@ -845,6 +868,10 @@ def _piece_floor(item: str) -> int:
     return len(_PIECE_RUN_RE.findall(item)) + 2 if item.isascii() else 0
 
 
+#: The least an item can cost (:func:`_cost_floor` and every exact cost): its bullet is
+#: at least one token, and its line break one more.
+_MIN_COST = 2
+
 #: Characters of items per token of room above which :func:`_allocate` uses floors.
 _FLOORS_OVER = 8
 
@@ -915,6 +942,8 @@ class LineCounter:
         self.message_overhead = counter.message_overhead
         #: Each section's count, by (its text between breaks, first, last).
         self.sections: dict[tuple[str, bool, bool], int] = {}
+        #: Each stretch's count (read back in C, not through the counter's method).
+        self.stretches: dict[str, int] = {}
 
     def count(self, text: str) -> int:
         pieces = text.split(_SECTION_BREAK)
@@ -933,8 +962,11 @@ class LineCounter:
         return total
 
     def _sum(self, text: str) -> int:
-        # One call for all the stretches: most are cached, and a call each costs more.
-        return sum(self.inner.count_many(_stretches(text)))
+        known = self.stretches
+        stretches = _stretches(text)
+        for stretch in set(stretches).difference(known):
+            known[stretch] = self.inner.count(stretch)
+        return sum(map(known.__getitem__, stretches))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         return [self.count(t) for t in texts]
@@ -961,22 +993,21 @@ def _allocate(
     :func:`_floors` accepts, an item whose :func:`_cost_floor` (then, tried once,
     :func:`_piece_floor`) already exceeds the room it is tried against cannot be taken,
     whatever its exact cost (on a long session most items are: the room is spent early).
-    Costs not counted are kept negated (``-floor``).
+    Costs not counted are kept negated (``-floor``); a floor is only worked out when its
+    item is first tried (0 until then): once the room left is below :data:`_MIN_COST`,
+    no item is tried again.
     """
     costs: dict[str, list[int]] = {}
     # Floors pay only when most items cannot fit (about 4 characters a token): else
     # nearly every item is counted anyway, after its floors.
     floors = _floors(counter) and sum(
-        len(i) for key, _ in _CATEGORIES for i in items[key]
+        sum(map(len, items[key])) for key, _ in _CATEGORIES
     ) > _FLOORS_OVER * max(room, 1)
+    known = {} if memo is None else memo
     for key, _ in _CATEGORIES:
         lines = items[key]
         if floors:
-            if memo is None:
-                costs[key] = [-_cost_floor(i) for i in lines]
-            else:
-                get = memo.get
-                costs[key] = [get(i) or -_cost_floor(i) for i in lines]
+            costs[key] = [0] * len(lines)
             continue
         if memo is None:
             costs[key] = (
@@ -990,6 +1021,12 @@ def _allocate(
         costs[key] = list(map(memo.__getitem__, lines))
 
     refined: set[tuple[str, int]] = set()
+
+    def first_cost(key: str, i: int) -> int:
+        # The item's remembered exact cost, else its floor (negated).
+        item = items[key][i]
+        cost = costs[key][i] = known.get(item) or -_cost_floor(item)
+        return cost
 
     def settle(key: str, i: int, limit: int) -> int:
         # The cost of an item whose floor is within ``limit``: its finer floor (negated)
@@ -1018,6 +1055,10 @@ def _allocate(
         for key in group:
             allowance = int(group_room * _SHARES[key]) + carry
             for i, cost in enumerate(costs[key]):
+                if allowance < _MIN_COST:
+                    break
+                if not cost:
+                    cost = first_cost(key, i)
                 if cost < 0:
                     if -cost > allowance:
                         continue
@@ -1033,8 +1074,12 @@ def _allocate(
         nonlocal used
         for key in group:
             for i, cost in enumerate(costs[key]):
+                if room - used < _MIN_COST:
+                    return
                 if taken[key][i]:
                     continue
+                if not cost:
+                    cost = first_cost(key, i)
                 if cost < 0 and -cost <= room - used:
                     cost = settle(key, i, room - used)
                 if 0 < cost <= room - used:
@@ -1051,12 +1096,9 @@ def _allocate(
     leftovers(_ANCHORS)
     share_out(_VERBOSE, max(0, room - used))
     leftovers(_VERBOSE)
-    chosen = {
-        key: [item for item, ok in zip(picked[key], taken[key], strict=True) if ok]
-        for key, _ in _CATEGORIES
-    }
+    chosen = {key: list(itertools.compress(picked[key], taken[key])) for key, _ in _CATEGORIES}
     omitted = {
-        key: [item for item, ok in zip(picked[key], taken[key], strict=True) if not ok]
+        key: list(itertools.compress(picked[key], map(operator.not_, taken[key])))
         for key, _ in _CATEGORIES
     }
     return chosen, omitted
@@ -1280,8 +1322,8 @@ class _Draft:
     #: The non-empty categories last hashed, in order: ``(key, items, sha256 state after
     #: the header and every category up to this one)`` (see appendix_id).
     states: list[tuple[str, list[str], Any]] = field(default_factory=list)
-    #: Each category's bullets by its chosen items, across renders (see _assemble).
-    blocks: dict[tuple[str, ...], str] = field(default_factory=dict)
+    #: Each category's chosen items as bullets, kept between renders.
+    blocks: _Blocks = field(default_factory=_Blocks)
 
     def render(self) -> tuple[str, str | None, StructuredSummary, str]:
         """``(appendix, appendix id, summary, text)`` for the items as they are now."""

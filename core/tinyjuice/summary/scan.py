@@ -7,10 +7,11 @@ per-text ones (tests/core/test_scan_equivalence.py).
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -382,31 +383,114 @@ def _scan_paths(texts: Sequence[str], batch: list[int], out: dict[int, list[str]
     big = "\n".join([texts[k] for k in batch])
     accepted: dict[str, str] = {}
     hint = _PATH_HINT_RE.search
-    scan = _PATH_SCAN_RE.finditer
     token_rest = _TOKEN_REST_RE.match
     rfind = big.rfind
     pos = 0
+    # Each distinct stretch is scanned once (a token repeats far more than a text).
+    segments: dict[str, list[str]] = {}
     while (h := hint(big, pos)) is not None:
         q = h.start()
         # Any whitespace will do as the start; these are the common ones (a rarer one in
-        # between only makes the scan a little longer).
+        # between only makes the scan a little longer). The stretch lies in one text: a
+        # line break (the join) would have been found.
         start = max(rfind(" ", pos, q), rfind("\t", pos, q), rfind("\n", pos, q)) + 1 or pos
         end = token_rest(big, q).end()  # type: ignore[union-attr]  # (\S* always matches)
-        for m in scan(big, start, end):
-            if big.startswith(_CLIPPED, m.end()):
-                continue  # cut short by a clip (see _paths_in)
-            raw = m.group(0)
-            p = accepted.get(raw)
-            if p is None:
-                p = accepted[raw] = _accept_path(raw) or ""
-            if p:
-                k = batch[bisect_right(starts, m.start()) - 1]
-                found = out.get(k)
-                if found is None:
-                    out[k] = [p]
-                else:
-                    found.append(p)
+        segment = big[start:end]
+        paths = segments.get(segment)
+        if paths is None:
+            paths = segments[segment] = _found_paths(segment, accepted)
+        if paths:
+            k = batch[bisect_right(starts, start) - 1]
+            found = out.get(k)
+            if found is None:
+                out[k] = paths[:]
+            else:
+                found += paths
         pos = end
+
+
+def _found_paths(text: str, accepted: dict[str, str]) -> list[str]:
+    """The paths :data:`_PATH_SCAN_RE` finds in ``text`` (URLs already blanked) that
+    :func:`_accept_path` takes and no clip cut short; ``accepted`` remembers its answers
+    by match ("" for none)."""
+    out: list[str] = []
+    for m in _PATH_SCAN_RE.finditer(text):
+        if text.startswith(_CLIPPED, m.end()):
+            continue  # cut short by a clip (see _paths_in)
+        raw = m.group(0)
+        p = accepted.get(raw)
+        if p is None:
+            p = accepted[raw] = _accept_path(raw) or ""
+        if p:
+            out.append(p)
+    return out
+
+
+#: Tokens :func:`_first_paths` holds before de-duplicating them (bounds the list).
+_FIRST_PATHS_TOKENS = 1 << 16
+#: What :func:`_first_paths` keeps of the token stream: candidates and marks.
+_HINT_OR_MARK_RE = re.compile("\n|" + _PATH_HINT_RE.pattern)
+
+
+def _first_paths(texts: Sequence[str], named: Mapping[int, str]) -> list[str]:
+    """The paths of ``texts`` in order, ``named[k]`` (a path a tool call named) first of
+    text ``k``'s, as far as first occurrences go: ``dict.fromkeys`` of the result is
+    ``dict.fromkeys`` of :func:`_chained_paths`, all a merged extraction keeps.
+
+    A path match never spans whitespace and is found the same in its whitespace-delimited
+    token read alone (each side of a token is whitespace, where the pattern behaves as at
+    the ends of a text; URLs are blanked the same way). So only each distinct token
+    holding a :data:`_PATH_HINT_RE` candidate is scanned, the first time it occurs: the
+    texts are split, de-duplicated and filtered in C, with each named path standing in
+    the token stream as a mark (its index after a line break: never a token); the new
+    tokens between marks are scanned joined, in one pass.
+    """
+    keep = _HINT_OR_MARK_RE.search
+    kept: list[str] = []
+    tokens: list[str] = []
+    for a, b in itertools.pairwise(sorted({*named, 0, len(texts)})):
+        if a in named:
+            tokens.append(f"\n{a}")
+        tokens += "\n".join(texts[a:b]).split()
+        if len(tokens) > _FIRST_PATHS_TOKENS:
+            kept += filter(keep, dict.fromkeys(tokens))
+            tokens = []
+    kept += filter(keep, dict.fromkeys(tokens))
+    out: list[str] = []
+    accepted: dict[str, str] = {}
+    new: list[str] = []
+    for token in dict.fromkeys(kept):
+        if token[0] != "\n":
+            new.append(token)
+            continue
+        _scan_tokens(new, accepted, out)
+        new.clear()
+        out.append(named[int(token)])
+    _scan_tokens(new, accepted, out)
+    return out
+
+
+def _scan_tokens(tokens: list[str], accepted: dict[str, str], out: list[str]) -> None:
+    """The paths of ``tokens`` (whitespace-free) into ``out``, in order: one scan of them
+    joined by line breaks (see :func:`_first_paths`); ``accepted`` remembers
+    :func:`_accept_path` by match ("" for none)."""
+    if not tokens:
+        return
+    joined = "\n".join(tokens)
+    if "://" in joined:
+        joined = _URL_RE.sub(" ", joined)
+    out += _found_paths(joined, accepted)
+
+
+def _chained_paths(texts: Sequence[str], named: Mapping[int, str]) -> list[str]:
+    """Every text's paths in order, ``named[k]`` first of text ``k``'s (the readable
+    definition :func:`_first_paths` equals as far as first occurrences go)."""
+    out: list[str] = []
+    for k, text in enumerate(texts):
+        if k in named:
+            out.append(named[k])
+        out += _paths_in(text)
+    return out
 
 
 def _undiff_paths(paths: dict[str, None]) -> dict[str, None]:
