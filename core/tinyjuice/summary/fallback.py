@@ -978,6 +978,9 @@ def line_counter(counter: TokenCounter) -> TokenCounter:
     return LineCounter(counter) if _floors(counter) else counter
 
 
+# Long on purpose: the two passes (share_out, leftovers) and the costing they trigger
+# (first_cost, settle) read and write one state (costs, taken, used) as closures, in
+# the fallback's hottest loop; the allocation contract reads in one place.
 def _allocate(
     items: Mapping[str, list[str]],
     room: int,
