@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -30,6 +30,10 @@ from tjui.clikit import (
     whole_file_option,
 )
 from tjui.config import FALLBACK_NAME, ConfigError, Overrides
+
+if TYPE_CHECKING:
+    from tinyjuice.report import CompactionReport, CompactionResult
+    from tinyjuice.review import SummaryReview
 
 __all__ = [
     "config_cmd",
@@ -320,7 +324,6 @@ def summarize_cmd(
     from tinyjuice.budget import summary_token_budget
     from tinyjuice.options import CompactionOptions
     from tinyjuice.pipeline import compress
-    from tinyjuice.report import Status
     from tinyjuice.review import review_summary
     from tinyjuice.tokens import count_transcript, default_counter, message_tokens
 
@@ -344,33 +347,8 @@ def summarize_cmd(
     )
     result = compress(transcript, options, summarizer, counter=counter, tokens=tokens)
     report = result.report
-    name = getattr(summarizer, "name", None)
     if result.summary_message is None:
-        data = {
-            "summary": None,
-            "kind": "none",
-            "provider": name,
-            "status": report.status.value,
-            "failure_class": report.failure_class,
-            "reason": report.reason,
-            "warnings": list(report.warnings),
-            "review": None,
-        }
-        aborted = report.status is Status.ABORTED
-        if as_json:
-            emit_json(data)
-        elif aborted:
-            cls = f" [{report.failure_class}]" if report.failure_class else ""
-            click.echo(f"no summary{cls}: {report.reason}", err=True)
-            for w in report.warnings:
-                click.echo(f"  {w}", err=True)
-        else:
-            click.echo(f"nothing to summarise ({report.status.value}): {report.reason}")
-            for w in report.warnings:
-                click.echo(f"note: {w}")
-        # A provider failure aborts (1); nothing to summarise is not an error (0).
-        if aborted:
-            sys.exit(1)
+        _no_summary(report, getattr(summarizer, "name", None), as_json)
         return
     middle = result.compacted_middle
     budget = summary_token_budget(
@@ -384,7 +362,50 @@ def summarize_cmd(
         counter=counter,
         kept=[m for m in result.messages if m is not result.summary_message],
     )
-    data = {
+    if as_json:
+        emit_json(_summary_data(result, review))
+    else:
+        _print_summary(result, review)
+
+
+def _no_summary(report: CompactionReport, provider: str | None, as_json: bool) -> None:
+    """Say why no summary was written: nothing to summarise (exit 0), or a provider
+    failure that aborted (exit 1)."""
+    from tinyjuice.report import Status
+
+    aborted = report.status is Status.ABORTED
+    if as_json:
+        emit_json(
+            {
+                "summary": None,
+                "kind": "none",
+                "provider": provider,
+                "status": report.status.value,
+                "failure_class": report.failure_class,
+                "reason": report.reason,
+                "warnings": list(report.warnings),
+                "review": None,
+            }
+        )
+    elif aborted:
+        cls = f" [{report.failure_class}]" if report.failure_class else ""
+        click.echo(f"no summary{cls}: {report.reason}", err=True)
+        for w in report.warnings:
+            click.echo(f"  {w}", err=True)
+    else:
+        click.echo(f"nothing to summarise ({report.status.value}): {report.reason}")
+        for w in report.warnings:
+            click.echo(f"note: {w}")
+    # A provider failure aborts (1); nothing to summarise is not an error (0).
+    if aborted:
+        sys.exit(1)
+
+
+def _summary_data(result: CompactionResult, review: SummaryReview) -> dict[str, Any]:
+    """``summarize --json``: the summary, where it came from, and its review."""
+    report = result.report
+    assert result.summary_message is not None
+    return {
         "summary": result.summary_message.text,
         "kind": report.summary_kind.value,
         "provider": report.summary_provider,
@@ -399,9 +420,13 @@ def summarize_cmd(
         "warnings": list(report.warnings),
         "review": review.to_dict(),
     }
-    if as_json:
-        emit_json(data)
-        return
+
+
+def _print_summary(result: CompactionResult, review: SummaryReview) -> None:
+    """The summary, then its review: the span it replaced, warnings, what was left out
+    and the scorecard."""
+    report = result.report
+    assert result.summary_message is not None
     click.echo(result.summary_message.text)
     click.echo("")
     start, end = report.boundary_start or 0, report.boundary_end or 0
