@@ -20,7 +20,6 @@ import itertools
 import operator
 import re
 import time
-from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, fields, replace
@@ -94,6 +93,7 @@ from tinyjuice.summary import (
     resolve_previous_summary,
     summary_body,
 )
+from tinyjuice.text import join_pieces, pieces_matching
 from tinyjuice.tokens import (
     CountKind,
     RoughCounter,
@@ -657,15 +657,9 @@ def _failed_digests(texts: Sequence[str]) -> list[bool]:
             at.append(k)
         else:
             out[k] = _failed_digest(text)
-    pieces = [texts[k].lower() for k in at]
-    # starts[j]: where piece j begins in the joined text (the last: past the end).
-    starts = list(itertools.accumulate((len(x) + 1 for x in pieces), initial=0))
-    joined = "\n".join(pieces)
-    m = _FAILED_DIGEST_LOWER.search(joined)
-    while m is not None:
-        j = bisect_right(starts, m.start()) - 1
+    joined, starts = join_pieces([texts[k].lower() for k in at], "\n")
+    for j in pieces_matching(_FAILED_DIGEST_LOWER, joined, starts):
         out[at[j]] = True
-        m = _FAILED_DIGEST_LOWER.search(joined, starts[j + 1])
     return out
 
 

@@ -6,17 +6,17 @@ Details: docs/compaction.md (`tinyjuice.redact`).
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from itertools import accumulate, compress
+from itertools import compress
 from typing import Any
 
 import orjson
 
 from tinyjuice._escapes import Unescaped, decoded_views, unescape
 from tinyjuice.model import EMPTY, MediaPart, Message, Part, TextPart, ToolCall
+from tinyjuice.text import join_pieces, pieces_matching
 
 __all__ = [
     "SecretHit",
@@ -1034,7 +1034,6 @@ def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
 #: into the next (whitespace ends every open class; ``\x00`` is neither space, ``:`` nor
 #: ``=``), so each string is judged as if it stood alone, or more leniently.
 _JOIN = "\n\x00"
-_JOIN_LEN = len(_JOIN)
 
 
 def _hit_texts(texts: Iterable[str]) -> tuple[dict[str, None], set[str]]:
@@ -1054,16 +1053,9 @@ def _hit_texts(texts: Iterable[str]) -> tuple[dict[str, None], set[str]]:
         return distinct, hit
     lowered = list(map(str.lower, originals))
     for pieces, patterns in ((lowered, _SCAN_PASSES), (originals, (_AWS_CANDIDATE,))):
-        # starts[k]: where piece k begins in the joined text (the last: past the end).
-        starts = list(accumulate(map(_JOIN_LEN.__add__, map(len, pieces)), initial=0))
-        joined = _JOIN.join(pieces)
+        joined, starts = join_pieces(pieces, _JOIN)
         for pattern in patterns:
-            search = pattern.search
-            m = search(joined)
-            while m is not None:
-                k = bisect_right(starts, m.start()) - 1
-                hit.add(originals[k])
-                m = search(joined, starts[k + 1])
+            hit.update(map(originals.__getitem__, pieces_matching(pattern, joined, starts)))
     return distinct, hit
 
 
