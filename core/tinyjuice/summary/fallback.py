@@ -978,6 +978,21 @@ def line_counter(counter: TokenCounter) -> TokenCounter:
     return LineCounter(counter) if _floors(counter) else counter
 
 
+def _mostly_over(items: Mapping[str, list[str]], room: int) -> bool:
+    """Whether the items run over :data:`_FLOORS_OVER` characters per token of ``room``:
+    most of them cannot fit (about 4 characters a token)."""
+    return sum(sum(map(len, items[key])) for key, _ in _CATEGORIES) > _FLOORS_OVER * max(room, 1)
+
+
+def _remember_costs(lines: Iterable[str], counter: TokenCounter, memo: dict[str, int]) -> None:
+    """Count each item of ``lines`` that ``memo`` does not hold yet into it: its bullet's
+    tokens and its line break's."""
+    new = [i for i in dict.fromkeys(lines) if i not in memo]
+    if new:
+        for i, c in zip(new, counter.count_many([_bullet(i) for i in new]), strict=True):
+            memo[i] = c + 1
+
+
 # Long on purpose: the two passes (share_out, leftovers) and the costing they trigger
 # (first_cost, settle) read and write one state (costs, taken, used) as closures, in
 # the fallback's hottest loop; the allocation contract reads in one place.
@@ -990,7 +1005,8 @@ def _allocate(
     """Choose items per category within ``room`` tokens (see :func:`fallback_summary`).
 
     Returns the chosen items and the omitted ones, per category. ``memo`` (item → cost,
-    for this counter) remembers each item's cost across calls.
+    for this counter; a fresh one when not given) remembers each item's cost across
+    calls.
 
     An item is counted only when its cost decides something: under a counter
     :func:`_floors` accepts, an item whose :func:`_cost_floor` (then, tried once,
@@ -1001,26 +1017,16 @@ def _allocate(
     no item is tried again.
     """
     costs: dict[str, list[int]] = {}
+    memo = {} if memo is None else memo
     # Floors pay only when most items cannot fit (about 4 characters a token): else
     # nearly every item is counted anyway, after its floors.
-    floors = _floors(counter) and sum(
-        sum(map(len, items[key])) for key, _ in _CATEGORIES
-    ) > _FLOORS_OVER * max(room, 1)
-    known = {} if memo is None else memo
+    floors = _floors(counter) and _mostly_over(items, room)
     for key, _ in _CATEGORIES:
         lines = items[key]
         if floors:
             costs[key] = [0] * len(lines)
             continue
-        if memo is None:
-            costs[key] = (
-                [c + 1 for c in counter.count_many([_bullet(i) for i in lines])] if lines else []
-            )
-            continue
-        new = [i for i in lines if i not in memo]
-        if new:
-            for i, c in zip(new, counter.count_many([_bullet(i) for i in new]), strict=True):
-                memo[i] = c + 1
+        _remember_costs(lines, counter, memo)
         costs[key] = list(map(memo.__getitem__, lines))
 
     refined: set[tuple[str, int]] = set()
@@ -1028,7 +1034,7 @@ def _allocate(
     def first_cost(key: str, i: int) -> int:
         # The item's remembered exact cost, else its floor (negated).
         item = items[key][i]
-        cost = costs[key][i] = known.get(item) or -_cost_floor(item)
+        cost = costs[key][i] = memo.get(item) or -_cost_floor(item)
         return cost
 
     def settle(key: str, i: int, limit: int) -> int:
@@ -1041,9 +1047,7 @@ def _allocate(
             costs[key][i] = -floor
             if floor > limit:
                 return -floor
-        cost = costs[key][i] = counter.count(_bullet(item)) + 1
-        if memo is not None:
-            memo[item] = cost
+        cost = costs[key][i] = memo[item] = counter.count(_bullet(item)) + 1
         return cost
 
     taken: dict[str, list[bool]] = {key: [False] * len(items[key]) for key, _ in _CATEGORIES}
@@ -1120,13 +1124,10 @@ def _take_all(
     those still out): every item chosen, in order, none left out (a short middle, the
     common case in a batch), without its passes.
     """
-    lines = [i for key, _ in _CATEGORIES for i in items[key]]
-    if sum(map(len, lines)) > _FLOORS_OVER * max(room, 1):
+    if _mostly_over(items, room):
         return None  # most likely too many: _allocate's floors decide without counting
-    new = [i for i in dict.fromkeys(lines) if i not in memo]
-    if new:
-        for i, c in zip(new, counter.count_many([_bullet(i) for i in new]), strict=True):
-            memo[i] = c + 1
+    lines = [i for key, _ in _CATEGORIES for i in items[key]]
+    _remember_costs(lines, counter, memo)
     if sum(map(memo.__getitem__, lines)) > room:
         return None
     return (
