@@ -354,9 +354,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def _size(body: str) -> str:
-    """``"N lines, M bytes"``: :func:`_plural` of both, written out (one call per digest)."""
-    lines, size = _count_lines(body), _byte_len(body)
-    return f"{lines:,} line{'' if lines == 1 else 's'}, {size:,} byte{'' if size == 1 else 's'}"
+    return f"{_plural(_count_lines(body), 'line')}, {_plural(_byte_len(body), 'byte')}"
 
 
 def _one_line(text: str) -> str:
@@ -428,9 +426,10 @@ def _status(out: _Output, *, show_exit: bool) -> list[str]:
 
 
 def _tail(out: _Output, *, show_exit: bool, extra: Sequence[str] = ()) -> str:
-    if not (show_exit or extra or out.is_error) and out.exit_code is None:
+    status = _status(out, show_exit=show_exit)
+    if not (status or extra):
         return _size(out.body)  # most outputs: nothing before the size
-    return ", ".join([*_status(out, show_exit=show_exit), *extra, _size(out.body)])
+    return ", ".join([*status, *extra, _size(out.body)])
 
 
 def _quote(text: str) -> str:

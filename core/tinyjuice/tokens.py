@@ -284,11 +284,16 @@ def _media_tokens(message: Message) -> int:
     return sum(IMAGE_TOKENS for p in message.parts if isinstance(p, MediaPart))
 
 
-def _fixed_overhead(message: Message, counter: TokenCounter) -> int:
-    extra = counter.message_overhead + TOOL_CALL_OVERHEAD * len(message.tool_calls)
+def _role_overhead(message: Message, counter: TokenCounter) -> int:
+    """The role's overhead, and the result id's when ``message`` answers a call."""
     if message.tool_call_id:
-        extra += _RESULT_ID_OVERHEAD
-    return extra + _media_tokens(message)
+        return counter.message_overhead + _RESULT_ID_OVERHEAD
+    return counter.message_overhead
+
+
+def _fixed_overhead(message: Message, counter: TokenCounter) -> int:
+    calls = TOOL_CALL_OVERHEAD * len(message.tool_calls)
+    return _role_overhead(message, counter) + calls + _media_tokens(message)
 
 
 def message_tokens(message: Message, counter: TokenCounter) -> int:
@@ -301,11 +306,8 @@ def message_tokens(message: Message, counter: TokenCounter) -> int:
         and not message.reasoning
     ):
         # The common shape (one text, no calls, no reasoning, no media), without the list;
-        # its fixed overhead is the role's, and the result id's when it has one.
-        overhead = counter.message_overhead
-        if message.tool_call_id:
-            overhead += _RESULT_ID_OVERHEAD
-        return counter.count(parts[0].text) + overhead
+        # its fixed overhead is the role's alone.
+        return counter.count(parts[0].text) + _role_overhead(message, counter)
     return sum(counter.count(t) for t in _message_texts(message)) + _fixed_overhead(
         message, counter
     )
