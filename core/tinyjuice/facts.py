@@ -347,8 +347,12 @@ def file_actions(
             if effects is None:
                 effects = done[(call.name, call.arguments)] = _call_effects(call)
             for key, path, action in effects:
-                spelling.setdefault(key, path)
-                seen.setdefault(key, {}).setdefault(action, start_index + offset)
+                acts = seen.get(key)
+                if acts is None:
+                    acts = seen[key] = {}
+                    spelling[key] = path  # the first spelling (the keys are added together)
+                if action not in acts:
+                    acts[action] = start_index + offset
     _merge_relative(seen, spelling)
     out = []
     for key, acts in seen.items():

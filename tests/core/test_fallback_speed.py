@@ -63,6 +63,15 @@ def test_cost_floor_never_exceeds_the_exact_cost(item: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=80) | st.sampled_from(_TRICKY))
+def test_cost_floor_counts_the_bullet_s_runs(item: str) -> None:
+    """Its definition: the runs of the bullet split at spaces neither empty nor blank,
+    and the line break."""
+    runs = fb._bullet(item).split(" ")
+    assert fb._cost_floor(item) == sum(1 for r in runs if r and not r.isspace()) + 1
+
+
+@settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
 def test_piece_floor_never_exceeds_the_exact_cost_on_ascii(item: str) -> None:
     counter = _exact_counter()

@@ -177,6 +177,8 @@ _CLIP_READ = 16_384
 
 def _one_line(text: str, limit: int) -> str:
     """:func:`tinyjuice.text.one_line`, redacted: a cut never leaves part of a key."""
+    if len(text) <= limit:
+        return flatten(text)  # nothing to cut (flattening never lengthens a text)
     # A long text is flattened whole only when its head's words do not already run over
     # the limit (the words of a prefix are never more than the whole text's).
     head = text[: 2 * limit + 64]
@@ -397,8 +399,7 @@ class _Pending:
 
 
 def _urls(text: str) -> list[str]:
-    if "://" not in text:
-        return []
+    """The URLs of a text holding ``://`` (callers test that inline: most texts do not)."""
     return [u.group(0).rstrip(".,:;!?'\"") for u in _URL_RE.finditer(text)]
 
 
@@ -567,7 +568,8 @@ def _first_pass(messages: Sequence[Message], merged: bool = False) -> _Pass:
                 tools.append(name)
             if text:
                 path_texts.append(text)
-                urls += _urls(text)
+                if "://" in text:
+                    urls += _urls(text)
                 stripped = text.strip()
                 if m.meta.is_error and stripped:
                     first = " — ".join(error_head(text))
@@ -584,7 +586,8 @@ def _first_pass(messages: Sequence[Message], merged: bool = False) -> _Pass:
                 error_labels.append(f"[{name or 'tool'}] ")
         elif text:
             path_texts.append(text)
-            urls += _urls(text)
+            if "://" in text:
+                urls += _urls(text)
             if role is not Role.ASSISTANT:
                 # Errors are what tools (or the user, pasting) reported: "failed" in the
                 # assistant's own prose is not one (tinyjuice.facts).
@@ -661,7 +664,8 @@ class _Calls:
                 continue
             named = leaf.strip() if key in _PATH_KEYS and len(leaf) <= 500 else ""
             texts.append((named or None, leaf))
-            urls += _urls(leaf)
+            if "://" in leaf:
+                urls += _urls(leaf)
         commands: list[str] = []
         is_shell = self._shell.get(call.name)
         if is_shell is None:
@@ -853,7 +857,9 @@ def _cost_floor(item: str) -> int:
         # No blank but the space: every non-empty run counts.
         runs = item.split(" ")
         return len(runs) - runs.count("") + 2
-    return sum(1 for r in _bullet(item).split(" ") if r and not r.isspace()) + 1
+    # The runs neither empty nor blank, counted in C (an empty run is not blank).
+    runs = _bullet(item).split(" ")
+    return len(runs) - runs.count("") - sum(map(str.isspace, runs)) + 1
 
 
 #: Runs of ASCII letters (apostrophes within: a contraction may share their piece) and of
@@ -1336,7 +1342,8 @@ class _Draft:
             if self.appendix
             else ""
         )
-        appendix_id = _appendix_id(listed)
+        # Hashed piece by piece (appendix_id): the pieces hashed for the fit are reused.
+        appendix_id = self.appendix_id() if listed else None
         summary = _assemble(
             self.n_messages, self.chosen, self.omitted, self.focus, appendix_id, self.blocks
         )
@@ -1379,7 +1386,8 @@ class _Draft:
         return count(self.text())
 
     def appendix_id(self) -> str | None:
-        """``_appendix_id(_appendix(…))``: the same bytes fed to sha256 piece by piece."""
+        """The id an appendix is archived under, the first hex digits of the sha256 of
+        ``_appendix(…)``: the same bytes fed to sha256 piece by piece."""
         left_out = self.left_out
         if not any(left_out.get(key) for key, _ in _CATEGORIES):
             return None
@@ -1637,21 +1645,10 @@ def _bullets(
     if each is None:
         bullets = [_bullet(redact_text(i)) for i in lines]
     else:
-        bullets = []
-        for item in lines:
-            b = each.get(item)
-            if b is None:
-                b = each[item] = _bullet(redact_text(item))
-            bullets.append(b)
+        new = [i for i in lines if i not in each]
+        if new:
+            each.update(zip(new, map(_bullet, map(redact_text, new)), strict=True))
+        bullets = list(map(each.__getitem__, lines))
     if memo is not None:
         memo[key] = (list(lines), bullets)
     return bullets
-
-
-def _appendix_id(appendix: str) -> str | None:
-    """The id an appendix is archived under: the first hex digits of its sha256."""
-    if not appendix:
-        return None
-    import hashlib
-
-    return hashlib.sha256(appendix.encode()).hexdigest()[:_APPENDIX_ID_CHARS]
