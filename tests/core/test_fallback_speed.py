@@ -228,18 +228,20 @@ def _many_items_middle() -> list[object]:
     return middle
 
 
-def test_appendix_id_moves_a_note_count_by_at_most_the_spread() -> None:
+def test_appendix_id_moves_a_note_count_within_its_bounds() -> None:
     import random
 
-    counter = _exact_counter()
-    note = fb._note(12_345, {"paths": 3, "digests": 40}, None, fb._PLACEHOLDER_ID)
-    base = counter.count(note)
     rng = random.Random(14)
     ids = ["f" * 16, "a1" * 8, "0123456789abcdef", "9" * 16, "abcdef" + "0" * 10]
     ids += ["".join(rng.choice("0123456789abcdef") for _ in range(16)) for _ in range(300)]
-    for appendix_id in ids:
-        moved = counter.count(note.replace(fb._PLACEHOLDER_ID, appendix_id))
-        assert abs(moved - base) <= fb._ID_SPREAD
+    for counter in (_exact_counter(), _o200k_pieces_counter()):
+        note = fb._note(12_345, {"paths": 3, "digests": 40}, None, fb._PLACEHOLDER_ID)
+        base = counter.count(note)
+        down, up = fb._id_moves(counter)
+        assert down + up == 2 * fb._APPENDIX_ID_CHARS  # (the old, symmetric spread: 32)
+        for appendix_id in ids:
+            moved = counter.count(note.replace(fb._PLACEHOLDER_ID, appendix_id))
+            assert -down <= moved - base <= up
 
 
 def test_fill_hashes_the_appendix_only_when_the_bound_cannot_decide(

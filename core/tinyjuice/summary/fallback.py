@@ -1372,17 +1372,17 @@ class _Draft:
 
         Under a counter :func:`_floors` accepts (a :class:`LineCounter`), the text with a
         placeholder id is counted first: the appendix id (twice in the note) moves the
-        count by at most :data:`_ID_SPREAD`, so when that count is farther from
-        ``budget``, the bound says on which side the text falls without hashing the
-        appendix.
+        count within :func:`_id_moves`, so when that count is farther from ``budget``,
+        the bound says on which side the text falls without hashing the appendix.
         """
         count = lines.count
         if self.appendix and isinstance(lines, LineCounter):
             rough = count(self.text(placeholder=True))
-            if rough + _ID_SPREAD <= budget:
-                return rough + _ID_SPREAD
-            if rough - _ID_SPREAD > budget:
-                return rough - _ID_SPREAD
+            down, up = _id_moves(lines.inner)
+            if rough + up <= budget:
+                return rough + up
+            if rough - down > budget:
+                return rough - down
         return count(self.text())
 
     def appendix_id(self) -> str | None:
@@ -1546,12 +1546,24 @@ class _Fill:
 _APPENDIX_ID_CHARS = 16
 #: An id of that length, counted in its stead (:meth:`_Draft.sided_count`).
 _PLACEHOLDER_ID = "0" * _APPENDIX_ID_CHARS
-#: How far the appendix id can move a note's count under a :func:`_floors` encoding: it
-#: is named twice, after ``sha256:`` and after a space, and each of those stretches (the
-#: id and the character before it) is whole pre-tokenizer pieces (alphanumerics between
-#: punctuation or spaces: nothing around them joins a piece with them), so it counts 1
-#: to 17 tokens, whatever the id.
-_ID_SPREAD = 2 * _APPENDIX_ID_CHARS
+#: What comes just before the appendix id where the note names it (``sha256:`` and a
+#: space).
+_ID_LEADS = (":", " ")
+
+
+def _id_moves(counter: TokenCounter) -> tuple[int, int]:
+    """``(down, up)``: how far the real appendix id can move a note's count below and
+    above its count with :data:`_PLACEHOLDER_ID`, under a :func:`_floors` encoding.
+
+    The id is named twice (after each of :data:`_ID_LEADS`), and each of those stretches
+    (the id and the character before it) is whole pre-tokenizer pieces (alphanumerics
+    between punctuation or spaces: nothing around them joins a piece with them), so it
+    counts the same alone as in the note: the placeholder's exactly, any id's 1 to
+    ``_APPENDIX_ID_CHARS + 1`` tokens (one at least, one per character at most).
+    """
+    held = sum(counter.count(lead + _PLACEHOLDER_ID) for lead in _ID_LEADS)
+    least, most = len(_ID_LEADS), len(_ID_LEADS) * (_APPENDIX_ID_CHARS + 1)
+    return held - least, most - held
 
 
 def _add_trail(
