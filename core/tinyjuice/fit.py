@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -19,7 +19,7 @@ from tinyjuice.boundary import BoundaryIndex, latest_real_user_index, rejoin
 from tinyjuice.budget import SummaryKind
 from tinyjuice.model import Message, Role, TextPart, Transcript
 from tinyjuice.options import Profile
-from tinyjuice.redact import redact_messages
+from tinyjuice.redact import redact_messages, texts_without_secrets
 from tinyjuice.summary import (
     SummaryError,
     SummaryProvider,
@@ -41,6 +41,9 @@ from tinyjuice.tokens import (
     message_tokens,
     tools_in_text,
 )
+
+if TYPE_CHECKING:
+    from tinyjuice.formats.sharegpt import ReadTurns
 
 __all__ = [
     "DEFAULT_KEEP_LAST",
@@ -424,16 +427,32 @@ def count_for_target(
     and ``region_tokens`` are estimates. A result that fits the target on the first
     summary needs no more (:func:`_fit`).
     """
+    return _count_for_target(
+        transcript, counter, target, keep_last, reserve, anchor_latest_user, index
+    )[0]
+
+
+def _count_for_target(
+    transcript: Transcript,
+    counter: TokenCounter,
+    target: int,
+    keep_last: int,
+    reserve: int,
+    anchor_latest_user: bool,
+    index: BoundaryIndex | None,
+) -> tuple[TranscriptTokens, BoundaryIndex | None]:
+    """:func:`count_for_target`, and the boundary index it used (``index``, None when
+    the rough count puts the trajectory under the target: most of a batch needs none)."""
     msgs = transcript.messages
     rough = count_transcript(transcript, RoughCounter())
     if rough.total <= target:
-        return count_transcript(transcript, counter)  # most likely under the target
+        return count_transcript(transcript, counter), index  # most likely under the target
     idx = index or BoundaryIndex(msgs)
     head = head_end(msgs, index=idx)
     tail = tail_start(msgs, keep_last, head, anchor_latest_user=anchor_latest_user, index=idx)
     front_part = replace(transcript, messages=msgs[:head])
     if tools_in_text(front_part) != tools_in_text(transcript):
-        return count_transcript(transcript, counter)  # the tools would count elsewhere
+        return count_transcript(transcript, counter), idx  # the tools would count elsewhere
     front = count_transcript(front_part, counter)
     kept = front.total
     i = _rough_start(rough, head, tail, target - kept)
@@ -450,7 +469,7 @@ def count_for_target(
             suffix += between[-1]
         between.reverse()
     kind = CountKind.ESTIMATED if i > head else counter.kind
-    return front.extended((*rough.per_message[head:i], *between, *back), kind)
+    return front.extended((*rough.per_message[head:i], *between, *back), kind), idx
 
 
 def _rough_start(rough: TranscriptTokens, head: int, tail: int, over: int) -> int:
@@ -523,9 +542,7 @@ def _summarise(
         request = SummaryRequest(messages=tuple(source), token_budget=budget)
         try:
             body = summary_body(provider.summarize(request))
-            out.message = render_summary_message(
-                body, kind=SummaryKind.LLM, role=Role.USER, redact=redact
-            )
+            out.message = _summary_message(body, SummaryKind.LLM, redact)
             return out
         except SummaryError as exc:
             out.errors += 1
@@ -541,10 +558,19 @@ def _summarise(
         source, budget_tokens=budget, counter=counter, redact=redact, appendix=False, lines=lines
     )
     out.fallback += 1
-    out.message = render_summary_message(
-        fb.text, kind=SummaryKind.FALLBACK, role=Role.USER, redact=redact
-    )
+    out.message = _summary_message(fb.text, SummaryKind.FALLBACK, redact)
     return out
+
+
+def _summary_message(text: str, kind: SummaryKind, redact: bool) -> Message:
+    """``render_summary_message(text, kind=kind, role=Role.USER, redact=redact)``: the
+    body is redacted only when one joined scan (:func:`texts_without_secrets`) cannot
+    show that redaction would leave it as it is; most summaries hold no secret, and a
+    full scan of one costs several times more."""
+    if redact:
+        body = summary_body(text)
+        redact = body not in texts_without_secrets((body,))
+    return render_summary_message(text, kind=kind, role=Role.USER, redact=redact)
 
 
 def _rules_pass(
@@ -875,21 +901,22 @@ def _fit(
         and counter.kind is CountKind.EXACT
         and size > 4 * target
     )
-    idx = BoundaryIndex(transcript.messages) if estimate else None
+    idx: BoundaryIndex | None = None
 
     def run(tokens: TranscriptTokens) -> TrajectoryResult:
+        # Without an index _compress builds one, only for a trajectory over the target.
         return _compress(transcript, options, counter, tokens, provider, idx, target)
 
     if not estimate:
         return run(count_transcript(transcript, counter))
-    tokens = count_for_target(
+    tokens, idx = _count_for_target(
         transcript,
         counter,
         target,
-        keep_last=options.keep_last,
-        reserve=options.summary_tokens,
-        anchor_latest_user=options.anchor_latest_user,
-        index=idx,
+        options.keep_last,
+        options.summary_tokens,
+        options.anchor_latest_user,
+        None,
     )
     result = run(tokens)
     if tokens.kind is counter.kind or _settled(result.metrics):
@@ -934,12 +961,14 @@ def _bad(problem: str, line: int | None, started: float) -> LineResult:
     )
 
 
-def _one_line(transcript: Transcript, format: str) -> bytes:
-    """``transcript`` written in ``format`` on one compact line, without a line ending."""
+def _one_line(transcript: Transcript, format: str, read: ReadTurns | None) -> bytes:
+    """``transcript`` written in ``format`` on one compact line, without a line ending
+    (``read``: what reading the ShareGPT line it came from kept, if any)."""
     if format == "sharegpt":
         from tinyjuice.formats.sharegpt import write_compact
 
-        return write_compact(transcript)  # the same bytes, without the round trip below
+        # The same bytes, without the round trip below.
+        return write_compact(transcript, read)
     from tinyjuice.formats import dumps
 
     # Writers may indent; a dataset line must stay one line.
@@ -966,12 +995,17 @@ def process_line(
     over the target may be an estimate (:func:`count_for_target`, ``tokens_before_kind``).
     """
     from tinyjuice.formats import LoadError, load_bytes
+    from tinyjuice.formats.sharegpt import read_line
 
     started = time.perf_counter()
     body, ending = _line_ending(raw)
     counter = counter or default_counter()
+    read = None
     try:
-        transcript = load_bytes(body, path, format)
+        if format == "sharegpt":
+            transcript, read = read_line(body, path)
+        else:
+            transcript = load_bytes(body, path, format)
     except LoadError as exc:
         return _bad(exc.problem + (f" at {exc.json_path}" if exc.json_path else ""), line, started)
     try:
@@ -979,7 +1013,7 @@ def process_line(
         result = _fit(transcript, options, counter, provider, exact, len(body))
         output = None
         if result.changed:
-            output = _one_line(result.transcript, format) + ending
+            output = _one_line(result.transcript, format, read) + ending
     except Exception as exc:  # a bug must not stop a dataset run: report the line
         return _bad(f"could not compress: {type(exc).__name__}: {exc}", line, started)
     metrics = replace(result.metrics, line=line, duration_s=time.perf_counter() - started)

@@ -5,15 +5,18 @@ Details: docs/formats.md (`tinyjuice.formats.sharegpt`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from tinyjuice._gc import gc_paused
 from tinyjuice.formats._io import (
     LoadError,
     LoadOptions,
@@ -49,7 +52,16 @@ from tinyjuice.model import (
 )
 from tinyjuice.tokens import TOOLS_IN_TEXT_HINT
 
-__all__ = ["NAME", "iter_trajectories", "read", "read_all", "sniff", "write", "write_compact"]
+__all__ = [
+    "NAME",
+    "iter_trajectories",
+    "read",
+    "read_all",
+    "read_line",
+    "sniff",
+    "write",
+    "write_compact",
+]
 
 NAME = "sharegpt"
 
@@ -430,10 +442,15 @@ def _call_hints(calls: Sequence[_Call]) -> list[dict[str, Any]] | None:
     return hints if any(hints) else None
 
 
-def _messages(turns: list[_Turn], trusted: dict[int, str]) -> list[Message]:
-    """The turns' messages, each with its index; ``trusted`` gets the rendered arguments."""
+def _messages(
+    turns: list[_Turn], trusted: dict[int, str], starts: list[int] | None = None
+) -> list[Message]:
+    """The turns' messages, each with its index; ``trusted`` gets the rendered arguments;
+    ``starts``, when given, the index of each turn's first message."""
     out: list[Message] = []
     for turn in turns:
+        if starts is not None:
+            starts.append(len(out))
         base: dict[str, Any] = {"from": turn.from_hint} if turn.from_hint else {}
         if turn.gpt is not None:
             g = turn.gpt
@@ -549,7 +566,65 @@ def _mark_embedded_tools(messages: list[Message], tools: tuple[Any, ...], raw: A
         return
 
 
-def _trajectory(source: Source, obj: Any, jp: str, line: int | None, top_form: str) -> Transcript:
+class ReadTurns:
+    """What reading a trajectory parsed of the turns :func:`write_compact` may write back
+    as their own text (an assistant turn of blocks, a tool turn), by the messages made of
+    them: writing checks that such a message still says what its text says, and with
+    this it reads the parse kept here instead of parsing the text again. The parse is
+    used for a message only while it is the object read, holding the text read.
+
+    Looked up by message only when something is written (most dataset lines are not)."""
+
+    __slots__ = ("_gpt", "_read", "_tools")
+
+    def __init__(self) -> None:
+        self._read: tuple[list[_Turn], list[int], Sequence[Message]] | None = None
+        #: id of an assistant message → (the message, its text, the text's parse).
+        self._gpt: dict[int, tuple[Message, str, _Gpt]] | None = None
+        #: id of a tool turn's first message → (the turn's messages, its text, its parse).
+        self._tools: dict[int, tuple[tuple[Message, ...], str, list[_Resp]]] = {}
+
+    def keep(self, turns: list[_Turn], starts: list[int], msgs: Sequence[Message]) -> None:
+        """Keep the turns, where each one's messages start, and the finished messages."""
+        self._read = (turns, starts, msgs)
+
+    def _index(self) -> dict[int, tuple[Message, str, _Gpt]]:
+        gpt = self._gpt
+        if gpt is None:
+            gpt = self._gpt = {}
+            turns, starts, msgs = self._read or ([], [], ())
+            for turn, k in zip(turns, starts, strict=True):
+                if turn.gpt is not None:
+                    gpt[id(msgs[k])] = (msgs[k], turn.value, turn.gpt)
+                elif turn.responses is not None:
+                    group = tuple(msgs[k : k + len(turn.responses)])
+                    self._tools[id(msgs[k])] = (group, turn.value, turn.responses)
+        return gpt
+
+    def gpt_parse(self, m: Message, raw: str) -> _Gpt | None:
+        """The kept parse of ``raw`` when ``m`` is the message read from it."""
+        known = self._index().get(id(m))
+        return known[2] if known is not None and known[0] is m and known[1] is raw else None
+
+    def tool_parse(self, members: Sequence[Message], raw: str) -> list[_Resp] | None:
+        """The kept parse of ``raw`` when ``members`` are the messages read from it."""
+        self._index()
+        known = self._tools.get(id(members[0]))
+        if known is None or known[1] is not raw or len(known[0]) != len(members):
+            return None
+        same = all(a is b for a, b in zip(known[0], members, strict=True))
+        return known[2] if same else None
+
+
+def _trajectory(
+    source: Source,
+    obj: Any,
+    jp: str,
+    line: int | None,
+    top_form: str,
+    read: ReadTurns | None = None,
+) -> Transcript:
+    """The trajectory in ``obj``; ``read``, when given, keeps what was parsed of its turns."""
     if not isinstance(obj, dict):
         raise LoadError(
             source.path,
@@ -561,7 +636,8 @@ def _trajectory(source: Source, obj: Any, jp: str, line: int | None, top_form: s
     turns = _turns(source, obj, jp, line)
     _pair(turns)
     trusted: dict[int, str] = {}
-    messages = _messages(turns, trusted)
+    starts: list[int] | None = [] if read is not None else None
+    messages = _messages(turns, trusted, starts)
     extra: dict[str, Any] = {"_top_form": top_form, "_key_order": list(obj)}
     warnings: list[str] = []
     tools: tuple[Any, ...] = ()
@@ -584,6 +660,8 @@ def _trajectory(source: Source, obj: Any, jp: str, line: int | None, top_form: s
         _mark_embedded_tools(messages, tools, raw_tools)
     summaries: list[int] = []
     msgs, found = finish(messages, valid_args=trusted, summaries=summaries)
+    if read is not None and starts is not None:
+        read.keep(turns, starts, msgs)
     warnings[:0] = found
     model = obj.get("model") if isinstance(obj.get("model"), str) else None
     known = ["conversations", "tools"] if model is None else ["conversations", "tools", "model"]
@@ -702,6 +780,35 @@ def read(source: Source, options: LoadOptions) -> Transcript:
     return replace(first, warnings=(*first.warnings, *notes)) if notes else first
 
 
+def read_line(data: bytes, path: str = "<line>") -> tuple[Transcript, ReadTurns | None]:
+    """``load_bytes(data, path, "sharegpt")`` of one line of a dataset (the same
+    transcript, or the same error), and what was parsed of its turns for
+    :func:`write_compact` (None when it was not read here).
+
+    A line holding one JSON object (no line break) is read straight from the parsed
+    object: ``load_bytes`` would parse it as one JSON document, weigh it as a one-line
+    JSONL file too, sniff both readings (:func:`sniff` scores them alike, so the
+    document wins) and read the document. Any other line, and any line that fails
+    here, is ``load_bytes``'s to read or to report.
+    """
+    if data[:1] == b"{" and b"\n" not in data and b"\x00" not in data[:8192]:
+        read = ReadTurns()
+        with gc_paused(), contextlib.suppress(Exception):
+            obj = orjson.loads(data)
+            if type(obj) is dict:
+                source = Source(path=_line_path(path), data=data, doc=obj, kind="json")
+                return _trajectory(source, obj, "$", None, "object", read), read
+    from tinyjuice.formats import load_bytes
+
+    return load_bytes(data, path, NAME), None
+
+
+@lru_cache(maxsize=16)
+def _line_path(path: str) -> Path:
+    """``Path(path)``, one object per name: a dataset's lines share it (and its text)."""
+    return Path(path)
+
+
 def iter_trajectories(path: str | Path, *, lenient: bool = False) -> Iterator[Transcript]:
     """Stream the trajectories of a file.
 
@@ -814,8 +921,10 @@ def _render_function_call(m: Message) -> str:
     return rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
 
 
-def _gpt_unchanged(m: Message, raw: str) -> bool:
-    g = _parse_gpt(raw)
+def _gpt_unchanged(m: Message, raw: str, read: ReadTurns | None) -> bool:
+    g = read.gpt_parse(m, raw) if read is not None else None
+    if g is None:
+        g = _parse_gpt(raw)
     if tuple(g.parts) != m.parts or len(g.calls) != len(m.tool_calls) or m.reasoning:
         return False
     return all(
@@ -826,9 +935,9 @@ def _gpt_unchanged(m: Message, raw: str) -> bool:
     )
 
 
-def _render_gpt(m: Message, own: bool) -> str:
+def _render_gpt(m: Message, own: bool, read: ReadTurns | None) -> str:
     raw = m.hints.get("raw") if own else None
-    if isinstance(raw, str) and _gpt_unchanged(m, raw):
+    if isinstance(raw, str) and _gpt_unchanged(m, raw, read):
         return raw
     if not m.tool_calls and not m.thinking and not m.reasoning and not own:
         return m.text
@@ -888,8 +997,10 @@ def _render_response(m: Message, hint: Mapping[str, Any], single: bool) -> str:
     return f"<tool_response>\n{json.dumps(obj, ensure_ascii=False)}\n</tool_response>"
 
 
-def _tool_group_unchanged(members: Sequence[Message], raw: str) -> bool:
-    resps = _parse_tool_value(raw)
+def _tool_group_unchanged(members: Sequence[Message], raw: str, read: ReadTurns | None) -> bool:
+    resps = read.tool_parse(members, raw) if read is not None else None
+    if resps is None:
+        resps = _parse_tool_value(raw)
     if len(resps) != len(members):
         return False
     for r, m in zip(resps, members, strict=True):
@@ -902,9 +1013,9 @@ def _tool_group_unchanged(members: Sequence[Message], raw: str) -> bool:
     return True
 
 
-def _render_tool_group(members: Sequence[Message], own: bool) -> str:
+def _render_tool_group(members: Sequence[Message], own: bool, read: ReadTurns | None) -> str:
     raw = members[0].hints.get("raw") if own else None
-    if isinstance(raw, str) and _tool_group_unchanged(members, raw):
+    if isinstance(raw, str) and _tool_group_unchanged(members, raw, read):
         return raw
     single = len(members) == 1
     return "\n".join(
@@ -919,7 +1030,9 @@ def _turn(sender: str, value: str, extras: Sequence[Mapping[str, Any]]) -> dict[
     return out
 
 
-def _conversations(messages: Sequence[Message], own: bool) -> list[dict[str, Any]]:
+def _conversations(
+    messages: Sequence[Message], own: bool, read: ReadTurns | None
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     i, n = 0, len(messages)
     while i < n:
@@ -938,7 +1051,7 @@ def _conversations(messages: Sequence[Message], own: bool) -> list[dict[str, Any
             members = messages[i:j]
             if own:
                 extras = [mm.extra for mm in members]
-            out.append(_turn(sender, _render_tool_group(members, own), extras))
+            out.append(_turn(sender, _render_tool_group(members, own, read), extras))
             i = j
             continue
         if sender == _FUNCTION_CALL and (not m.tool_calls or m.text or m.thinking):
@@ -946,7 +1059,7 @@ def _conversations(messages: Sequence[Message], own: bool) -> list[dict[str, Any
         if sender == _FUNCTION_CALL:
             value = _render_function_call(m)
         else:
-            value = _render_gpt(m, own) if m.role is Role.ASSISTANT else m.text
+            value = _render_gpt(m, own, read) if m.role is Role.ASSISTANT else m.text
         out.append(_turn(sender, value, extras))
         i += 1
     return out
@@ -981,12 +1094,14 @@ def _container(top_form: str, jsonl: bool | None) -> str:
     return "object" if top_form == "jsonl" else top_form
 
 
-def _document(transcript: Transcript, jsonl: bool | None) -> tuple[Any, bool]:
+def _document(
+    transcript: Transcript, jsonl: bool | None, read: ReadTurns | None = None
+) -> tuple[Any, bool]:
     """``(document, one line?)`` that :func:`write` dumps: the trajectory object, or a
     one-item list of it, and whether it goes on one compact line."""
     own = transcript.format == NAME
     messages = list(transcript.messages)
-    conversations = _conversations(messages, own)
+    conversations = _conversations(messages, own, read)
     extra = dict(transcript.extra) if own else {}
     system_key = extra.pop("_system_key", False)
     if (
@@ -1024,9 +1139,11 @@ def write(transcript: Transcript, *, jsonl: bool | None = None) -> bytes:
     return dump_document(doc, jsonl=line)
 
 
-def write_compact(transcript: Transcript) -> bytes:
+def write_compact(transcript: Transcript, read: ReadTurns | None = None) -> bytes:
     """:func:`write` in the file's own container, on one compact line without a line
     ending: the bytes of ``orjson.dumps(orjson.loads(write(transcript)))`` (what a
-    dataset line is rewritten as), without indenting and parsing it first."""
-    doc, _ = _document(transcript, None)
+    dataset line is rewritten as), without indenting and parsing it first. ``read``:
+    what reading the trajectory it came from kept (:func:`read_line`), the same bytes
+    with fewer turns parsed again."""
+    doc, _ = _document(transcript, None, read)
     return orjson.dumps(doc)
