@@ -361,9 +361,14 @@ def _byte_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
+def _thousands(n: int) -> str:
+    """``f"{n:,}"``; below a thousand no comma is written, and the plain format skips the
+    format spec's parser (two or three numbers are written per digest)."""
+    return f"{n}" if -1000 < n < 1000 else f"{n:,}"
+
+
 def _plural(n: int, word: str) -> str:
-    # Below a thousand no comma is written: the plain format skips the format spec's parser.
-    count = f"{n}" if -1000 < n < 1000 else f"{n:,}"
+    count = _thousands(n)
     if n == 1:
         return f"{count} {word}"
     return f"{count} {word}es" if word.endswith(("ch", "sh", "s", "x")) else f"{count} {word}s"
@@ -493,7 +498,9 @@ def _read_file(name: str, args: Any, out: _Output) -> str:
                 end = (start or 1) + limit - 1
     start = start if start is not None and start > 0 else 1
     span = (
-        f"lines {start:,}-{end:,}" if end is not None and end >= start else f"from line {start:,}"
+        f"lines {_thousands(start)}-{_thousands(end)}"
+        if end is not None and end >= start
+        else f"from line {_thousands(start)}"
     )
     total = _int(out.doc.get("total_lines")) if out.doc is not None else None
     if total is not None:
