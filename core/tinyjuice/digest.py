@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 import orjson
 
+from tinyjuice.formats._messages import _constructor, new_message, new_meta, text_part
 from tinyjuice.model import Message, MessageMeta, Part, Role, TextPart, ToolCall
 from tinyjuice.redact import redact_clip
 from tinyjuice.text import cut_end, cut_middle
@@ -279,25 +280,38 @@ def parse_exit_code(output: str) -> int | None:
 
 #: Every :data:`_EXIT_RE` match holds one of "exit code", "exit status", "exit_code",
 #: "exited with", "return code" or "returncode" (lower-cased). In ASCII text nothing else
-#: can match them case-insensitively, so a window without one is skipped unsearched.
+#: can match them case-insensitively, so a window without one is skipped unsearched, and
+#: one with one is searched from the start of the line where "exit" or "return" first
+#: occurs: a match runs from a line start to its words over blanks, ``>``, ``*``, ``#``
+#: and ``[`` only, so one starting on an earlier line runs over blank lines into this
+#: one, and the same match (the same code) starts at this line's start.
 
 
-def _may_hold_exit(window: str) -> bool:
+def _exit_search_start(window: str) -> int:
+    """Where a search of ``window`` for :data:`_EXIT_RE` may start; -1: it cannot match."""
     if not window.isascii():
-        return True
+        return 0
     low = window.lower()
-    if "exit" in low and (
+    exit_at = low.find("exit")
+    if exit_at >= 0 and (
         "exit code" in low or "exit status" in low or "exit_code" in low or "exited with" in low
     ):
-        return True
-    return "return code" in low or "returncode" in low
+        return_at = low.find("return", 0, exit_at)
+    elif "return code" in low or "returncode" in low:
+        return_at = low.find("return")
+    else:
+        return -1
+    first = return_at if return_at >= 0 else exit_at
+    return low.rfind("\n", 0, first) + 1
 
 
 def _exit_from_text(output: str) -> int | None:
-    m = _EXIT_RE.search(output, 0, 512) if _may_hold_exit(output[:512]) else None
+    at = _exit_search_start(output[:512])
+    m = _EXIT_RE.search(output, at, 512) if at >= 0 else None
     if m is None and len(output) > 512:
         tail = output[-256:]
-        m = _EXIT_RE.search(tail) if _may_hold_exit(tail) else None
+        at = _exit_search_start(tail)
+        m = _EXIT_RE.search(tail, at) if at >= 0 else None
     return int(m.group(1)) if m else None
 
 
@@ -347,10 +361,17 @@ def _byte_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
+def _thousands(n: int) -> str:
+    """``f"{n:,}"``; below a thousand no comma is written, and the plain format skips the
+    format spec's parser (two or three numbers are written per digest)."""
+    return f"{n}" if -1000 < n < 1000 else f"{n:,}"
+
+
 def _plural(n: int, word: str) -> str:
+    count = _thousands(n)
     if n == 1:
-        return f"{n:,} {word}"
-    return f"{n:,} {word}es" if word.endswith(("ch", "sh", "s", "x")) else f"{n:,} {word}s"
+        return f"{count} {word}"
+    return f"{count} {word}es" if word.endswith(("ch", "sh", "s", "x")) else f"{count} {word}s"
 
 
 def _size(body: str) -> str:
@@ -477,7 +498,9 @@ def _read_file(name: str, args: Any, out: _Output) -> str:
                 end = (start or 1) + limit - 1
     start = start if start is not None and start > 0 else 1
     span = (
-        f"lines {start:,}-{end:,}" if end is not None and end >= start else f"from line {start:,}"
+        f"lines {_thousands(start)}-{_thousands(end)}"
+        if end is not None and end >= start
+        else f"from line {_thousands(start)}"
     )
     total = _int(out.doc.get("total_lines")) if out.doc is not None else None
     if total is not None:
@@ -768,6 +791,11 @@ class DigestRecord:
         return self.chars_before - self.chars_after
 
 
+#: :class:`DigestRecord`'s constructor without the frozen ``__init__`` (positional
+#: arguments in field order): one record is made per digest, tens of thousands a run.
+_new_record = _constructor(DigestRecord)
+
+
 @dataclass(frozen=True, slots=True)
 class DigestResult:
     messages: tuple[Message, ...]
@@ -837,13 +865,14 @@ def _with_text(msg: Message, text: str) -> Message:
 
 def _with_only_text(msg: Message, first: TextPart, text: str) -> Message:
     """:func:`_with_text` of a message whose one part is ``first`` (nearly every tool
-    result), each object built in one positional call: a fraction of the plain way's
+    result), each object built in one positional call of the readers' constructors
+    (plain attribute stores, no frozen ``__init__``): a fraction of the plain way's
     time, which adds up over tens of thousands of digests. The arguments follow each
     class's field order; the test comparing the two ways gives every field a value of
     its own (tests/core/test_digest_fast_paths), so a field added to the model or moved
     fails it."""
     e = msg.meta
-    meta = MessageMeta(
+    meta = new_meta(
         e.is_summary,
         e.is_injected,
         e.injected_kind,
@@ -854,9 +883,9 @@ def _with_only_text(msg: Message, first: TextPart, text: str) -> Message:
         e.sidechain,
         "digest",  # generated_by
     )
-    return Message(
+    return new_message(
         msg.role,
-        (TextPart(text, first.extra, first.kind),),
+        (text_part(text, first.extra, first.kind),),
         msg.tool_calls,
         msg.tool_call_id,
         msg.tool_name,
@@ -1067,7 +1096,7 @@ def _digest_candidates(
                 outcomes[id(msg)] = (msg, call, i, ref, ref_call, msg, None)
             continue
         out[i] = digested if digested is not None else _with_text(msg, new_text)
-        record = DigestRecord(
+        record = _new_record(
             i,
             msg.tool_call_id,
             name,

@@ -896,16 +896,18 @@ def without_source_fields(messages: Sequence[Message]) -> list[Message]:
 
     out: list[Message] = []
     append = out.append
+    # Each ``extra`` is compared with EMPTY before its truth is asked: the shared empty
+    # mapping answers ``len`` in Python, and most parts and calls hold it.
     for m in messages:
         parts, calls = m.parts, m.tool_calls
         if len(parts) == 1:  # most messages: no generator to run
-            if parts[0].extra:
+            if parts[0].extra is not EMPTY and parts[0].extra:
                 parts = (replace(parts[0], extra=EMPTY),)
-        elif any(p.extra for p in parts):
+        elif any(p.extra is not EMPTY and p.extra for p in parts):
             parts = tuple(replace(p, extra=EMPTY) if p.extra else p for p in parts)
-        if calls and any(c.extra for c in calls):
+        if calls and any(c.extra is not EMPTY and c.extra for c in calls):
             calls = tuple(replace(c, extra=EMPTY) if c.extra else c for c in calls)
-        if not m.extra and parts is m.parts and calls is m.tool_calls:
+        if parts is m.parts and calls is m.tool_calls and (m.extra is EMPTY or not m.extra):
             append(m)
             continue
         append(
@@ -997,13 +999,14 @@ def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
     tool-call arguments hold an escape (their decoded strings may read differently from
     their characters); and whether a source field holds a sensitive key."""
     parts = msg.parts
+    # ``extra is not EMPTY`` first, as in without_source_fields.
     if (
         len(parts) == 1
         and type(parts[0]) is TextPart
-        and not parts[0].extra
+        and (parts[0].extra is EMPTY or not parts[0].extra)
         and not msg.tool_calls
         and not msg.reasoning
-        and not msg.extra
+        and (msg.extra is EMPTY or not msg.extra)
     ):
         return [parts[0].text], False, False  # the common case: one plain text
     out: list[str] = []
@@ -1015,7 +1018,7 @@ def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
                 out.append(url)
         else:
             out.append(p.text)
-        if p.extra and _json_strings(p.extra, out):
+        if p.extra is not EMPTY and p.extra and _json_strings(p.extra, out):
             sensitive = True
     if msg.reasoning:
         out.append(msg.reasoning)
@@ -1023,9 +1026,9 @@ def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
         out.append(c.arguments)
         if "\\" in c.arguments:
             opaque = True
-        if c.extra and _json_strings(c.extra, out):
+        if c.extra is not EMPTY and c.extra and _json_strings(c.extra, out):
             sensitive = True
-    if msg.extra and _json_strings(msg.extra, out):
+    if msg.extra is not EMPTY and msg.extra and _json_strings(msg.extra, out):
         sensitive = True
     return out, opaque, sensitive
 
@@ -1051,11 +1054,16 @@ def _hit_texts(texts: Iterable[str]) -> tuple[dict[str, None], set[str]]:
     hit: set[str] = set()
     if not originals:
         return distinct, hit
-    lowered = list(map(str.lower, originals))
-    for pieces, patterns in ((lowered, _SCAN_PASSES), (originals, (_AWS_CANDIDATE,))):
-        joined, starts = join_pieces(pieces, _JOIN)
-        for pattern in patterns:
-            hit.update(map(originals.__getitem__, pieces_matching(pattern, joined, starts)))
+    joined, starts = join_pieces(originals, _JOIN)
+    hit.update(map(originals.__getitem__, pieces_matching(_AWS_CANDIDATE, joined, starts)))
+    if joined.isascii():
+        low = joined.lower()  # one call, the same starts (ASCII keeps every length)
+    else:
+        # One by one: an ASCII piece is lower-cased at C speed, the joined text would be
+        # read a character at a time; and a character may lower-case to two.
+        low, starts = join_pieces([t.lower() for t in originals], _JOIN)
+    for pattern in _SCAN_PASSES:
+        hit.update(map(originals.__getitem__, pieces_matching(pattern, low, starts)))
     return distinct, hit
 
 

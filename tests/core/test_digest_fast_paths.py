@@ -133,3 +133,8 @@ def test_search_counts_the_lines_that_are_not_blank(body: str) -> None:
     plain = sum(1 for ln in body.splitlines() if ln.strip())
     noun = "result line" if plain == 1 else "result lines"
     assert f"-> {plain:,} {noun}, " in digest_line("search_files", {"pattern": "x"}, body)
+
+
+@pytest.mark.parametrize("n", [-1001, -1000, -999, -1, 0, 1, 2, 999, 1000, 1001, 123456789])
+def test_plural_writes_thousands_with_commas(n: int) -> None:
+    assert digest_mod._plural(n, "line").split(" ")[0] == f"{n:,}"
