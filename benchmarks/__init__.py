@@ -31,6 +31,7 @@ import orjson
 __all__ = [
     "BENCH_DIR",
     "DEFAULT_SIZES",
+    "MEASURED",
     "REPO_ROOT",
     "RESULTS_PATH",
     "SECTIONS",
@@ -72,6 +73,8 @@ SECTIONS: dict[str, str] = {
 
 #: Top-level keys of results.json that are not sections.
 _RESERVED = ("machine", "generated")
+#: The key under which each section records the run that measured it (merge_results).
+MEASURED = "measured"
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,13 +169,29 @@ def merge_results(
     machine: Mapping[str, Any],
     generated: str,
 ) -> dict[str, Any]:
-    """``existing`` with ``sections`` replaced, other sections kept, machine/date updated."""
+    """``existing`` with ``sections`` replaced, other sections kept, machine/date updated.
+
+    Each section keeps the run that measured it under :data:`MEASURED` (its date and
+    machine): a partial run (``--section``) leaves the other sections as an earlier run
+    measured them, maybe on another host, and the top-level ``machine``/``generated``
+    only say what the latest run was. A section from before sections were stamped takes
+    the top-level run it was kept under, marked ``inherited`` (measured no later than
+    that date).
+    """
     merged: dict[str, Any] = {"machine": dict(machine), "generated": generated}
+    earlier = {
+        "generated": existing.get("generated"),
+        "machine": existing.get("machine"),
+        "inherited": True,
+    }
     for key, value in existing.items():
-        if key not in _RESERVED:
-            merged[key] = value
+        if key in _RESERVED:
+            continue
+        if isinstance(value, Mapping) and MEASURED not in value and earlier["machine"]:
+            value = {**value, MEASURED: earlier}
+        merged[key] = value
     for name, value in sections.items():
-        merged[name] = value
+        merged[name] = {**value, MEASURED: {"generated": generated, "machine": dict(machine)}}
     return merged
 
 
@@ -202,21 +221,37 @@ def render_markdown(results: Mapping[str, Any], sections: Sequence[str] | None =
                 f"| {_cell(row['measurement'])} | {_cell(row['figure'])} | "
                 f"{_cell(row['target'])} | {verdict} |"
             )
-    machine = results.get("machine")
-    if isinstance(machine, Mapping):
-        cpu = machine.get("cpu") or "unknown CPU"
+    runs: dict[str, list[str]] = {}
+    for name in names:
+        section = results.get(name)
+        if isinstance(section, Mapping):
+            stamp = section.get(MEASURED) or results
+            note = _run_note(stamp)
+            if note:
+                runs.setdefault(note, []).append(name)
+    if runs:
         lines.append("")
-        note = (
-            f"Measured {str(results.get('generated', ''))[:10]} on {machine.get('cpu_count')} × "
-            f"{cpu}, Python {machine.get('python')} ({machine.get('platform')})"
-        )
-        load = machine.get("load_average")
-        if isinstance(load, Mapping) and load.get("start") is not None:
-            note += (
-                f"; 1-min load average {load['start']} at the start, {load.get('end')} at the end"
-            )
-        lines.append(note + ".")
+    for note, measured in runs.items():
+        # One run: the sentence as it always read; several: which sections each measured.
+        lines.append(f"{note}." if len(runs) == 1 else f"{', '.join(measured)}: {note}.")
     return "\n".join(lines) + "\n"
+
+
+def _run_note(stamp: Mapping[str, Any]) -> str | None:
+    """ "Measured DATE on N × CPU, …": the run a section was measured in (see MEASURED)."""
+    machine = stamp.get("machine")
+    if not isinstance(machine, Mapping):
+        return None
+    when = "Measured no later than" if stamp.get("inherited") else "Measured"
+    note = (
+        f"{when} {str(stamp.get('generated') or '')[:10]} on {machine.get('cpu_count')} × "
+        f"{machine.get('cpu') or 'unknown CPU'}, Python {machine.get('python')} "
+        f"({machine.get('platform')})"
+    )
+    load = machine.get("load_average")
+    if isinstance(load, Mapping) and load.get("start") is not None:
+        note += f"; 1-min load average {load['start']} at the start, {load.get('end')} at the end"
+    return note
 
 
 class ChildFailed(RuntimeError):

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from benchmarks import merge_results, render_markdown, target_row
+from benchmarks import MEASURED, merge_results, render_markdown, target_row
 from benchmarks.__main__ import main
 from benchmarks.gen import FORMATS, conversation, filename, is_jsonl, render
 
@@ -179,9 +179,36 @@ def test_merge_replaces_only_the_sections_run() -> None:
     assert merged == {
         "machine": {"cpu_count": 2},
         "generated": "now",
-        "engine": {"a": 1},
-        "foundation": {"b": 2},
+        # A section kept from before carries the run it was kept under, as "no later than" that date.
+        "engine": {
+            "a": 1,
+            MEASURED: {"generated": "then", "machine": {"cpu_count": 1}, "inherited": True},
+        },
+        "foundation": {"b": 2, MEASURED: {"generated": "now", "machine": {"cpu_count": 2}}},
     }
+    # Merged again, each section keeps its own run.
+    again = merge_results(merged, {"engine": {"a": 3}}, machine={"cpu_count": 4}, generated="later")
+    assert again["foundation"][MEASURED] == {"generated": "now", "machine": {"cpu_count": 2}}
+    assert again["engine"][MEASURED] == {"generated": "later", "machine": {"cpu_count": 4}}
+
+
+def test_markdown_names_the_run_of_each_section_when_they_differ() -> None:
+    row = target_row("x", "m", "1.0", "≤ 2", 1.0, 2.0, at_most=True)
+    intel = {"cpu_count": 2, "cpu": "Intel", "python": "3.11.7", "platform": "p"}
+    amd = {"cpu_count": 2, "cpu": "AMD", "python": "3.11.7", "platform": "p"}
+    results = merge_results(
+        {"machine": intel, "generated": "2026-11-25T00:00", "a": {"targets": [row]}},
+        {"b": {"targets": [row]}},
+        machine=amd,
+        generated="2026-12-02T00:00",
+    )
+    table = render_markdown(results)
+    assert "a: Measured no later than 2026-11-25 on 2 × Intel, Python 3.11.7 (p)." in table
+    assert "b: Measured 2026-12-02 on 2 × AMD, Python 3.11.7 (p)." in table
+    # One run for every section listed: the one sentence, as before.
+    assert render_markdown(results, ["b"]).endswith(
+        "\nMeasured 2026-12-02 on 2 × AMD, Python 3.11.7 (p).\n"
+    )
 
 
 def test_generators_are_deterministic_and_well_formed() -> None:
