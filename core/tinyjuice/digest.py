@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 import orjson
 
-from tinyjuice.formats._messages import _constructor, new_message, new_meta, text_part
+from tinyjuice.formats._messages import fast_constructor, new_message, new_meta, text_part
 from tinyjuice.model import Message, MessageMeta, Part, Role, TextPart, ToolCall
 from tinyjuice.redact import redact_clip
 from tinyjuice.text import cut_end, cut_middle
@@ -793,7 +793,7 @@ class DigestRecord:
 
 #: :class:`DigestRecord`'s constructor without the frozen ``__init__`` (positional
 #: arguments in field order): one record is made per digest, tens of thousands a run.
-_new_record = _constructor(DigestRecord)
+_new_record = fast_constructor(DigestRecord)
 
 
 @dataclass(frozen=True, slots=True)

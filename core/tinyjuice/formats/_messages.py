@@ -31,6 +31,7 @@ __all__ = [
     "SUMMARY_PREFIXES",
     "FinishState",
     "base64_size",
+    "fast_constructor",
     "fast_paths",
     "finish",
     "finish_from",
@@ -245,7 +246,7 @@ def make(model_, twin_, new_):
 """
 
 
-def _constructor(cls: Callable[P, T]) -> Callable[P, T]:
+def fast_constructor(cls: Callable[P, T]) -> Callable[P, T]:
     """``cls`` (a frozen slotted dataclass) or a faster function building the same value.
 
     Call it positionally (the fast one takes no keywords); trailing fields with a plain
@@ -280,12 +281,12 @@ def _constructor(cls: Callable[P, T]) -> Callable[P, T]:
 
 #: The model's constructors, taking the fast path where it works (positional arguments
 #: in field order are the cheapest).
-new_message = _constructor(Message)
+new_message = fast_constructor(Message)
 _META_FIELDS = tuple(f.name for f in fields(MessageMeta))
-new_meta = _constructor(MessageMeta)
-text_part = _constructor(TextPart)
-thinking_part = _constructor(ThinkingPart)
-tool_call = _constructor(ToolCall)
+new_meta = fast_constructor(MessageMeta)
+text_part = fast_constructor(TextPart)
+thinking_part = fast_constructor(ThinkingPart)
+tool_call = fast_constructor(ToolCall)
 
 
 def plain_meta(role: Role, text: str, index: int | None) -> MessageMeta:
