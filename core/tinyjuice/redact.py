@@ -903,9 +903,12 @@ def without_source_fields(messages: Sequence[Message]) -> list[Message]:
         if len(parts) == 1:  # most messages: no generator to run
             if parts[0].extra is not EMPTY and parts[0].extra:
                 parts = (replace(parts[0], extra=EMPTY),)
-        elif any(p.extra is not EMPTY and p.extra for p in parts):
+        elif parts and any(p.extra is not EMPTY and p.extra for p in parts):
             parts = tuple(replace(p, extra=EMPTY) if p.extra else p for p in parts)
-        if calls and any(c.extra is not EMPTY and c.extra for c in calls):
+        if len(calls) == 1:  # most calling messages: no generator either
+            if calls[0].extra is not EMPTY and calls[0].extra:
+                calls = (replace(calls[0], extra=EMPTY),)
+        elif calls and any(c.extra is not EMPTY and c.extra for c in calls):
             calls = tuple(replace(c, extra=EMPTY) if c.extra else c for c in calls)
         if parts is m.parts and calls is m.tool_calls and (m.extra is EMPTY or not m.extra):
             append(m)
