@@ -1000,18 +1000,9 @@ def _any_sensitive_key(record: Mapping[Any, Any]) -> bool:
 def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
     """Every string :func:`redact_message` may change, read as it redacts them; whether
     tool-call arguments hold an escape (their decoded strings may read differently from
-    their characters); and whether a source field holds a sensitive key."""
-    parts = msg.parts
-    # ``extra is not EMPTY`` first, as in without_source_fields.
-    if (
-        len(parts) == 1
-        and type(parts[0]) is TextPart
-        and (parts[0].extra is EMPTY or not parts[0].extra)
-        and not msg.tool_calls
-        and not msg.reasoning
-        and (msg.extra is EMPTY or not msg.extra)
-    ):
-        return [parts[0].text], False, False  # the common case: one plain text
+    their characters); and whether a source field holds a sensitive key. (The common
+    message, one plain text, is read inline by :func:`redact_messages`, the only caller.)
+    """
     out: list[str] = []
     opaque = False
     sensitive = False
