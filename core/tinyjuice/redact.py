@@ -903,9 +903,12 @@ def without_source_fields(messages: Sequence[Message]) -> list[Message]:
         if len(parts) == 1:  # most messages: no generator to run
             if parts[0].extra is not EMPTY and parts[0].extra:
                 parts = (replace(parts[0], extra=EMPTY),)
-        elif any(p.extra is not EMPTY and p.extra for p in parts):
+        elif parts and any(p.extra is not EMPTY and p.extra for p in parts):
             parts = tuple(replace(p, extra=EMPTY) if p.extra else p for p in parts)
-        if calls and any(c.extra is not EMPTY and c.extra for c in calls):
+        if len(calls) == 1:  # most calling messages: no generator either
+            if calls[0].extra is not EMPTY and calls[0].extra:
+                calls = (replace(calls[0], extra=EMPTY),)
+        elif calls and any(c.extra is not EMPTY and c.extra for c in calls):
             calls = tuple(replace(c, extra=EMPTY) if c.extra else c for c in calls)
         if parts is m.parts and calls is m.tool_calls and (m.extra is EMPTY or not m.extra):
             append(m)
@@ -997,18 +1000,9 @@ def _any_sensitive_key(record: Mapping[Any, Any]) -> bool:
 def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
     """Every string :func:`redact_message` may change, read as it redacts them; whether
     tool-call arguments hold an escape (their decoded strings may read differently from
-    their characters); and whether a source field holds a sensitive key."""
-    parts = msg.parts
-    # ``extra is not EMPTY`` first, as in without_source_fields.
-    if (
-        len(parts) == 1
-        and type(parts[0]) is TextPart
-        and (parts[0].extra is EMPTY or not parts[0].extra)
-        and not msg.tool_calls
-        and not msg.reasoning
-        and (msg.extra is EMPTY or not msg.extra)
-    ):
-        return [parts[0].text], False, False  # the common case: one plain text
+    their characters); and whether a source field holds a sensitive key. (The common
+    message, one plain text, is read inline by :func:`redact_messages`, the only caller.)
+    """
     out: list[str] = []
     opaque = False
     sensitive = False

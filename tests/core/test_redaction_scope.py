@@ -165,9 +165,14 @@ def test_without_source_fields() -> None:
         extra={"line": 3},
         hints={"h": 1},
     )
-    got = without_source_fields([plain, full])
+    # One call (its own path) and several, each with a record only on its calls.
+    one = Message(Role.ASSISTANT, (), (ToolCall("c2", "shell", "{}", extra={"b": 2}),))
+    bare = ToolCall("c3", "shell", "{}")
+    two = dataclasses.replace(one, tool_calls=(bare, *one.tool_calls))
+    got = without_source_fields([plain, full, one, two])
     assert got[0] is plain
-    assert got[1] == _reference(full)
+    assert got[1:] == [_reference(m) for m in (full, one, two)]
+    assert got[3].tool_calls[0] is bare
     assert got[1].hints == {"h": 1} and got[1].reasoning == "r"
     # Without its record a message is redacted as its texts alone would be.
     assert redact_messages(got)[0] == got
