@@ -60,6 +60,26 @@ async def test_summary_in_one_key_and_end_in_one_press() -> None:
         assert view.max_scroll_y > 0 and view.scroll_y == view.max_scroll_y
 
 
+async def test_summary_key_works_before_the_new_lines_are_laid_out() -> None:
+    # Right after set_blocks, until the next layout, the view has no scrollbar yet for its
+    # new lines; the jump must not wait for one (a key pressed as the preview appears).
+    app = Host(session())
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: preview_of(app).result is not None)
+        view = preview_of(app).query_one(PreviewView)
+        blocks = list(view._blocks)
+        view.set_blocks([])
+        await pilot.pause()
+        assert not view.show_vertical_scrollbar
+        view.set_blocks(blocks)
+        assert view.scroll_to_summary()
+        summary_row = next(view._starts[k] for k, b in enumerate(blocks) if b.kind == "summary")
+        assert summary_row > 0 and view.scroll_y == min(summary_row, view.max_scroll_y)
+        view.action_top()
+        view.action_bottom()
+        assert view.scroll_y == view.max_scroll_y > 0
+
+
 async def test_weak_scores_take_the_themes_warning_and_error_colours() -> None:
     app = Host(session())
     async with app.run_test(size=(160, 48)) as pilot:

@@ -152,18 +152,22 @@ class PreviewView(ScrollView, can_focus=True):
         Binding("end,G", "bottom", "Bottom", show=False),
     ]
 
+    # Every jump is forced: right after set_blocks, until the next layout, Textual has not
+    # yet shown the scrollbar the new lines need, and an unforced scroll is ignored (a key
+    # pressed as the preview appears did nothing). The position is still clamped.
+
     def action_top(self) -> None:
-        self.scroll_home(animate=False, immediate=True)
+        self.scroll_home(animate=False, immediate=True, force=True)
 
     def action_bottom(self) -> None:
         # At once, not animated: a second End is never needed to land on the last row.
-        self.scroll_end(animate=False, immediate=True)
+        self.scroll_end(animate=False, immediate=True, force=True)
 
     def scroll_to_summary(self) -> bool:
         """Bring the handoff summary to the top; False when there is none."""
         for k, block in enumerate(self._blocks):
             if block.kind == "summary":
-                self.scroll_to(y=self._starts[k], animate=False, immediate=True)
+                self.scroll_to(y=self._starts[k], animate=False, immediate=True, force=True)
                 return True
         return False
 
