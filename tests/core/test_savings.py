@@ -137,6 +137,17 @@ def test_targets_and_markdown(runs: Any) -> None:
     assert "| huge-terminal | hermes |" in table
 
 
+def test_summary_at_no_cost_is_undone_even_after_an_error(tmp_path: Path) -> None:
+    import tinyjuice.fit as fit
+    from benchmarks.batch import summary_at_no_cost
+
+    real = fit.fallback_summary
+    with pytest.raises(RuntimeError), summary_at_no_cost():
+        assert fit.fallback_summary is not real
+        raise RuntimeError("stop")
+    assert fit.fallback_summary is real
+
+
 def test_scale_changes_size_not_shape() -> None:
     small = build_fixtures(0.3)
     full = build_fixtures(1.0)
@@ -152,6 +163,15 @@ def test_batch_benchmark_section_runs_small(tmp_path: Path) -> None:
     assert result["outputs_identical"] and result["aggregates_equal"]
     assert result["no_compression_output_unchanged"]
     assert result["workers_1"]["compressed"] > 0
+    # The reference run replaced every summary with its fixed line, and nothing else.
+    free = result["workers_1_free_summary"]
+    assert free["fallback_summaries"] > 0 and free["compressed"] > 0
+    assert free["turns_before"] == result["workers_1"]["turns_before"]
+    assert free["tokens_after"] < result["workers_1"]["tokens_after"]
+    assert result["free_summary_vs_floor"] is not None
+    assert (
+        "costs nothing" in {t["id"]: t for t in result["targets"]}["batch.floor_target"]["figure"]
+    )
     assert {t["id"] for t in result["targets"]} == {
         "batch.workers",
         "batch.floor",
