@@ -469,14 +469,15 @@ _CANDIDATE = re.compile(
 )
 #: The alternatives :data:`_CANDIDATE_SCAN` and :data:`_SCAN_PASSES` share as they are,
 #: each entered at a letter.
-_LETTER_ENTRIES = (
+_NAME_ENTRIES = (
     f"k(?:(?<=tok)en{_NAME_END}|{_AFTER_KEY_K}"
     + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
     f"c(?:(?<=sec)ret{_NAME_END}|redentials?{_NAME_END}|ookie{_NAME_END})",
     f"w(?<=passw)(?:(?:ord|d){_NAME_END}|ord\\s+\\S)",
     f"h(?:(?<=passph)rase{_NAME_END}|(?<=auth)orization{_NAME_END})",
-    "z(?<=aiz)a",
 )
+_AIZA_ENTRY = "z(?<=aiz)a"
+_LETTER_ENTRIES = (*_NAME_ENTRIES, _AIZA_ENTRY)
 #: :data:`_CANDIDATE` for long scans: the same alternatives, each entered at its rarest
 #: letter and checked backwards from there, so the engine stops at a third as many places.
 #: The AWS alternative is left to :data:`_AWS_CANDIDATE`, run on the original case (its
@@ -496,29 +497,44 @@ _CANDIDATE_SCAN = re.compile(
     )
 )
 _AWS_CANDIDATE = re.compile(r"A(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}")
+
+
+def _entered(*patterns: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Each pattern compiled, with the literal character it starts with (its entry)."""
+    return tuple((p[1] if p[0] == "\\" else p[0], re.compile(p)) for p in patterns)
+
+
 #: :data:`_CANDIDATE_SCAN`'s alternatives regrouped by the one character each is entered
 #: at, one pattern per character: a pattern that starts with one literal character is
 #: searched for at C speed (``re`` skips to that character), while an alternation of
 #: several first characters tests a character set at every position, about as slow as
 #: all of these together. A text where one of them matches is a text where
-#: :data:`_CANDIDATE_SCAN` matches, and the other way round.
-_SCAN_PASSES: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p)
-    for p in (
-        *_LETTER_ENTRIES,
-        "_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=hf_)"
-        "|(?<=whsec_)|(?<=npm_)|(?<=gsk_)|(?<=do[por]_v1_)|(?<=shp(?:at|ca|pa|ss)_))",
-        "-(?:(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glcbt-)"
-        "|(?<=xapp-)|(?<=gocspx-)|(?<=pypi-)age|(?<=age-secret-key-)1)",
-        r"\.(?:(?<=sg\.)[a-z0-9_\-]{22}\.|(?<=ya29\.)|(?<=hv[sbr]\.))",
-        r":(?:aa[a-z0-9_\-]{33}" + "|" + _URL_SECRET[1:] + ")",
-        "xox",
-        "j(?<=eyj)",
-        r"bearer\s",
-        "v(?<=priv)ate key",
-        _LONG_S,  # never searched through in a text without wide characters
-    )
+#: :data:`_CANDIDATE_SCAN` matches, and the other way round. Each comes with its entry
+#: character: a text without it (found at memchr speed) is not searched at all.
+#:
+#: Split in two by what a JSON escape other than ``\\u`` decodes to (``"``, ``\\``,
+#: ``/``, a control character): :data:`_ESCAPE_PASSES` may match on such a character (a
+#: name's closing quote, the white space after it, "://"); no match of
+#: :data:`_PLAIN_PASSES`, lookbehinds included, can hold one, so in a decoded reading
+#: they match only where the text as it stands matches too.
+_ESCAPE_PASSES = _entered(
+    *_NAME_ENTRIES,
+    r":(?:aa[a-z0-9_\-]{33}" + "|" + _URL_SECRET[1:] + ")",
+    r"bearer\s",
 )
+_PLAIN_PASSES = _entered(
+    _AIZA_ENTRY,
+    "_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=hf_)"
+    "|(?<=whsec_)|(?<=npm_)|(?<=gsk_)|(?<=do[por]_v1_)|(?<=shp(?:at|ca|pa|ss)_))",
+    "-(?:(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glcbt-)"
+    "|(?<=xapp-)|(?<=gocspx-)|(?<=pypi-)age|(?<=age-secret-key-)1)",
+    r"\.(?:(?<=sg\.)[a-z0-9_\-]{22}\.|(?<=ya29\.)|(?<=hv[sbr]\.))",
+    "xox",
+    "j(?<=eyj)",
+    "v(?<=priv)ate key",
+    _LONG_S,
+)
+_SCAN_PASSES = _ESCAPE_PASSES + _PLAIN_PASSES
 
 
 _CONNINFO_PASSWORD = re.compile(
@@ -1033,14 +1049,19 @@ def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
 _JOIN = "\n\x00"
 
 
-def _hit_texts(texts: Iterable[str]) -> tuple[dict[str, None], set[str]]:
+def _hit_texts(
+    texts: Iterable[str], passes: Sequence[tuple[str, re.Pattern[str]]] = _SCAN_PASSES
+) -> tuple[dict[str, None], set[str]]:
     """The distinct non-empty texts of ``texts`` (as keys, in first-seen order), and
     those among them holding a place where a hit may start.
 
     Every distinct text is lower-cased and scanned, joined with the others, for
-    :data:`_CANDIDATE_SCAN` (as :data:`_SCAN_PASSES`, one pass each) and
-    :data:`_AWS_CANDIDATE` on the original case; after a match a pass moves on to the
-    next text (one match is enough to flag it).
+    :data:`_CANDIDATE_SCAN` (as ``passes``, one pass each: all of
+    :data:`_SCAN_PASSES` unless the caller knows that some cannot find anything new)
+    and, with all of them, :data:`_AWS_CANDIDATE` on the original case; after a match a
+    pass moves on to the next text (one match is enough to flag it). A pass whose entry
+    character the joined text lacks is skipped: looking for one character costs a
+    fraction of a pass.
     """
     distinct = dict.fromkeys(texts)
     distinct.pop("", None)
@@ -1049,27 +1070,31 @@ def _hit_texts(texts: Iterable[str]) -> tuple[dict[str, None], set[str]]:
     if not originals:
         return distinct, hit
     joined, starts = join_pieces(originals, _JOIN)
-    hit.update(map(originals.__getitem__, pieces_matching(_AWS_CANDIDATE, joined, starts)))
+    if passes is _SCAN_PASSES and "A" in joined:
+        hit.update(map(originals.__getitem__, pieces_matching(_AWS_CANDIDATE, joined, starts)))
     if joined.isascii():
         low = joined.lower()  # one call, the same starts (ASCII keeps every length)
     else:
         # One by one: an ASCII piece is lower-cased at C speed, the joined text would be
         # read a character at a time; and a character may lower-case to two.
         low, starts = join_pieces([t.lower() for t in originals], _JOIN)
-    for pattern in _SCAN_PASSES:
-        hit.update(map(originals.__getitem__, pieces_matching(pattern, low, starts)))
+    for entry, pattern in passes:
+        if entry in low:
+            hit.update(map(originals.__getitem__, pieces_matching(pattern, low, starts)))
     return distinct, hit
 
 
-def _flag_strings(entries: Iterable[tuple[int, str]]) -> set[int]:
-    """The messages (by index) holding a string where a hit may start (see
+def _flag_strings(
+    entries: Iterable[tuple[int, str]], passes: Sequence[tuple[str, re.Pattern[str]]]
+) -> set[int]:
+    """The messages (by index) holding a string where a hit of ``passes`` may start (see
     :func:`_hit_texts`): a match flags every message holding that string."""
     owners: list[int] = []
     texts: list[str] = []
     for i, text in entries:
         owners.append(i)
         texts.append(text)
-    return _owners_of(owners, texts, _hit_texts(texts)[1])
+    return _owners_of(owners, texts, _hit_texts(texts, passes)[1])
 
 
 def _owners_of(owners: Sequence[int], texts: Sequence[str], chosen: set[str]) -> set[int]:
@@ -1165,10 +1190,14 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
     escaped = {t for t in scanned if "\\" in t}
     if escaped:
         views: list[tuple[int, str]] = []
+        wide = False  # a \u escape may decode to anything: every pass reads the views
         for i, text in zip(owners, texts, strict=True):
             if i not in candidates and text in escaped:
                 views.extend((i, view) for view in decoded_views(text))
-        candidates |= _flag_strings(views)
+                wide = wide or "\\u" in text
+        # Otherwise only the passes that may match on a decoded character can find a
+        # place the text as it stands does not show (see _ESCAPE_PASSES).
+        candidates |= _flag_strings(views, _SCAN_PASSES if wide else _ESCAPE_PASSES)
     for i in opaque:
         if i in candidates:
             continue

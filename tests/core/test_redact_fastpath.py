@@ -22,10 +22,12 @@ from test_redact_batch import assert_batch_equals_one_by_one
 from test_redact_catalogue import CATALOGUE
 
 from tinyjuice import redact as redact_mod
+from tinyjuice._escapes import decoded_views
 from tinyjuice.model import Message, Role, TextPart, ToolCall
 from tinyjuice.redact import (
     _AWS_CANDIDATE,
     _CANDIDATE_SCAN,
+    _PLAIN_PASSES,
     _SCAN_PASSES,
     _SHAPE_PASSES,
     _SHAPES,
@@ -81,7 +83,7 @@ def test_the_passes_flag_exactly_what_the_candidate_scan_flags(texts: list[str])
     # Text by text, each alone: the per-character passes against the one alternation.
     for t in texts:
         low = t.lower()
-        assert any(p.search(low) for p in _SCAN_PASSES) == bool(_CANDIDATE_SCAN.search(low))
+        assert any(p.search(low) for _, p in _SCAN_PASSES) == bool(_CANDIDATE_SCAN.search(low))
         # The newer shapes' gate in _scan, likewise.
         assert any(p.search(low) for p in _SHAPE_PASSES) == bool(re.search(_SHAPES, low))
     # Joined: a match never runs into the next text, and every text is judged.
@@ -89,6 +91,38 @@ def test_the_passes_flag_exactly_what_the_candidate_scan_flags(texts: list[str])
     assert hit == {
         t for t in texts if t and (_CANDIDATE_SCAN.search(t.lower()) or _AWS_CANDIDATE.search(t))
     }
+
+
+def test_each_pass_starts_with_its_entry_character() -> None:
+    # _hit_texts skips a pass when its entry is not in the text: sound only if every
+    # match starts with that literal character.
+    from re import _parser  # type: ignore[attr-defined]
+
+    for entry, pattern in _SCAN_PASSES:
+        first = _parser.parse(pattern.pattern)[0]
+        assert first == (_parser.LITERAL, ord(entry)), pattern.pattern
+
+
+_ESCAPED_BITS = [*_BITS, '\\"', "\\n", "\\t", "\\/", "\\\\", "\\b", "\\f", "\\r", "\\"]
+_escaped_text = st.lists(st.sampled_from(_ESCAPED_BITS) | st.sampled_from(_GLUE), max_size=10).map(
+    "".join
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_escaped_text)
+def test_plain_passes_find_nothing_new_in_a_decoded_reading(text: str) -> None:
+    # redact_messages reads decoded views of a text without \u escapes with the escape
+    # passes only: a plain pass matching a view must match the text as it stands.
+    if "\\u" in text:
+        return
+    low = text.lower()
+    for view in decoded_views(text):
+        for _, pattern in _PLAIN_PASSES:
+            if pattern.search(view.lower()):
+                assert pattern.search(low), (pattern.pattern, text)
+        if _AWS_CANDIDATE.search(view):
+            assert _AWS_CANDIDATE.search(text), text
 
 
 def _reference_strings(value: Any, out: list[str]) -> bool:
