@@ -424,12 +424,23 @@ _NEEDLES: tuple[str, ...] = tuple(
 #: adds separators), so a word going on with more letters ("tokens:", "key_size=") ends
 #: none; a "…key" name needs one of :data:`_KEY_PREFIXES` right before "key".
 _NAME_END = r"[_\-]*[\"']?\s*[:=]"
-#: "key" ending a sensitive name, from just after its "k": a prefix word right before.
-_AFTER_KEY_K = (
-    f"(?=ey{_NAME_END})(?:"
-    + "|".join(f"(?<={p}{sep}k)" for p in _KEY_PREFIXES for sep in ("", "_", "-"))
-    + ")"
-)
+#: :data:`_NAME_END`, or a backslash where the quote, the white space or the ":" may be:
+#: where a decoded reading (one level of JSON escapes or more) may show a name's end
+#: through an escape (``token\\":``, ``password\\n:``), the text as it stands shows this.
+_NAME_END_ESCAPED = r"[_\-]*[\"']?\s*[:=\\]"
+
+
+def _after_key_k(end: str) -> str:
+    """ "key" ending a sensitive name (then ``end``), from just after its "k": a prefix
+    word right before."""
+    return (
+        f"(?=ey{end})(?:"
+        + "|".join(f"(?<={p}{sep}k)" for p in _KEY_PREFIXES for sep in ("", "_", "-"))
+        + ")"
+    )
+
+
+_AFTER_KEY_K = _after_key_k(_NAME_END)
 #: The long s: ``re``'s case-insensitive rules (a password field, an AWS secret) read it
 #: as "s", and lower-casing leaves it as it is; a text holding one is always scanned.
 _LONG_S = "\u017f"
@@ -469,15 +480,21 @@ _CANDIDATE = re.compile(
 )
 #: The alternatives :data:`_CANDIDATE_SCAN` and :data:`_SCAN_PASSES` share as they are,
 #: each entered at a letter.
-_NAME_ENTRIES = (
-    f"k(?:(?<=tok)en{_NAME_END}|{_AFTER_KEY_K}"
-    + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
-    f"c(?:(?<=sec)ret{_NAME_END}|redentials?{_NAME_END}|ookie{_NAME_END})",
-    f"w(?<=passw)(?:(?:ord|d){_NAME_END}|ord\\s+\\S)",
-    f"h(?:(?<=passph)rase{_NAME_END}|(?<=auth)orization{_NAME_END})",
-)
+
+
+def _name_entries(end: str) -> tuple[str, ...]:
+    """The alternatives entered at a letter of a secret word, the name ending in ``end``."""
+    return (
+        f"k(?:(?<=tok)en{end}|{_after_key_k(end)}"
+        + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
+        f"c(?:(?<=sec)ret{end}|redentials?{end}|ookie{end})",
+        f"w(?<=passw)(?:(?:ord|d){end}|ord\\s+\\S)",
+        f"h(?:(?<=passph)rase{end}|(?<=auth)orization{end})",
+    )
+
+
 _AIZA_ENTRY = "z(?<=aiz)a"
-_LETTER_ENTRIES = (*_NAME_ENTRIES, _AIZA_ENTRY)
+_LETTER_ENTRIES = (*_name_entries(_NAME_END), _AIZA_ENTRY)
 #: :data:`_CANDIDATE` for long scans: the same alternatives, each entered at its rarest
 #: letter and checked backwards from there, so the engine stops at a third as many places.
 #: The AWS alternative is left to :data:`_AWS_CANDIDATE`, run on the original case (its
@@ -508,33 +525,35 @@ def _entered(*patterns: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
 #: at, one pattern per character: a pattern that starts with one literal character is
 #: searched for at C speed (``re`` skips to that character), while an alternation of
 #: several first characters tests a character set at every position, about as slow as
-#: all of these together. A text where one of them matches is a text where
-#: :data:`_CANDIDATE_SCAN` matches, and the other way round. Each comes with its entry
-#: character: a text without it (found at memchr speed) is not searched at all.
+#: all of these together. Each comes with its entry character: a text without it (found
+#: at memchr speed) is not searched at all.
 #:
-#: Split in two by what a JSON escape other than ``\\u`` decodes to (``"``, ``\\``,
-#: ``/``, a control character): :data:`_ESCAPE_PASSES` may match on such a character (a
-#: name's closing quote, the white space after it, "://"); no match of
-#: :data:`_PLAIN_PASSES`, lookbehinds included, can hold one, so in a decoded reading
-#: they match only where the text as it stands matches too.
-_ESCAPE_PASSES = _entered(
-    *_NAME_ENTRIES,
-    r":(?:aa[a-z0-9_\-]{33}" + "|" + _URL_SECRET[1:] + ")",
-    r"bearer\s",
-)
-_PLAIN_PASSES = _entered(
+#: A text where one of them matches is a text where :data:`_CANDIDATE_SCAN` matches, and
+#: the other way round, but for a backslash: they also match where a decoded reading of
+#: the text (JSON escapes other than ``\\u`` and ``\\/`` decoded, one level or more) may
+#: show a match the text does not. Only a character an escape decodes to (``"``, ``\\``,
+#: a control character) makes the difference; of those, only a name's closing quote and
+#: the white space around it (:data:`_NAME_END_ESCAPED`) and the white space after
+#: "bearer" can be part of a match: the ``://`` pass may see ``\\`` or a backspace in a
+#: URL's user or password, but its classes take the escape as it stands too.
+_SCAN_PASSES = _entered(
+    *_name_entries(_NAME_END_ESCAPED),
     _AIZA_ENTRY,
     "_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=hf_)"
     "|(?<=whsec_)|(?<=npm_)|(?<=gsk_)|(?<=do[por]_v1_)|(?<=shp(?:at|ca|pa|ss)_))",
     "-(?:(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glcbt-)"
     "|(?<=xapp-)|(?<=gocspx-)|(?<=pypi-)age|(?<=age-secret-key-)1)",
     r"\.(?:(?<=sg\.)[a-z0-9_\-]{22}\.|(?<=ya29\.)|(?<=hv[sbr]\.))",
+    r":(?:aa[a-z0-9_\-]{33}" + "|" + _URL_SECRET[1:] + ")",
     "xox",
     "j(?<=eyj)",
+    r"bearer[\s\\]",
     "v(?<=priv)ate key",
     _LONG_S,
 )
-_SCAN_PASSES = _ESCAPE_PASSES + _PLAIN_PASSES
+#: Escapes whose decoded character may stand anywhere in a match (``\\u`` spells any
+#: character, ``\\/`` the slashes of "://"): a text holding one is also read decoded.
+_WIDE_ESCAPE = re.compile(r"\\[u/]")
 
 
 _CONNINFO_PASSWORD = re.compile(
@@ -1049,19 +1068,15 @@ def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
 _JOIN = "\n\x00"
 
 
-def _hit_texts(
-    texts: Iterable[str], passes: Sequence[tuple[str, re.Pattern[str]]] = _SCAN_PASSES
-) -> tuple[dict[str, None], set[str]]:
+def _hit_texts(texts: Iterable[str]) -> tuple[dict[str, None], set[str]]:
     """The distinct non-empty texts of ``texts`` (as keys, in first-seen order), and
     those among them holding a place where a hit may start.
 
     Every distinct text is lower-cased and scanned, joined with the others, for
-    :data:`_CANDIDATE_SCAN` (as ``passes``, one pass each: all of
-    :data:`_SCAN_PASSES` unless the caller knows that some cannot find anything new)
-    and, with all of them, :data:`_AWS_CANDIDATE` on the original case; after a match a
-    pass moves on to the next text (one match is enough to flag it). A pass whose entry
-    character the joined text lacks is skipped: looking for one character costs a
-    fraction of a pass.
+    :data:`_CANDIDATE_SCAN` (as :data:`_SCAN_PASSES`, one pass each; a pass whose entry
+    character the joined text lacks is skipped) and :data:`_AWS_CANDIDATE` on the
+    original case; after a match a pass moves on to the next text (one match is enough
+    to flag it).
     """
     distinct = dict.fromkeys(texts)
     distinct.pop("", None)
@@ -1070,7 +1085,7 @@ def _hit_texts(
     if not originals:
         return distinct, hit
     joined, starts = join_pieces(originals, _JOIN)
-    if passes is _SCAN_PASSES and "A" in joined:
+    if "A" in joined:
         hit.update(map(originals.__getitem__, pieces_matching(_AWS_CANDIDATE, joined, starts)))
     if joined.isascii():
         low = joined.lower()  # one call, the same starts (ASCII keeps every length)
@@ -1078,23 +1093,21 @@ def _hit_texts(
         # One by one: an ASCII piece is lower-cased at C speed, the joined text would be
         # read a character at a time; and a character may lower-case to two.
         low, starts = join_pieces([t.lower() for t in originals], _JOIN)
-    for entry, pattern in passes:
+    for entry, pattern in _SCAN_PASSES:
         if entry in low:
             hit.update(map(originals.__getitem__, pieces_matching(pattern, low, starts)))
     return distinct, hit
 
 
-def _flag_strings(
-    entries: Iterable[tuple[int, str]], passes: Sequence[tuple[str, re.Pattern[str]]]
-) -> set[int]:
-    """The messages (by index) holding a string where a hit of ``passes`` may start (see
+def _flag_strings(entries: Iterable[tuple[int, str]]) -> set[int]:
+    """The messages (by index) holding a string where a hit may start (see
     :func:`_hit_texts`): a match flags every message holding that string."""
     owners: list[int] = []
     texts: list[str] = []
     for i, text in entries:
         owners.append(i)
         texts.append(text)
-    return _owners_of(owners, texts, _hit_texts(texts, passes)[1])
+    return _owners_of(owners, texts, _hit_texts(texts)[1])
 
 
 def _owners_of(owners: Sequence[int], texts: Sequence[str], chosen: set[str]) -> set[int]:
@@ -1151,8 +1164,11 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
 
     Every distinct string of the messages is scanned once, joined, for anything that can
     start a hit (:func:`_flag_strings`); only messages with a candidate are redacted in
-    full. A text holding escapes is read decoded too, as :func:`find_secrets` reads it
-    (its decoded readings are scanned the same way, for the messages not flagged yet).
+    full. A text holding escapes is judged by its decoded readings too, as
+    :func:`find_secrets` reads it: the scan also flags a place where an escape may hide
+    a match (see :data:`_SCAN_PASSES`), and a text holding an escape that may stand
+    anywhere in one (``\\u``, ``\\/``) has its decoded readings scanned the same way,
+    for the messages not flagged yet.
     JSON whose decoded strings may differ from its characters cannot be judged by its
     characters: a message holding such JSON is redacted in full whenever it holds any
     needle at all. Source fields (``extra``) are read as :func:`redact_json` reads them:
@@ -1189,15 +1205,16 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
     candidates = _owners_of(owners, texts, hit) | keyed
     escaped = {t for t in scanned if "\\" in t}
     if escaped:
-        views: list[tuple[int, str]] = []
-        wide = False  # a \u escape may decode to anything: every pass reads the views
-        for i, text in zip(owners, texts, strict=True):
-            if i not in candidates and text in escaped:
-                views.extend((i, view) for view in decoded_views(text))
-                wide = wide or "\\u" in text
-        # Otherwise only the passes that may match on a decoded character can find a
-        # place the text as it stands does not show (see _ESCAPE_PASSES).
-        candidates |= _flag_strings(views, _SCAN_PASSES if wide else _ESCAPE_PASSES)
+        # The passes also match where a decoded reading may show a match through an
+        # escape (see _SCAN_PASSES), but for \\u and \\/: a text holding one of those
+        # is read decoded, its readings scanned the same way.
+        wide = {t for t in escaped if _WIDE_ESCAPE.search(t)}
+        if wide:
+            views: list[tuple[int, str]] = []
+            for i, text in zip(owners, texts, strict=True):
+                if i not in candidates and text in wide:
+                    views.extend((i, view) for view in decoded_views(text))
+            candidates |= _flag_strings(views)
     for i in opaque:
         if i in candidates:
             continue
