@@ -410,6 +410,23 @@ def _header_hits(text: str, low: str, present: set[str], hits: list[_Hit]) -> No
 _NEEDLES: tuple[str, ...] = tuple(
     sorted({n for rule in _RULES for n in rule.needles} | {*_NAME_WORDS, *_AUTH_WORDS, "bearer"})
 )
+#: :data:`_NEEDLES` as (needle holding no other, the longer needles holding it): a
+#: longer one ("secret_access_key") is looked for only where each it holds is present.
+_NEEDLE_ROOTS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (root, tuple(n for n in _NEEDLES if n != root and root in n))
+    for root in _NEEDLES
+    if not any(other != root and other in root for other in _NEEDLES)
+)
+
+
+def _present(low: str) -> set[str]:
+    """``{n for n in _NEEDLES if n in low}``, with fewer searches of ``low``."""
+    present: set[str] = set()
+    for root, longer in _NEEDLE_ROOTS:
+        if root in low:
+            present.add(root)
+            present.update(n for n in longer if n in low)
+    return present
 
 
 # Anything that can start a hit, as it looks in the lower-cased text: a secret word only
@@ -599,7 +616,7 @@ def _scan(text: str, low: str, candidate: bool = False) -> list[_Hit]:
     it only saves the rules' work, it never changes what they find)."""
     if not candidate and _CANDIDATE.search(low) is None:
         return []
-    present = {n for n in _NEEDLES if n in low}
+    present = _present(low)
     shapes = False
     for shape in _SHAPE_PASSES:
         if shape.search(low) is not None:

@@ -28,6 +28,7 @@ from tinyjuice.model import Message, Role, TextPart, ToolCall
 from tinyjuice.redact import (
     _AWS_CANDIDATE,
     _CANDIDATE_SCAN,
+    _NEEDLES,
     _SCAN_PASSES,
     _SHAPE_PASSES,
     _SHAPES,
@@ -36,6 +37,7 @@ from tinyjuice.redact import (
     _find_secrets,
     _hit_texts,
     _json_strings,
+    _present,
     find_secrets,
     is_sensitive_key,
     redact_text,
@@ -100,6 +102,13 @@ def test_the_passes_flag_exactly_what_the_candidate_scan_flags(texts: list[str])
     assert hit & plain == {
         t for t in plain if t and (_CANDIDATE_SCAN.search(t.lower()) or _AWS_CANDIDATE.search(t))
     }
+
+
+@settings(max_examples=300, deadline=None)
+@given(_text)
+def test_present_needles_are_found_as_one_by_one(text: str) -> None:
+    low = text.lower()
+    assert _present(low) == {n for n in _NEEDLES if n in low}
 
 
 def test_each_pass_starts_with_its_entry_character() -> None:
