@@ -478,6 +478,8 @@ _SHAPES = "|".join(_SHAPE_ALTERNATIVES)
 #: :data:`_SHAPES` one alternative at a time: each starts with one literal character and
 #: is searched for at C speed; their alternation tests a character set at every position.
 _SHAPE_PASSES = tuple(map(re.compile, _SHAPE_ALTERNATIVES))
+#: Everything above as one alternation: the definition the tests hold the scans to
+#: (:data:`_SCAN_PASSES`, :func:`_may_start`), which find the same places faster.
 _CANDIDATE = re.compile(
     "|".join(
         (
@@ -610,11 +612,21 @@ def _lowered(text: str) -> str:
     return low
 
 
+def _may_start(text: str, low: str) -> bool:
+    """Whether a hit may start in ``text`` (``low``: :func:`_lowered`): the joined scan's
+    test on one text (:data:`_SCAN_PASSES` on ``low``, :data:`_AWS_CANDIDATE` on
+    ``text``). It stands for :data:`_CANDIDATE` at less than half the cost: a pass
+    skips to its one character at C speed, the alternation tests a set at each."""
+    if "A" in text and _AWS_CANDIDATE.search(text) is not None:
+        return True
+    return any(entry in low and pattern.search(low) is not None for entry, pattern in _SCAN_PASSES)
+
+
 def _scan(text: str, low: str, candidate: bool = False) -> list[_Hit]:
     """Every hit in ``text`` read as it stands (overlapping, unsorted). ``candidate``:
     the caller's own scan found a place where a hit may start (the filter is skipped;
     it only saves the rules' work, it never changes what they find)."""
-    if not candidate and _CANDIDATE.search(low) is None:
+    if not candidate and not _may_start(text, low):
         return []
     present = _present(low)
     shapes = False

@@ -111,6 +111,17 @@ def test_present_needles_are_found_as_one_by_one(text: str) -> None:
     assert _present(low) == {n for n in _NEEDLES if n in low}
 
 
+@settings(max_examples=500, deadline=None)
+@given(_text)
+def test_the_one_text_filter_flags_what_the_alternation_flags(text: str) -> None:
+    # _scan's filter (the passes, and the AWS shape in the original case) lets through
+    # every text the one alternation lets through but for a lower-case AWS look-alike,
+    # which no rule redacts (the AWS rule reads capitals).
+    low = redact_mod._lowered(text)
+    if redact_mod._CANDIDATE.search(low) and not redact_mod._may_start(text, low):
+        assert not _find_secrets(text, True), text
+
+
 def test_each_pass_starts_with_its_entry_character() -> None:
     # _hit_texts skips a pass when its entry is not in the text: sound only if every
     # match starts with that literal character.
@@ -261,5 +272,6 @@ def test_the_filters_flag_every_name_the_rules_redact(text: str) -> None:
     if not _find_secrets(text, True):  # the rules without any filter
         return
     assert redact_mod._CANDIDATE.search(redact_mod._lowered(text))
+    assert redact_mod._may_start(text, redact_mod._lowered(text))
     assert _hit_texts([text, "tokens: 1"])[1] >= {text}
     assert find_secrets(text) == _find_secrets(text, True)
