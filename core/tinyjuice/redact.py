@@ -497,23 +497,36 @@ _CANDIDATE = re.compile(
         )
     )
 )
-#: The alternatives :data:`_CANDIDATE_SCAN` and :data:`_SCAN_PASSES` share as they are,
-#: each entered at a letter.
+#: The alternatives :data:`_CANDIDATE_SCAN` enters at a letter (:data:`_SCAN_PASSES` holds
+#: them as :func:`_word_passes` words them).
 
 
-def _name_entries(end: str) -> tuple[str, ...]:
-    """The alternatives entered at a letter of a secret word, the name ending in ``end``."""
+_LETTER_ENTRIES = (
+    f"k(?:(?<=tok)en{_NAME_END}|{_AFTER_KEY_K}"
+    + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
+    f"c(?:(?<=sec)ret{_NAME_END}|redentials?{_NAME_END}|ookie{_NAME_END})",
+    f"w(?<=passw)(?:(?:ord|d){_NAME_END}|ord\\s+\\S)",
+    f"h(?:(?<=passph)rase{_NAME_END}|(?<=auth)orization{_NAME_END})",
+    "z(?<=aiz)a",
+)
+
+
+def _word_passes(end: str) -> tuple[str, ...]:
+    """:data:`_LETTER_ENTRIES` as passes, a name ending in ``end``: each word is entered
+    where ``re`` can check the most letters before trying the pattern (a pattern that
+    starts with a run of letters is tried only where the whole run stands), the letters
+    before it checked backwards ("cr" of "secret", then "secret" behind)."""
     return (
         f"k(?:(?<=tok)en{end}|{_after_key_k(end)}"
-        + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
-        f"c(?:(?<=sec)ret{end}|redentials?{end}|ookie{end})",
+        + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16}"
+        + f"|(?<=cook)ie{end})",
+        f"cr(?:et(?<=secret){end}|edentials?{end})",
         f"w(?<=passw)(?:(?:ord|d){end}|ord\\s+\\S)",
-        f"h(?:(?<=passph)rase{end}|(?<=auth)orization{end})",
+        f"hrase(?<=passphrase){end}",
+        f"z(?:a(?<=aiza)|ation(?<=authorization){end})",
     )
 
 
-_AIZA_ENTRY = "z(?<=aiz)a"
-_LETTER_ENTRIES = (*_name_entries(_NAME_END), _AIZA_ENTRY)
 #: :data:`_CANDIDATE` for long scans: the same alternatives, each entered at its rarest
 #: letter and checked backwards from there, so the engine stops at a third as many places.
 #: The AWS alternative is left to :data:`_AWS_CANDIDATE`, run on the original case (its
@@ -556,8 +569,7 @@ def _entered(*patterns: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
 #: "bearer" can be part of a match: the ``://`` pass may see ``\\`` or a backspace in a
 #: URL's user or password, but its classes take the escape as it stands too.
 _SCAN_PASSES = _entered(
-    *_name_entries(_NAME_END_ESCAPED),
-    _AIZA_ENTRY,
+    *_word_passes(_NAME_END_ESCAPED),
     "_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=hf_)"
     "|(?<=whsec_)|(?<=npm_)|(?<=gsk_)|(?<=do[por]_v1_)|(?<=shp(?:at|ca|pa|ss)_))",
     "-(?:(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glcbt-)"
@@ -567,7 +579,7 @@ _SCAN_PASSES = _entered(
     "xox",
     "j(?<=eyj)",
     r"bearer[\s\\]",
-    "v(?<=priv)ate key",
+    "vate key(?<=private key)",
     _LONG_S,
 )
 #: Escapes whose decoded character may stand anywhere in a match (``\\u`` spells any

@@ -122,6 +122,25 @@ def test_the_one_text_filter_flags_what_the_alternation_flags(text: str) -> None
         assert not _find_secrets(text, True), text
 
 
+_WORDS = [
+    "token", "api_key", "apikey", "api-key", "access_key", "secret", "credential",
+    "credentials", "cookie", "password", "passwd", "passphrase", "authorization", "aiza",
+    "private key", "private  key", "bearer", "sk-" + "a" * 20, "k_live_" + "a" * 16, "xox",
+    "eyj", "ghp_", "hf_", "glpat-", "://u:p@h", ":aa" + "b" * 33, "cook", "secre", "toke",
+]  # fmt: skip
+_ENDS = ["", ":", "=", '":', "' =", "\n:", "_:", "-=", "s:", " x", "\t\n", "ie:", "t="]
+
+
+def test_the_passes_flag_every_word_as_the_candidate_scan_does() -> None:
+    # Every secret word, cut short or run on, with every kind of name end around it.
+    for before in ("", "x", "my_", "\x00", "se", "pass", "auth", "coo"):
+        for word in _WORDS:
+            for end in _ENDS:
+                low = f"{before}{word}{end}"
+                got = any(p.search(low) for _, p in _SCAN_PASSES)
+                assert got == bool(_CANDIDATE_SCAN.search(low)), low
+
+
 def test_each_pass_starts_with_its_entry_character() -> None:
     # _hit_texts skips a pass when its entry is not in the text: sound only if every
     # match starts with that literal character.
