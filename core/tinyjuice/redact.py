@@ -448,8 +448,8 @@ _NAME_END_ESCAPED = r"[_\-]*[\"']?\s*[:=\\]"
 
 
 def _after_key_k(end: str) -> str:
-    """ "key" ending a sensitive name (then ``end``), from just after its "k": a prefix
-    word right before."""
+    """The "key" that ends a sensitive name (then ``end``), from just after its "k": a
+    prefix word right before."""
     return (
         f"(?=ey{end})(?:"
         + "|".join(f"(?<={p}{sep}k)" for p in _KEY_PREFIXES for sep in ("", "_", "-"))
@@ -499,8 +499,6 @@ _CANDIDATE = re.compile(
 )
 #: The alternatives :data:`_CANDIDATE_SCAN` enters at a letter (:data:`_SCAN_PASSES` holds
 #: them as :func:`_word_passes` words them).
-
-
 _LETTER_ENTRIES = (
     f"k(?:(?<=tok)en{_NAME_END}|{_AFTER_KEY_K}"
     + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
@@ -1247,7 +1245,7 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
     escaped = {t for t in scanned if "\\" in t}
     if escaped:
         # The passes also match where a decoded reading may show a match through an
-        # escape (see _SCAN_PASSES), but for \\u and \\/: a text holding one of those
+        # escape (see _SCAN_PASSES), but for \u and \/: a text holding one of those
         # is read decoded, its readings scanned the same way.
         wide = {t for t in escaped if _WIDE_ESCAPE.search(t)}
         if wide:
