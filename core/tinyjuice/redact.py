@@ -410,6 +410,23 @@ def _header_hits(text: str, low: str, present: set[str], hits: list[_Hit]) -> No
 _NEEDLES: tuple[str, ...] = tuple(
     sorted({n for rule in _RULES for n in rule.needles} | {*_NAME_WORDS, *_AUTH_WORDS, "bearer"})
 )
+#: :data:`_NEEDLES` as (needle holding no other, the longer needles holding it): a
+#: longer one ("secret_access_key") is looked for only where each it holds is present.
+_NEEDLE_ROOTS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (root, tuple(n for n in _NEEDLES if n != root and root in n))
+    for root in _NEEDLES
+    if not any(other != root and other in root for other in _NEEDLES)
+)
+
+
+def _present(low: str) -> set[str]:
+    """``{n for n in _NEEDLES if n in low}``, with fewer searches of ``low``."""
+    present: set[str] = set()
+    for root, longer in _NEEDLE_ROOTS:
+        if root in low:
+            present.add(root)
+            present.update(n for n in longer if n in low)
+    return present
 
 
 # Anything that can start a hit, as it looks in the lower-cased text: a secret word only
@@ -424,12 +441,23 @@ _NEEDLES: tuple[str, ...] = tuple(
 #: adds separators), so a word going on with more letters ("tokens:", "key_size=") ends
 #: none; a "…key" name needs one of :data:`_KEY_PREFIXES` right before "key".
 _NAME_END = r"[_\-]*[\"']?\s*[:=]"
-#: "key" ending a sensitive name, from just after its "k": a prefix word right before.
-_AFTER_KEY_K = (
-    f"(?=ey{_NAME_END})(?:"
-    + "|".join(f"(?<={p}{sep}k)" for p in _KEY_PREFIXES for sep in ("", "_", "-"))
-    + ")"
-)
+#: :data:`_NAME_END`, or a backslash where the quote, the white space or the ":" may be:
+#: where a decoded reading (one level of JSON escapes or more) may show a name's end
+#: through an escape (``token\\":``, ``password\\n:``), the text as it stands shows this.
+_NAME_END_ESCAPED = r"[_\-]*[\"']?\s*[:=\\]"
+
+
+def _after_key_k(end: str) -> str:
+    """The "key" that ends a sensitive name (then ``end``), from just after its "k": a
+    prefix word right before."""
+    return (
+        f"(?=ey{end})(?:"
+        + "|".join(f"(?<={p}{sep}k)" for p in _KEY_PREFIXES for sep in ("", "_", "-"))
+        + ")"
+    )
+
+
+_AFTER_KEY_K = _after_key_k(_NAME_END)
 #: The long s: ``re``'s case-insensitive rules (a password field, an AWS secret) read it
 #: as "s", and lower-casing leaves it as it is; a text holding one is always scanned.
 _LONG_S = "\u017f"
@@ -450,6 +478,8 @@ _SHAPES = "|".join(_SHAPE_ALTERNATIVES)
 #: :data:`_SHAPES` one alternative at a time: each starts with one literal character and
 #: is searched for at C speed; their alternation tests a character set at every position.
 _SHAPE_PASSES = tuple(map(re.compile, _SHAPE_ALTERNATIVES))
+#: Everything above as one alternation: the definition the tests hold the scans to
+#: (:data:`_SCAN_PASSES`, :func:`_may_start`), which find the same places faster.
 _CANDIDATE = re.compile(
     "|".join(
         (
@@ -467,8 +497,8 @@ _CANDIDATE = re.compile(
         )
     )
 )
-#: The alternatives :data:`_CANDIDATE_SCAN` and :data:`_SCAN_PASSES` share as they are,
-#: each entered at a letter.
+#: The alternatives :data:`_CANDIDATE_SCAN` enters at a letter (:data:`_SCAN_PASSES` holds
+#: them as :func:`_word_passes` words them).
 _LETTER_ENTRIES = (
     f"k(?:(?<=tok)en{_NAME_END}|{_AFTER_KEY_K}"
     + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16})",
@@ -477,6 +507,24 @@ _LETTER_ENTRIES = (
     f"h(?:(?<=passph)rase{_NAME_END}|(?<=auth)orization{_NAME_END})",
     "z(?<=aiz)a",
 )
+
+
+def _word_passes(end: str) -> tuple[str, ...]:
+    """:data:`_LETTER_ENTRIES` as passes, a name ending in ``end``: each word is entered
+    where ``re`` can check the most letters before trying the pattern (a pattern that
+    starts with a run of letters is tried only where the whole run stands), the letters
+    before it checked backwards ("cr" of "secret", then "secret" behind)."""
+    return (
+        f"k(?:(?<=tok)en{end}|{_after_key_k(end)}"
+        + r"|(?<=sk)-[a-z0-9_\-]{20}|_(?:live|test)_[a-z0-9]{16}"
+        + f"|(?<=cook)ie{end})",
+        f"cr(?:et(?<=secret){end}|edentials?{end})",
+        f"w(?<=passw)(?:(?:ord|d){end}|ord\\s+\\S)",
+        f"hrase(?<=passphrase){end}",
+        f"z(?:a(?<=aiza)|ation(?<=authorization){end})",
+    )
+
+
 #: :data:`_CANDIDATE` for long scans: the same alternatives, each entered at its rarest
 #: letter and checked backwards from there, so the engine stops at a third as many places.
 #: The AWS alternative is left to :data:`_AWS_CANDIDATE`, run on the original case (its
@@ -496,29 +544,45 @@ _CANDIDATE_SCAN = re.compile(
     )
 )
 _AWS_CANDIDATE = re.compile(r"A(?:KIA|SIA|BIA|CCA)[0-9A-Z]{16}")
+
+
+def _entered(*patterns: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Each pattern compiled, with the literal character it starts with (its entry)."""
+    return tuple((p[1] if p[0] == "\\" else p[0], re.compile(p)) for p in patterns)
+
+
 #: :data:`_CANDIDATE_SCAN`'s alternatives regrouped by the one character each is entered
 #: at, one pattern per character: a pattern that starts with one literal character is
 #: searched for at C speed (``re`` skips to that character), while an alternation of
 #: several first characters tests a character set at every position, about as slow as
-#: all of these together. A text where one of them matches is a text where
-#: :data:`_CANDIDATE_SCAN` matches, and the other way round.
-_SCAN_PASSES: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p)
-    for p in (
-        *_LETTER_ENTRIES,
-        "_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=hf_)"
-        "|(?<=whsec_)|(?<=npm_)|(?<=gsk_)|(?<=do[por]_v1_)|(?<=shp(?:at|ca|pa|ss)_))",
-        "-(?:(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glcbt-)"
-        "|(?<=xapp-)|(?<=gocspx-)|(?<=pypi-)age|(?<=age-secret-key-)1)",
-        r"\.(?:(?<=sg\.)[a-z0-9_\-]{22}\.|(?<=ya29\.)|(?<=hv[sbr]\.))",
-        r":(?:aa[a-z0-9_\-]{33}" + "|" + _URL_SECRET[1:] + ")",
-        "xox",
-        "j(?<=eyj)",
-        r"bearer\s",
-        "v(?<=priv)ate key",
-        _LONG_S,  # never searched through in a text without wide characters
-    )
+#: all of these together. Each comes with its entry character: a text without it (found
+#: at memchr speed) is not searched at all.
+#:
+#: A text where one of them matches is a text where :data:`_CANDIDATE_SCAN` matches, and
+#: the other way round, but for a backslash: they also match where a decoded reading of
+#: the text (JSON escapes other than ``\\u`` and ``\\/`` decoded, one level or more) may
+#: show a match the text does not. Only a character an escape decodes to (``"``, ``\\``,
+#: a control character) makes the difference; of those, only a name's closing quote and
+#: the white space around it (:data:`_NAME_END_ESCAPED`) and the white space after
+#: "bearer" can be part of a match: the ``://`` pass may see ``\\`` or a backspace in a
+#: URL's user or password, but its classes take the escape as it stands too.
+_SCAN_PASSES = _entered(
+    *_word_passes(_NAME_END_ESCAPED),
+    "_(?:(?<=gh[pousr]_)|(?<=github_pat_)|(?<=hf_)"
+    "|(?<=whsec_)|(?<=npm_)|(?<=gsk_)|(?<=do[por]_v1_)|(?<=shp(?:at|ca|pa|ss)_))",
+    "-(?:(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glcbt-)"
+    "|(?<=xapp-)|(?<=gocspx-)|(?<=pypi-)age|(?<=age-secret-key-)1)",
+    r"\.(?:(?<=sg\.)[a-z0-9_\-]{22}\.|(?<=ya29\.)|(?<=hv[sbr]\.))",
+    r":(?:aa[a-z0-9_\-]{33}" + "|" + _URL_SECRET[1:] + ")",
+    "xox",
+    "j(?<=eyj)",
+    r"bearer[\s\\]",
+    "vate key(?<=private key)",
+    _LONG_S,
 )
+#: Escapes whose decoded character may stand anywhere in a match (``\\u`` spells any
+#: character, ``\\/`` the slashes of "://"): a text holding one is also read decoded.
+_WIDE_ESCAPE = re.compile(r"\\[u/]")
 
 
 _CONNINFO_PASSWORD = re.compile(
@@ -558,13 +622,23 @@ def _lowered(text: str) -> str:
     return low
 
 
+def _may_start(text: str, low: str) -> bool:
+    """Whether a hit may start in ``text`` (``low``: :func:`_lowered`): the joined scan's
+    test on one text (:data:`_SCAN_PASSES` on ``low``, :data:`_AWS_CANDIDATE` on
+    ``text``). It stands for :data:`_CANDIDATE` at less than half the cost: a pass
+    skips to its one character at C speed, the alternation tests a set at each."""
+    if "A" in text and _AWS_CANDIDATE.search(text) is not None:
+        return True
+    return any(entry in low and pattern.search(low) is not None for entry, pattern in _SCAN_PASSES)
+
+
 def _scan(text: str, low: str, candidate: bool = False) -> list[_Hit]:
     """Every hit in ``text`` read as it stands (overlapping, unsorted). ``candidate``:
     the caller's own scan found a place where a hit may start (the filter is skipped;
     it only saves the rules' work, it never changes what they find)."""
-    if not candidate and _CANDIDATE.search(low) is None:
+    if not candidate and not _may_start(text, low):
         return []
-    present = {n for n in _NEEDLES if n in low}
+    present = _present(low)
     shapes = False
     for shape in _SHAPE_PASSES:
         if shape.search(low) is not None:
@@ -1038,9 +1112,10 @@ def _hit_texts(texts: Iterable[str]) -> tuple[dict[str, None], set[str]]:
     those among them holding a place where a hit may start.
 
     Every distinct text is lower-cased and scanned, joined with the others, for
-    :data:`_CANDIDATE_SCAN` (as :data:`_SCAN_PASSES`, one pass each) and
-    :data:`_AWS_CANDIDATE` on the original case; after a match a pass moves on to the
-    next text (one match is enough to flag it).
+    :data:`_CANDIDATE_SCAN` (as :data:`_SCAN_PASSES`, one pass each; a pass whose entry
+    character the joined text lacks is skipped) and :data:`_AWS_CANDIDATE` on the
+    original case; after a match a pass moves on to the next text (one match is enough
+    to flag it).
     """
     distinct = dict.fromkeys(texts)
     distinct.pop("", None)
@@ -1049,15 +1124,17 @@ def _hit_texts(texts: Iterable[str]) -> tuple[dict[str, None], set[str]]:
     if not originals:
         return distinct, hit
     joined, starts = join_pieces(originals, _JOIN)
-    hit.update(map(originals.__getitem__, pieces_matching(_AWS_CANDIDATE, joined, starts)))
+    if "A" in joined:
+        hit.update(map(originals.__getitem__, pieces_matching(_AWS_CANDIDATE, joined, starts)))
     if joined.isascii():
         low = joined.lower()  # one call, the same starts (ASCII keeps every length)
     else:
         # One by one: an ASCII piece is lower-cased at C speed, the joined text would be
         # read a character at a time; and a character may lower-case to two.
         low, starts = join_pieces([t.lower() for t in originals], _JOIN)
-    for pattern in _SCAN_PASSES:
-        hit.update(map(originals.__getitem__, pieces_matching(pattern, low, starts)))
+    for entry, pattern in _SCAN_PASSES:
+        if entry in low:
+            hit.update(map(originals.__getitem__, pieces_matching(pattern, low, starts)))
     return distinct, hit
 
 
@@ -1126,8 +1203,11 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
 
     Every distinct string of the messages is scanned once, joined, for anything that can
     start a hit (:func:`_flag_strings`); only messages with a candidate are redacted in
-    full. A text holding escapes is read decoded too, as :func:`find_secrets` reads it
-    (its decoded readings are scanned the same way, for the messages not flagged yet).
+    full. A text holding escapes is judged by its decoded readings too, as
+    :func:`find_secrets` reads it: the scan also flags a place where an escape may hide
+    a match (see :data:`_SCAN_PASSES`), and a text holding an escape that may stand
+    anywhere in one (``\\u``, ``\\/``) has its decoded readings scanned the same way,
+    for the messages not flagged yet.
     JSON whose decoded strings may differ from its characters cannot be judged by its
     characters: a message holding such JSON is redacted in full whenever it holds any
     needle at all. Source fields (``extra``) are read as :func:`redact_json` reads them:
@@ -1164,11 +1244,16 @@ def redact_messages(messages: Sequence[Message]) -> tuple[list[Message], int]:
     candidates = _owners_of(owners, texts, hit) | keyed
     escaped = {t for t in scanned if "\\" in t}
     if escaped:
-        views: list[tuple[int, str]] = []
-        for i, text in zip(owners, texts, strict=True):
-            if i not in candidates and text in escaped:
-                views.extend((i, view) for view in decoded_views(text))
-        candidates |= _flag_strings(views)
+        # The passes also match where a decoded reading may show a match through an
+        # escape (see _SCAN_PASSES), but for \u and \/: a text holding one of those
+        # is read decoded, its readings scanned the same way.
+        wide = {t for t in escaped if _WIDE_ESCAPE.search(t)}
+        if wide:
+            views: list[tuple[int, str]] = []
+            for i, text in zip(owners, texts, strict=True):
+                if i not in candidates and text in wide:
+                    views.extend((i, view) for view in decoded_views(text))
+            candidates |= _flag_strings(views)
     for i in opaque:
         if i in candidates:
             continue

@@ -1026,7 +1026,10 @@ def _render_tool_group(members: Sequence[Message], own: bool, read: ReadTurns | 
 def _turn(sender: str, value: str, extras: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"from": sender, "value": value}
     for extra in extras:
-        out.update(extra)
+        # Most turns keep no other field: the shared empty mapping is not a dict, and
+        # update() would walk it in Python.
+        if extra is not EMPTY:
+            out.update(extra)
     return out
 
 
