@@ -1071,10 +1071,17 @@ def _any_sensitive_key(record: Mapping[Any, Any]) -> bool:
     return False
 
 
+#: Where tool-call arguments may name the key ``auth`` (:func:`is_sensitive_key` calls it
+#: sensitive whatever its case and surrounding ``_``/``-``, though it holds none of the
+#: scan's needles): any ``auth`` at all, so no spelling of the key is missed.
+_AUTH_KEY = re.compile("auth", re.IGNORECASE)
+
+
 def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
     """Every string :func:`redact_message` may change, read as it redacts them; whether
     tool-call arguments hold an escape (their decoded strings may read differently from
-    their characters); and whether a source field holds a sensitive key. (The common
+    their characters); and whether a source field holds a sensitive key, or tool-call
+    arguments may (``auth``, see :data:`_AUTH_KEY`). (The common
     message, one plain text, is read inline by :func:`redact_messages`, the only caller.)
     """
     out: list[str] = []
@@ -1094,6 +1101,9 @@ def _message_strings(msg: Message) -> tuple[list[str], bool, bool]:
         out.append(c.arguments)
         if "\\" in c.arguments:
             opaque = True
+        if _AUTH_KEY.search(c.arguments):
+            # ``auth`` is a sensitive key only as a whole name (no needle of the scan).
+            sensitive = True
         if c.extra is not EMPTY and c.extra and _json_strings(c.extra, out):
             sensitive = True
     if msg.extra is not EMPTY and msg.extra and _json_strings(msg.extra, out):

@@ -9,7 +9,7 @@ from test_redact import CORPUS, NEGATIVES
 from test_redact_catalogue import CATALOGUE
 
 from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, ToolCall
-from tinyjuice.redact import redact_message, redact_messages
+from tinyjuice.redact import _KEY_PREFIXES, is_sensitive_key, redact_message, redact_messages
 
 _CATALOGUE_TEXTS = [c.text.format(c.secret) for c in CATALOGUE]
 _PIECES = (
@@ -61,6 +61,44 @@ def assert_batch_equals_one_by_one(messages: list[Message]) -> None:
 @given(st.lists(_message(), max_size=8))
 def test_batch_equals_one_by_one(messages: list[Message]) -> None:
     assert_batch_equals_one_by_one(messages)
+
+
+def _spellings(word: str) -> set[str]:
+    parts = word.split("_")
+    camel = parts[0] + "".join(p.title() for p in parts[1:])
+    return {
+        word,
+        word.upper(),
+        word.replace("_", "-"),
+        camel,
+        camel.title(),
+        f"_{word}_",
+        "my_" + word,
+    }
+
+
+_SENSITIVE_WORDS = [
+    *("auth", "authorization", "proxy_authorization", "cookie", "set_cookie", "x_api_key"),
+    *("secret", "password", "passwd", "passphrase", "token", "apikey", "credentials"),
+    *(f"{p}_key" for p in _KEY_PREFIXES),
+]
+
+
+def test_every_spelling_of_a_sensitive_key_is_redacted_in_batch() -> None:
+    # "auth" holds no needle of the joined scan: tool-call arguments naming it were
+    # left as they were in batch, while redact_message redacted the value.
+    value = "Zq8-not-a-real-secret-vALUE"
+    keys = sorted({k for w in _SENSITIVE_WORDS for k in _spellings(w) if is_sensitive_key(k)})
+    assert {"auth", "AUTH", "Auth", "_auth_"} <= set(keys)
+    messages = [
+        Message(Role.ASSISTANT, (), (ToolCall("c1", "login", orjson.dumps({k: value}).decode()),))
+        for k in keys
+    ] + [Message(Role.TOOL, (TextPart("ok"),), extra={"record": {k: value}}) for k in keys]
+    batch, changed = redact_messages(messages)
+    assert changed == len(messages)
+    for m in batch:
+        assert value not in m.tool_calls[0].arguments if m.tool_calls else value not in str(m.extra)
+    assert batch == [redact_message(m) for m in messages]
 
 
 def test_every_corpus_secret_is_caught_in_batch() -> None:

@@ -114,6 +114,31 @@ def test_rules_profile_redacts_the_source_records_it_writes() -> None:
     assert "[REDACTED:" in _dump([m.extra for m in kept])
 
 
+def test_an_auth_argument_is_redacted_in_what_leaves() -> None:
+    """A tool call's ``{"Auth": …}`` argument in the middle is redacted in what leaves
+    (the provider's request, ``compacted_middle``): "auth" is a sensitive key, though it
+    holds no needle of the batched scan, which once let it through."""
+    value = "Zq8-hunter2-not-a-real-secret"
+    c, _ = secret_session()
+    t = c.transcript(context_window=SMALL)
+
+    def with_auth(call: ToolCall) -> ToolCall:
+        args = {**json.loads(call.arguments or "{}"), "Auth": value}
+        return dataclasses.replace(call, arguments=json.dumps(args))
+
+    msgs = tuple(
+        dataclasses.replace(m, tool_calls=tuple(map(with_auth, m.tool_calls))) for m in t.messages
+    )
+    provider = FakeProvider()
+    r = run(dataclasses.replace(t, messages=msgs), FORCED, provider)
+    assert r.report.status is Status.COMPACTED
+    (request,) = provider.requests
+    sent = [m for m in request.messages if m.tool_calls]
+    assert sent and value not in _dump(list(request.messages))
+    assert all("[REDACTED:" in call.arguments for m in sent for call in m.tool_calls)
+    assert value not in _dump(list(r.compacted_middle))
+
+
 def test_redactions_count_only_what_leaves() -> None:
     """A message whose only secret is in its (dropped) source record is not counted."""
     c, s = secret_session()
