@@ -38,6 +38,14 @@ class _EmptyMapping(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         raise KeyError(key)
 
+    # Answered directly: Mapping's own raise and catch a KeyError on every lookup, and
+    # most messages' hints and source fields are this mapping.
+    def get(self, key: str, default: Any = None) -> Any:
+        return default
+
+    def __contains__(self, key: object) -> bool:
+        return False
+
     def __iter__(self) -> Iterator[str]:
         return iter(())
 
