@@ -61,6 +61,7 @@ from tinyjuice.summary.fallback import (
 )
 from tinyjuice.summary.scan import (
     _DIGEST_RE,
+    _DOT_HINT_RE,
     _PATH_KEYS,
     _PATH_RE,
     _PATH_SCAN_RE,
@@ -69,6 +70,7 @@ from tinyjuice.summary.scan import (
     _command_text,
     _error_lines_many,
     _first_paths,
+    _hinted_spans,
     _is_shell_tool,
     _paths_in,
     _paths_many,
@@ -157,6 +159,30 @@ def test_guarded_path_pattern_has_the_same_matches(text: str) -> None:
     ]
 
 
+def _reference_spans(big: str) -> list[tuple[int, int]]:
+    """:func:`_hinted_spans` the plain way: one regex for every candidate, and the
+    whitespace before it looked for back to the previous stretch."""
+    hint = re.compile("/|\\\\|" + _DOT_HINT_RE.pattern)
+    out = []
+    pos = 0
+    while (h := hint.search(big, pos)) is not None:
+        q = h.start()
+        start = max(big.rfind(" ", pos, q), big.rfind("\t", pos, q), big.rfind("\n", pos, q))
+        end = re.compile(r"\S*").match(big, q).end()  # type: ignore[union-attr]
+        out.append((start + 1 or pos, end))
+        pos = end
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_path_text, max_size=6), st.integers(0, 6))
+def test_hinted_spans_equal_the_plain_walk(texts: list[str], near: int) -> None:
+    big = "\n".join(texts)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scan_mod, "_NEAR", near)
+        assert list(_hinted_spans(big)) == _reference_spans(big)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_path_text, max_size=6))
 def test_paths_equal_the_per_text_scan(texts: list[str]) -> None:
@@ -180,8 +206,12 @@ def test_first_paths_keep_the_first_occurrences_of_the_chained_scan(
         else st.just({})
     )
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(scan_mod, "_FIRST_PATHS_TOKENS", data.draw(st.integers(0, 6)))
+        patch.setattr(scan_mod, "_NEAR", data.draw(st.integers(0, 6)))
+        # A small memory, emptied as it fills (and kept between the two calls).
+        patch.setattr(scan_mod, "_STRETCH_PATHS", {})
+        patch.setattr(scan_mod, "_STRETCH_MEMO_SIZE", data.draw(st.integers(0, 6)))
         got = _first_paths(texts, named)
+        assert _first_paths(texts, named) == got
     assert dict.fromkeys(got) == dict.fromkeys(_chained_paths(texts, named))
 
 
