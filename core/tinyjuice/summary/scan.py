@@ -399,20 +399,20 @@ def _scan_paths(texts: Sequence[str], batch: list[int], out: dict[int, list[str]
 
 
 def _hinted_spans(big: str) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of the stretches of ``big`` a path match may lie in, in order:
-    from the whitespace before each candidate (see :data:`_DOT_HINT_RE`; or from the end
-    of the previous stretch) to the end of its token, a token holding several being one
-    stretch. The tokens without a candidate are never read.
+    """``(start, end)`` of the whitespace-delimited tokens of ``big`` that hold a
+    candidate (see :data:`_DOT_HINT_RE`), in order: where a path match may lie. The
+    tokens without a candidate are never read.
 
     The next candidate is the nearest of the next ``/``, ``\\`` and dot candidate, each
     found by its own search in C (one pass each over ``big``: a search is only redone
-    once a stretch has gone past its answer); the whitespace before it is looked for
-    near it first (tokens are short), then back to the previous stretch.
+    once a token has gone past its answer); its token's start is where the run of
+    non-blank characters before it ends, read backwards in ``big`` reversed.
     """
-    find, rfind = big.find, big.rfind
+    find = big.find
     dot = _DOT_HINT_RE.search
     token_rest = _TOKEN_REST_RE.match
     size = len(big)
+    backwards = big[::-1]
     pos = 0
     slash = back = dotted = -1  # each search's answer (size: none left), not made yet
     while True:
@@ -426,20 +426,11 @@ def _hinted_spans(big: str) -> Iterator[tuple[int, int]]:
         q = min(slash, back, dotted)
         if q >= size:
             return
-        # Any whitespace will do as the start; these are the common ones (a rarer one in
-        # between only makes the scan a little longer). The stretch lies in one text: a
-        # line break (the join) would have been found.
-        near = max(pos, q - _NEAR)
-        start = max(rfind(" ", near, q), rfind("\t", near, q), rfind("\n", near, q)) + 1
-        if not start and near > pos:
-            start = max(rfind(" ", pos, near), rfind("\t", pos, near), rfind("\n", pos, near)) + 1
-        end = token_rest(big, q).end()  # type: ignore[union-attr]  # (\S* always matches)
-        yield start or pos, end
+        # (\S* always matches; the token before q never runs past pos, a blank or 0.)
+        start = size - token_rest(backwards, size - q).end()  # type: ignore[union-attr]
+        end = token_rest(big, q).end()  # type: ignore[union-attr]
+        yield start, end
         pos = end
-
-
-#: How far before a candidate :func:`_hinted_spans` first looks for whitespace.
-_NEAR = 64
 
 
 def _found_paths(text: str, accepted: dict[str, str]) -> list[str]:
