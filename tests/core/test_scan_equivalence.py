@@ -60,6 +60,7 @@ from tinyjuice.summary.fallback import (
 )
 from tinyjuice.summary.scan import (
     _DIGEST_RE,
+    _DOT_HINT_RE,
     _PATH_KEYS,
     _PATH_RE,
     _PATH_SCAN_RE,
@@ -68,6 +69,7 @@ from tinyjuice.summary.scan import (
     _command_text,
     _error_lines_many,
     _first_paths,
+    _hinted_spans,
     _is_shell_tool,
     _paths_in,
     _paths_many,
@@ -156,6 +158,30 @@ def test_guarded_path_pattern_has_the_same_matches(text: str) -> None:
     ]
 
 
+def _reference_spans(big: str) -> list[tuple[int, int]]:
+    """:func:`_hinted_spans` the plain way: one regex for every candidate, and its
+    token's ends found a character at a time."""
+    hint = re.compile("/|\\\\|" + _DOT_HINT_RE.pattern)
+    out = []
+    pos = 0
+    while (h := hint.search(big, pos)) is not None:
+        start = end = h.start()
+        while start > pos and not big[start - 1].isspace():
+            start -= 1
+        while end < len(big) and not big[end].isspace():
+            end += 1
+        out.append((start, end))
+        pos = end
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_path_text, max_size=6))
+def test_hinted_spans_equal_the_plain_walk(texts: list[str]) -> None:
+    big = "\n".join(texts)
+    assert list(_hinted_spans(big)) == _reference_spans(big)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_path_text, max_size=6))
 def test_paths_equal_the_per_text_scan(texts: list[str]) -> None:
@@ -179,8 +205,11 @@ def test_first_paths_keep_the_first_occurrences_of_the_chained_scan(
         else st.just({})
     )
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(scan_mod, "_FIRST_PATHS_TOKENS", data.draw(st.integers(0, 6)))
+        # A small memory, emptied as it fills (and kept between the two calls).
+        patch.setattr(scan_mod, "_STRETCH_PATHS", {})
+        patch.setattr(scan_mod, "_STRETCH_MEMO_SIZE", data.draw(st.integers(0, 6)))
         got = _first_paths(texts, named)
+        assert _first_paths(texts, named) == got
     assert dict.fromkeys(got) == dict.fromkeys(_chained_paths(texts, named))
 
 

@@ -6,7 +6,7 @@ import itertools
 import operator
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from tinyjuice.budget import SummaryKind
 from tinyjuice.markers import strip_summary_wrappers
 from tinyjuice.model import Message, Role, TextPart, ToolCall
-from tinyjuice.redact import redact_clip
+from tinyjuice.redact import redact_clip, redact_text, texts_without_secrets
 from tinyjuice.rules import tool_output_text
 from tinyjuice.summary.contract import StructuredSummary
 from tinyjuice.summary.scan import (
@@ -34,7 +34,7 @@ from tinyjuice.summary.scan import (
     error_lines,
 )
 from tinyjuice.summary.wrapper import is_summary_message
-from tinyjuice.text import flatten, one_line
+from tinyjuice.text import cut_end, flatten, one_line
 from tinyjuice.tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
@@ -92,8 +92,6 @@ class TextRedactor:
         """Remember, with one joined scan, the texts that hold nothing to redact
         (:func:`tinyjuice.redact.texts_without_secrets`): the calls that follow on them
         are answered from memory."""
-        from tinyjuice.redact import texts_without_secrets
-
         memo = self.memo
         for text in texts_without_secrets(t for t in texts if t not in memo):
             memo[text] = text
@@ -101,8 +99,6 @@ class TextRedactor:
     def __call__(self, text: str) -> str:
         done = self.memo.get(text)
         if done is None:
-            from tinyjuice.redact import redact_text
-
             done = self.memo[text] = redact_text(text)
         return done
 
@@ -175,8 +171,9 @@ class FallbackSummary:
 _CLIP_READ = 16_384
 
 
-def _one_line(text: str, limit: int) -> str:
-    """:func:`tinyjuice.text.one_line`, redacted: a cut never leaves part of a key."""
+def _one_line(text: str, limit: int, clean: Container[str] = ()) -> str:
+    """:func:`tinyjuice.text.one_line`, redacted: a cut never leaves part of a key.
+    ``clean``: reads (see :func:`_clean_reads`) known to hold nothing to redact."""
     if len(text) <= limit:
         return flatten(text)  # nothing to cut (flattening never lengthens a text)
     # A long text is flattened whole only when its head's words do not already run over
@@ -187,8 +184,32 @@ def _one_line(text: str, limit: int) -> str:
         flat = flatten(text)
     if len(flat) <= limit:
         return flat
-    # Clipped after redacting, and redacted again.
-    return redact_clip(text[: max(_CLIP_READ, 4 * limit)], lambda r: one_line(r, limit))
+    # Clipped after redacting (nothing to do for a clean read), and redacted again.
+    read = text[: max(_CLIP_READ, 4 * limit)]
+    if read in clean:
+        return redact_text(_head_line(read, limit))
+    return redact_clip(read, lambda r: _head_line(r, limit))
+
+
+def _head_line(text: str, limit: int) -> str:
+    """``one_line(text, limit)``, from the flattened head alone when that already runs
+    over the limit: it is the start of the whole text flattened (a word cut at the end
+    of the head is the start of the text's word)."""
+    head = text[: 2 * limit + 64]
+    if len(head) < len(text):
+        flat = flatten(head)
+        if len(flat) > limit:
+            return cut_end(flat, limit)
+    return one_line(text, limit)
+
+
+def _clean_reads(texts: Iterable[str], limit: int) -> set[str]:
+    """What :func:`_one_line` reads of each of ``texts`` it may clip at ``limit``, where
+    that holds nothing to redact: one joined scan
+    (:func:`tinyjuice.redact.texts_without_secrets`) for all of them, not a full
+    redaction each."""
+    reads = [t[: max(_CLIP_READ, 4 * limit)] for t in texts if len(t) > limit]
+    return texts_without_secrets(reads) if reads else set()
 
 
 def _clip_lines(text: str, limit: int) -> str:
@@ -379,8 +400,10 @@ def _collect(
         r + (f" ×{n}, first id {first_id[r]}" if n > 1 else f" id {first_id[r]}")
         for r, n in counts.items()
     )
-    for m in middle[len(middle) - last_turns :] if last_turns > 0 else ():
-        out.add("last_turns", _turn_line(m))
+    turns = middle[len(middle) - last_turns :] if last_turns > 0 else ()
+    clean = _clean_reads([_turn_text(m) for m in turns], _TURN_CHARS)
+    for m in turns:
+        out.add("last_turns", _turn_line(m, clean))
     return out
 
 
@@ -678,21 +701,27 @@ class _Calls:
         return rendered, tuple(urls), tuple(commands), tuple(texts)
 
 
-def _turn_line(m: Message) -> str:
+def _turn_line(m: Message, clean: Container[str] = ()) -> str:
+    """A last turn's line; ``clean``: see :func:`_one_line`."""
     if m.role is Role.TOOL:
         label = f"tool result {m.tool_name or ''}".strip()
     elif is_summary_message(m):
         label = "earlier summary"
     else:
         label = m.role.value
-    text = strip_summary_wrappers(m.text) if is_summary_message(m) else m.text
-    body = _one_line(text, _TURN_CHARS) if text.strip() else ""
+    text = _turn_text(m)
+    body = _one_line(text, _TURN_CHARS, clean) if text.strip() else ""
     if m.tool_calls:
         called = "called " + ", ".join(c.name for c in m.tool_calls)
         body = f"{body} ({called})" if body else called
     if m.media:
         body = (body + " " if body else "") + f"[{len(m.media)} media]"
     return f"[{label}] {body or '(empty)'}"
+
+
+def _turn_text(m: Message) -> str:
+    """The text a last turn's line shows."""
+    return strip_summary_wrappers(m.text) if is_summary_message(m) else m.text
 
 
 def _bullet(item: str) -> str:

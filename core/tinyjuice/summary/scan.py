@@ -317,11 +317,11 @@ def _error_lines_many(texts: Sequence[str]) -> dict[int, list[str]]:
     return out
 
 
-#: A line can hold a path only if it has one of these: ``/``, ``\\``, or a dot followed by
-#: the first letter of a known extension or dotfile (every alternative starts with a
-#: literal, so the engine skips to candidates in C).
-_PATH_HINT_RE = re.compile(
-    "/|\\\\|\\.[" + "".join(sorted({re.escape(w[0]) for w in (*_EXTENSIONS, *_DOTFILES)})) + "]"
+#: A token can hold a path only if it has a *candidate*: ``/``, ``\\``, or a match of
+#: this, a dot followed by the first letter of a known extension or dotfile (its literal
+#: dot lets the engine skip to candidates in C).
+_DOT_HINT_RE = re.compile(
+    "\\.[" + "".join(sorted({re.escape(w[0]) for w in (*_EXTENSIONS, *_DOTFILES)})) + "]"
 )
 #: :data:`_PATH_RE` behind a guard every one of its matches passes (the first character
 #: outside ``[\w@+~-]`` is one of ``/ . \\ :``), which fails plain words in one pass
@@ -370,7 +370,7 @@ def _scan_paths(texts: Sequence[str], batch: list[int], out: dict[int, list[str]
     """Paths of ``texts[k]`` for every ``k`` in ``batch`` into ``out`` (see :func:`_paths_many`).
 
     The texts are joined by line breaks. A path match never crosses whitespace and holds
-    a :data:`_PATH_HINT_RE` candidate, so only the tokens around candidates are scanned:
+    a candidate (:func:`_hinted_spans`), so only the tokens around candidates are scanned:
     from the whitespace before a candidate (or the end of the previous scan) to the end
     of its token. Each scan starts after whitespace and ends before whitespace, where the
     pattern behaves as at the ends of a text.
@@ -382,19 +382,9 @@ def _scan_paths(texts: Sequence[str], batch: list[int], out: dict[int, list[str]
         pos += len(texts[k]) + 1
     big = "\n".join([texts[k] for k in batch])
     accepted: dict[str, str] = {}
-    hint = _PATH_HINT_RE.search
-    token_rest = _TOKEN_REST_RE.match
-    rfind = big.rfind
-    pos = 0
     # Each distinct stretch is scanned once (a token repeats far more than a text).
     segments: dict[str, list[str]] = {}
-    while (h := hint(big, pos)) is not None:
-        q = h.start()
-        # Any whitespace will do as the start; these are the common ones (a rarer one in
-        # between only makes the scan a little longer). The stretch lies in one text: a
-        # line break (the join) would have been found.
-        start = max(rfind(" ", pos, q), rfind("\t", pos, q), rfind("\n", pos, q)) + 1 or pos
-        end = token_rest(big, q).end()  # type: ignore[union-attr]  # (\S* always matches)
+    for start, end in _hinted_spans(big):
         segment = big[start:end]
         paths = segments.get(segment)
         if paths is None:
@@ -406,6 +396,40 @@ def _scan_paths(texts: Sequence[str], batch: list[int], out: dict[int, list[str]
                 out[k] = paths[:]
             else:
                 found += paths
+
+
+def _hinted_spans(big: str) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of the whitespace-delimited tokens of ``big`` that hold a
+    candidate (see :data:`_DOT_HINT_RE`), in order: where a path match may lie. The
+    tokens without a candidate are never read.
+
+    The next candidate is the nearest of the next ``/``, ``\\`` and dot candidate, each
+    found by its own search in C (one pass each over ``big``: a search is only redone
+    once a token has gone past its answer); its token's start is where the run of
+    non-blank characters before it ends, read backwards in ``big`` reversed.
+    """
+    find = big.find
+    dot = _DOT_HINT_RE.search
+    token_rest = _TOKEN_REST_RE.match
+    size = len(big)
+    backwards = big[::-1]
+    pos = 0
+    slash = back = dotted = -1  # each search's answer (size: none left), not made yet
+    while True:
+        if slash < pos:
+            slash = find("/", pos) % (size + 1)  # -1 (none) becomes size
+        if back < pos:
+            back = find("\\", pos) % (size + 1)
+        if dotted < pos:
+            m = dot(big, pos)
+            dotted = size if m is None else m.start()
+        q = min(slash, back, dotted)
+        if q >= size:
+            return
+        # (\S* always matches; the token before q never runs past pos, a blank or 0.)
+        start = size - token_rest(backwards, size - q).end()  # type: ignore[union-attr]
+        end = token_rest(big, q).end()  # type: ignore[union-attr]
+        yield start, end
         pos = end
 
 
@@ -426,60 +450,46 @@ def _found_paths(text: str, accepted: dict[str, str]) -> list[str]:
     return out
 
 
-#: Tokens :func:`_first_paths` holds before de-duplicating them (bounds the list).
-_FIRST_PATHS_TOKENS = 1 << 16
-#: What :func:`_first_paths` keeps of the token stream: candidates and marks.
-_HINT_OR_MARK_RE = re.compile("\n|" + _PATH_HINT_RE.pattern)
-
-
 def _first_paths(texts: Sequence[str], named: Mapping[int, str]) -> list[str]:
     """The paths of ``texts`` in order, ``named[k]`` (a path a tool call named) first of
     text ``k``'s, as far as first occurrences go: ``dict.fromkeys`` of the result is
     ``dict.fromkeys`` of :func:`_chained_paths`, all a merged extraction keeps.
 
-    A path match never spans whitespace and is found the same in its whitespace-delimited
-    token read alone (each side of a token is whitespace, where the pattern behaves as at
-    the ends of a text; URLs are blanked the same way). So only each distinct token
-    holding a :data:`_PATH_HINT_RE` candidate is scanned, the first time it occurs: the
-    texts are split, de-duplicated and filtered in C, with each named path standing in
-    the token stream as a mark (its index after a line break: never a token); the new
-    tokens between marks are scanned joined, in one pass.
+    A path match never spans whitespace and is found the same in a stretch of
+    :func:`_hinted_spans` read alone (each side of one is whitespace, where the pattern
+    behaves as at the ends of a text; URLs are blanked the same way). So only each
+    distinct stretch is read, the first time it occurs, and its paths are remembered
+    across calls (:data:`_STRETCH_PATHS`).
     """
-    keep = _HINT_OR_MARK_RE.search
-    kept: list[str] = []
-    tokens: list[str] = []
+    memo = _STRETCH_PATHS
+    out: list[str] = []
+    seen: set[str] = set()
+    accepted: dict[str, str] = {}
     for a, b in itertools.pairwise(sorted({*named, 0, len(texts)})):
         if a in named:
-            tokens.append(f"\n{a}")
-        tokens += "\n".join(texts[a:b]).split()
-        if len(tokens) > _FIRST_PATHS_TOKENS:
-            kept += filter(keep, dict.fromkeys(tokens))
-            tokens = []
-    kept += filter(keep, dict.fromkeys(tokens))
-    out: list[str] = []
-    accepted: dict[str, str] = {}
-    new: list[str] = []
-    for token in dict.fromkeys(kept):
-        if token[0] != "\n":
-            new.append(token)
-            continue
-        _scan_tokens(new, accepted, out)
-        new.clear()
-        out.append(named[int(token)])
-    _scan_tokens(new, accepted, out)
+            out.append(named[a])
+        big = "\n".join(texts[a:b])
+        stretches = dict.fromkeys(big[start:end] for start, end in _hinted_spans(big))
+        new = [s for s in stretches if s not in seen]
+        seen.update(new)
+        if len(memo) + len(new) > _STRETCH_MEMO_SIZE:
+            memo.clear()
+        for s in new:
+            paths = memo.get(s)
+            if paths is None:
+                paths = memo[s] = tuple(
+                    _found_paths(_URL_RE.sub(" ", s) if "://" in s else s, accepted)
+                )
+            out += paths
     return out
 
 
-def _scan_tokens(tokens: list[str], accepted: dict[str, str], out: list[str]) -> None:
-    """The paths of ``tokens`` (whitespace-free) into ``out``, in order: one scan of them
-    joined by line breaks (see :func:`_first_paths`); ``accepted`` remembers
-    :func:`_accept_path` by match ("" for none)."""
-    if not tokens:
-        return
-    joined = "\n".join(tokens)
-    if "://" in joined:
-        joined = _URL_RE.sub(" ", joined)
-    out += _found_paths(joined, accepted)
+#: Each stretch's paths (:func:`_found_paths`, URLs blanked), remembered by
+#: :func:`_first_paths` across calls: a dataset's trajectories, and one preview's
+#: spans, share most of their tokens (a path, a command, a module name).
+_STRETCH_PATHS: dict[str, tuple[str, ...]] = {}
+#: Stretches :data:`_STRETCH_PATHS` holds before it is emptied (bounded memory).
+_STRETCH_MEMO_SIZE = 1 << 16
 
 
 def _chained_paths(texts: Sequence[str], named: Mapping[int, str]) -> list[str]:
