@@ -10,6 +10,7 @@ match).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import orjson
