@@ -262,7 +262,11 @@ def plan_boundary(
     )
     end = _anchor_tail(transcript, opts, idx, start, end, reasons)
     if not no_op_reason:
+        tail_start = end
         end, no_op_reason = _too_short(opts, n, start, end)
+        if tail_start <= start and _rule6_tail(opts):
+            asks = sum(1 for m in msgs if m.is_real_user)
+            no_op_reason = _rule6_reason(rules.protect_last_n_turns, asks, tail_start)
     head_tok = tokens.range(0, start)
     mid_tok = tokens.range(start, end)
     tail_tok = tokens.range(end, n)
@@ -369,6 +373,26 @@ def _anchor_tail(
         f"moved back from {end} to {anchored} to keep the latest user ask and reply verbatim"
     )
     return anchored
+
+
+def _rule6_tail(opts: CompactionOptions) -> bool:
+    """Whether the tail is the rules profile's protected last user turns (rule 6)."""
+    return opts.profile is Profile.RULES and opts.keep_last is None and opts.boundary is None
+
+
+def _rule6_reason(turns: int, asks: int, tail_start: int) -> str:
+    """Why the rules profile has nothing to compress when rule 6 protects it all: an
+    agent's long run on one ask is one user turn, so a session of fewer asks than the
+    protected turns is all tail."""
+    if asks < turns:
+        reach = f"this session has {asks} (all of it is protected)"
+    else:
+        reach = f"they reach back to message {tail_start}"
+    return (
+        f"nothing to compress: the rules profile keeps the last {turns} user turns "
+        f"verbatim (rule 6), and {reach}; a keep-last count or an explicit boundary "
+        "sets the tail instead"
+    )
 
 
 def _too_short(opts: CompactionOptions, n: int, start: int, end: int) -> tuple[int, str]:

@@ -564,3 +564,31 @@ def test_collapsed_message_keeps_thinking_first() -> None:
     assert isinstance(collapsed.parts[0], ThinkingPart)
     assert collapsed.text == 'Reading.\n[tool: read_file("a.py") → ok, 5 chars]'
     assert [m.role for m in out] == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.USER]
+
+
+def _one_ask_run(steps: int) -> Conv:
+    """An agent's long run on one ask: the usual shape of a coding session."""
+    c = Conv().user("Find why the nightly build fails and fix it.")
+    for i in range(steps):
+        c.terminal(f"make test-{i}", lines=120)
+    return c.user("Thanks. Now write up what you changed.")
+
+
+def test_rule_6_protecting_everything_says_so_and_keep_last_overrides_it() -> None:
+    t = _one_ask_run(12).transcript()
+    result = run(t)
+    assert result.report.status is Status.NOOP
+    reason = result.report.reason
+    assert "rule 6" in reason and "last 5 user turns" in reason
+    assert "this session has 2" in reason and "keep-last" in reason
+    opts = CompactionOptions(profile=Profile.RULES, force=True, keep_last=1)
+    kept_last = compress(t, opts, counter=ROUGH, now=0.0)
+    assert kept_last.report.status is Status.COMPACTED
+
+
+def test_rule_6_reaching_back_to_the_head_names_where() -> None:
+    c = _one_ask_run(3)
+    for i in range(3):
+        c.user(f"And check step {i} too.").assistant(f"Checked step {i}.")
+    reason = run(c.transcript()).report.reason
+    assert "rule 6" in reason and "they reach back to message 1" in reason
