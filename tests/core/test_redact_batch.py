@@ -9,7 +9,13 @@ from test_redact import CORPUS, NEGATIVES
 from test_redact_catalogue import CATALOGUE
 
 from tinyjuice.model import MediaPart, Message, Role, TextPart, ThinkingPart, ToolCall
-from tinyjuice.redact import _KEY_PREFIXES, is_sensitive_key, redact_message, redact_messages
+from tinyjuice.redact import (
+    _EXACT_SENSITIVE,
+    _KEY_PREFIXES,
+    is_sensitive_key,
+    redact_message,
+    redact_messages,
+)
 
 _CATALOGUE_TEXTS = [c.text.format(c.secret) for c in CATALOGUE]
 _PIECES = (
@@ -77,8 +83,9 @@ def _spellings(word: str) -> set[str]:
     }
 
 
+# The exact names from the rules themselves: a name added there is checked here too.
 _SENSITIVE_WORDS = [
-    *("auth", "authorization", "proxy_authorization", "cookie", "set_cookie", "x_api_key"),
+    *sorted(_EXACT_SENSITIVE),
     *("secret", "password", "passwd", "passphrase", "token", "apikey", "credentials"),
     *(f"{p}_key" for p in _KEY_PREFIXES),
 ]

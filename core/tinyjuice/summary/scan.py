@@ -370,10 +370,9 @@ def _scan_paths(texts: Sequence[str], batch: list[int], out: dict[int, list[str]
     """Paths of ``texts[k]`` for every ``k`` in ``batch`` into ``out`` (see :func:`_paths_many`).
 
     The texts are joined by line breaks. A path match never crosses whitespace and holds
-    a candidate (:func:`_hinted_spans`), so only the tokens around candidates are scanned:
-    from the whitespace before a candidate (or the end of the previous scan) to the end
-    of its token. Each scan starts after whitespace and ends before whitespace, where the
-    pattern behaves as at the ends of a text.
+    a candidate (:func:`_hinted_spans`), so only the tokens holding candidates are
+    scanned, each from its start to its end: after whitespace and before whitespace,
+    where the pattern behaves as at the ends of a text.
     """
     starts: list[int] = []
     pos = 0
