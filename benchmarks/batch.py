@@ -21,7 +21,7 @@ writing the output file as the command does, without the progress bar:
 
 The counter's text cache is emptied before every timed run (forked workers inherit an
 empty one), so no run profits from an earlier one. Runs alternate and the best of
-``repeats`` (3) is kept, which damps noise from other work on the machine.
+``repeats`` (5) is kept, which damps noise from other work on the machine.
 """
 
 from __future__ import annotations
@@ -135,7 +135,8 @@ def _free_summary_pass(path: Path, out: Path) -> Any:
 
 def run(ctx: RunContext) -> dict[str, Any]:
     n = FULL_TRAJECTORIES if max(ctx.sizes) >= FULL_TRAJECTORIES else max(ctx.sizes)
-    repeats = 1 if ctx.quick else 3
+    # Five rounds: on a shared host the best of three still caught busy moments.
+    repeats = 1 if ctx.quick else 5
     work = ctx.work_dir / "batch"
     ctx.log(f"batch: dataset of {n:,} trajectories")
     data = ensure_dataset(work, n)

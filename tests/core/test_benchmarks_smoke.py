@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +269,21 @@ def test_ui_section_measures_the_inspector(tmp_path: Path) -> None:
     assert "error" not in detail, detail.get("error")
     assert detail["tokens"] >= 70_000
     assert 0 < detail["select_ms"]["mean"] <= detail["select_ms"]["max"]
+
+
+def test_preview_runs_each_repeat_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    """The preview figures are the best of repeats, each in its own interpreter: the
+    first preview of a repeat finds no module-level memory of an earlier one."""
+    from benchmarks.gen import ensure
+    from benchmarks.speed import _preview
+
+    (gen,) = ensure(tmp_path, [200], ["claude-code"])
+    out = _preview(gen.path, 2)
+    runs = out["runs"]
+    assert out["repeats"] == len(runs) == 2
+    assert out["messages"] == runs[0]["messages"] > 0
+    assert out["first_s"] == min(r["first_s"] for r in runs) > 0
+    assert out["after_move_s"] == min(r["after_move_s"] for r in runs) > 0
+    # Two interpreters, neither of them this one.
+    pids = {r["pid"] for r in runs}
+    assert len(pids) == 2 and os.getpid() not in pids
