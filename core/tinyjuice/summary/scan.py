@@ -217,8 +217,10 @@ def error_head(text: str) -> list[str]:
 
 
 #: Where :data:`_ERROR_RE` can match: each of its alternatives starts with one of these
-#: literals, except ``[Pp]ermission denied`` (its literal starts one character later) and
-#: ``\b\w*(?:Error|Exception)\b`` (it starts where the word holding the literal starts).
+#: literals, except ``[Pp]ermission denied`` (its literal starts one character later),
+#: ``\b\w*(?:Error|Exception)\b`` (it starts where the word holding the literal starts),
+#: and the two that hold ``exit`` (:func:`_error_starts` finds ``->\s*exit`` from its
+#: ``exit``: code is full of arrows, ``exit`` is rare).
 _ERROR_NEEDLES: tuple[str, ...] = (
     "Traceback",
     "ERROR",
@@ -227,8 +229,6 @@ _ERROR_NEEDLES: tuple[str, ...] = (
     "FAILED",
     "No such file",
     "PERMISSION DENIED",
-    "exit",
-    "->",
 )
 _ERROR_WORD_ENDS: tuple[str, ...] = ("Error", "Exception")
 #: Joins texts for one error scan: no match or line can cross it (``\x00`` is neither a
@@ -251,6 +251,15 @@ def _error_starts(big: str) -> list[int]:
         if i > 0:
             add(i - 1)
         i = find("ermission denied", i + 1)
+    i = find("exit")
+    while i >= 0:
+        add(i)
+        j = i  # an arrow may stand before the blanks before it
+        while j > 0 and big[j - 1].isspace():
+            j -= 1
+        if j >= 2 and big[j - 2 : j] == "->":
+            add(j - 2)
+        i = find("exit", i + 1)
     for needle in _ERROR_WORD_ENDS:
         # The start of the word around each occurrence; a scan back stops at the previous
         # occurrence (same word: same start), so a long word is walked once.
