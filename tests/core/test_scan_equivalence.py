@@ -62,6 +62,8 @@ from tinyjuice.summary.fallback import (
 from tinyjuice.summary.scan import (
     _DIGEST_RE,
     _DOT_HINT_RE,
+    _DOTFILES,
+    _EXTENSIONS,
     _PATH_KEYS,
     _PATH_RE,
     _PATH_SCAN_RE,
@@ -75,6 +77,7 @@ from tinyjuice.summary.scan import (
     _paths_in,
     _paths_many,
     _string_leaves,
+    _trie_pattern,
 )
 from tinyjuice.tokens import RoughCounter
 
@@ -159,6 +162,26 @@ def test_guarded_path_pattern_has_the_same_matches(text: str) -> None:
     assert [m.span() for m in _PATH_SCAN_RE.finditer(text)] == [
         m.span() for m in _PATH_RE.finditer(text)
     ]
+
+
+_NAMES = sorted({*_EXTENSIONS, *_DOTFILES})
+_named_text = _texts_from(_PATH_BITS + _NAMES + [f".{n}" for n in _NAMES] + ["x.", "."])
+
+
+@settings(max_examples=500, deadline=None)
+@given(_named_text)
+def test_a_token_holding_a_path_holds_a_candidate(text: str) -> None:
+    """What lets :func:`_hinted_spans` read only the tokens holding a candidate."""
+    for token in text.split():
+        if _PATH_RE.search(token):
+            assert "/" in token or "\\" in token or _DOT_HINT_RE.search(token), token
+
+
+@given(st.text(alphabet="abcpyijsx.-", max_size=6))
+def test_trie_pattern_matches_exactly_its_words(text: str) -> None:
+    words = ["py", "pyi", "pyx", "js", "json", "c", "cc", "a-b", "b.c"]
+    assert (re.fullmatch(_trie_pattern(words), text) is not None) == (text in words)
+    assert all(re.fullmatch(_trie_pattern(_NAMES), n) for n in _NAMES)
 
 
 def _reference_spans(big: str) -> list[tuple[int, int]]:

@@ -11,7 +11,7 @@ import itertools
 import re
 import shlex
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -326,12 +326,33 @@ def _error_lines_many(texts: Sequence[str]) -> dict[int, list[str]]:
     return out
 
 
+def _trie_pattern(words: Iterable[str]) -> str:
+    """A regex matching exactly ``words``, shaped as a trie (``py|pyi|pyx`` becomes
+    ``py(?:i|x)?``): the engine reads a few letters where it would try every word."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # a word ends here
+
+    def pattern(node: dict[str, Any]) -> str:
+        alts = [re.escape(ch) + pattern(child) for ch, child in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        if len(alts) == 1 and "" not in node:
+            return alts[0]
+        return "(?:" + "|".join(alts) + ")" + ("?" if "" in node else "")
+
+    return pattern(trie)
+
+
 #: A token can hold a path only if it has a *candidate*: ``/``, ``\\``, or a match of
-#: this, a dot followed by the first letter of a known extension or dotfile (its literal
-#: dot lets the engine skip to candidates in C).
-_DOT_HINT_RE = re.compile(
-    "\\.[" + "".join(sorted({re.escape(w[0]) for w in (*_EXTENSIONS, *_DOTFILES)})) + "]"
-)
+#: this, a dot, a known extension or dotfile, and a word's end. A bare name's extension
+#: and a dotfile's name end so in every match of :data:`_PATH_RE` (a dotfile's suffix
+#: starts with a dot); words such as ``self.name`` are not read. Its literal dot lets
+#: the engine skip to candidates in C.
+_DOT_HINT_RE = re.compile(r"\.(?:" + _trie_pattern({*_EXTENSIONS, *_DOTFILES}) + r")\b")
 #: :data:`_PATH_RE` behind a guard every one of its matches passes (the first character
 #: outside ``[\w@+~-]`` is one of ``/ . \\ :``), which fails plain words in one pass
 #: instead of several backtracking ones. Same matches, fewer steps.
