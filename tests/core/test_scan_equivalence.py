@@ -78,6 +78,7 @@ from tinyjuice.summary.scan import (
     _paths_many,
     _string_leaves,
     _trie_pattern,
+    remembered_call,
 )
 from tinyjuice.tokens import RoughCounter
 
@@ -353,6 +354,28 @@ def _middle(draw: st.DrawFn) -> list[Message]:
             parts = (TextPart(text),) if draw(st.booleans()) else (TextPart(text), TextPart("x"))
             out.append(Message(Role.TOOL, parts, tool_call_id="c", tool_name=name, meta=meta))
     return out
+
+
+def test_a_remembered_call_is_worked_out_once_and_the_memory_stays_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(scan_mod, "_CALL_MEMO_SIZE", 2)
+    memo: dict[tuple[str, str], str] = {}
+    worked: list[str] = []
+
+    def work(call: ToolCall) -> str:
+        worked.append(call.arguments)
+        return call.name + call.arguments
+
+    short = [ToolCall(f"c{i}", "read_file", f'{{"path": "f{i}.py"}}') for i in range(3)]
+    long = ToolCall("w", "write_file", orjson.dumps({"content": "x" * 600}).decode())
+    for call in [short[0], short[0], long, long, short[1], short[0], short[2]]:
+        assert remembered_call(memo, call, work) == call.name + call.arguments
+    # The repeated short call once; the long one each time (never kept); emptied when
+    # full before the third short call came in.
+    assert worked == [short[0].arguments, long.arguments, long.arguments, short[1].arguments,
+                      short[2].arguments]  # fmt: skip
+    assert list(memo) == [("read_file", short[2].arguments)]
 
 
 @settings(max_examples=200, deadline=None)

@@ -11,10 +11,15 @@ import itertools
 import re
 import shlex
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
+
+if TYPE_CHECKING:
+    from tinyjuice.model import ToolCall
+
+_T = TypeVar("_T")
 
 _URL_RE = re.compile(r"\bhttps?://[^\s<>\"'`)\]}]+", re.I)
 
@@ -142,6 +147,30 @@ def _string_leaves(value: Any) -> Iterator[tuple[str | None, str]]:
             stack.extend(reversed([(str(k), x) for k, x in v.items()]))
         elif isinstance(v, list):
             stack.extend(reversed([(key, x) for x in v]))
+
+
+#: Calls a :func:`remembered_call` memory holds before it is emptied, and the longest
+#: arguments it keeps (a long call, a file written or a patch, is rarely repeated).
+_CALL_MEMO_SIZE = 4096
+_CALL_MEMO_ARGS = 512
+
+
+def remembered_call(
+    memo: dict[tuple[str, str], _T], call: ToolCall, work: Callable[[ToolCall], _T]
+) -> _T:
+    """``work(call)`` (a pure function of the call's name and arguments), remembered in
+    ``memo`` across summaries: a dataset's trajectories repeat many calls verbatim (the
+    same file read, the same test run). Bounded: only short arguments are kept, and
+    ``memo`` is emptied when full."""
+    key = (call.name, call.arguments)
+    done = memo.get(key)
+    if done is None:
+        done = work(call)
+        if len(call.arguments) <= _CALL_MEMO_ARGS:
+            if len(memo) >= _CALL_MEMO_SIZE:
+                memo.clear()
+            memo[key] = done
+    return done
 
 
 def _is_shell_tool(name: str) -> bool:
