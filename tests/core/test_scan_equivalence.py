@@ -147,6 +147,7 @@ def test_error_lines_equal_the_per_text_scan(texts: list[str]) -> None:
         "Permission denied\npermission denied\nPermission denied",
         "x->exit 1 -> -> exit 2 ->\t\u00a0\u2028exit 3 ->" + " " * 3000 + "exit 4 ->exit",
         "->exit 7 at the start",
+        "Error ERRORError xERRORError EError EException ExceptionError E ERRORS_Error",
     ],
 )
 def test_error_lines_equal_on_awkward_inputs(text: str) -> None:

@@ -247,19 +247,22 @@ def error_head(text: str) -> list[str]:
 
 #: Where :data:`_ERROR_RE` can match: each of its alternatives starts with one of these
 #: literals, except ``[Pp]ermission denied`` (its literal starts one character later),
-#: ``\b\w*(?:Error|Exception)\b`` (it starts where the word holding the literal starts),
-#: and the two that hold ``exit`` (:func:`_error_starts` finds ``->\s*exit`` from its
-#: ``exit``: code is full of arrows, ``exit`` is rare).
+#: those found by :data:`_ERROR_E_RE`, and the two that hold ``exit``
+#: (:func:`_error_starts` finds ``->\s*exit`` from its ``exit``: code is full of arrows,
+#: ``exit`` is rare).
 _ERROR_NEEDLES: tuple[str, ...] = (
     "Traceback",
-    "ERROR",
     "error:",
     "failed",
     "FAILED",
     "No such file",
     "PERMISSION DENIED",
 )
-_ERROR_WORD_ENDS: tuple[str, ...] = ("Error", "Exception")
+#: ``ERROR`` (where its alternative starts), and the literals of ``\b\w*(?:Error|
+#: Exception)\b`` (it starts where the word holding one starts). One search: the engine
+#: skips to each ``E`` at C speed, several times faster than a ``str.find`` per literal
+#: (none of the three holds a second ``E``: no occurrence hides inside another).
+_ERROR_E_RE = re.compile("E(?:RROR|rror|xception)")
 #: Joins texts for one error scan: no match or line can cross it (``\x00`` is neither a
 #: word character nor whitespace, and each side is a line break).
 _ERROR_JOIN = "\n\x00\n"
@@ -289,19 +292,20 @@ def _error_starts(big: str) -> list[int]:
         if j >= 2 and big[j - 2 : j] == "->":
             add(j - 2)
         i = find("exit", i + 1)
-    for needle in _ERROR_WORD_ENDS:
-        # The start of the word around each occurrence; a scan back stops at the previous
-        # occurrence (same word: same start), so a long word is walked once.
-        last_at = last_start = -1
-        i = find(needle)
-        while i >= 0:
-            j = i
-            while j > 0 and j != last_at and (big[j - 1].isalnum() or big[j - 1] == "_"):
-                j -= 1
-            start = last_start if j == last_at else j
-            add(start)
-            last_at, last_start = i, start
-            i = find(needle, i + 1)
+    # The start of the word around each word end; a scan back stops at the previous
+    # one (same word: same start), so a long word is walked once.
+    last_at = last_start = -1
+    for m in _ERROR_E_RE.finditer(big):
+        i = m.start()
+        if big[i + 1] == "R":  # ERROR
+            add(i)
+            continue
+        j = i
+        while j > 0 and j != last_at and (big[j - 1].isalnum() or big[j - 1] == "_"):
+            j -= 1
+        start = last_start if j == last_at else j
+        add(start)
+        last_at, last_start = i, start
     return sorted(found)
 
 
