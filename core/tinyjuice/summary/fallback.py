@@ -181,14 +181,17 @@ def _one_line(text: str, limit: int, clean: Container[str] = ()) -> str:
     # the limit (the words of a prefix are never more than the whole text's).
     head = text[: 2 * limit + 64]
     flat = flatten(head)
-    if len(flat) <= limit and len(head) < len(text):
-        flat = flatten(text)
-    if len(flat) <= limit:
-        return flat
+    # When they do, the head is also the read's: its line, if the read is clean.
+    line = cut_end(flat, limit) if len(flat) > limit else None
+    if line is None:
+        if len(head) < len(text):
+            flat = flatten(text)
+        if len(flat) <= limit:
+            return flat
     # Clipped after redacting (nothing to do for a clean read), and redacted again.
     read = text[: max(_CLIP_READ, 4 * limit)]
     if read in clean:
-        return redact_text(_head_line(read, limit))
+        return redact_text(_head_line(read, limit) if line is None else line)
     return redact_clip(read, lambda r: _head_line(r, limit))
 
 
