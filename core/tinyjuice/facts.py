@@ -27,6 +27,7 @@ from tinyjuice.summary.scan import (
     _is_shell_tool,
     _paths_in,
     _string_leaves,
+    remembered_call,
 )
 
 __all__ = [
@@ -328,6 +329,8 @@ def _patch_actions(patch: str) -> Iterator[tuple[str, str]]:
 _CALLS = attrgetter("tool_calls")
 #: A tool call's file effects, ``(name, arguments) → ((norm_path, spelling, action), …)``.
 EffectsMemo = dict[tuple[str, str], tuple[tuple[str, str, str], ...]]
+#: Each call's effects, remembered across spans and transcripts (:func:`remembered_call`).
+_SHARED_EFFECTS: EffectsMemo = {}
 
 
 def file_actions(
@@ -345,7 +348,9 @@ def file_actions(
         for call in middle[offset].tool_calls:
             effects = done.get((call.name, call.arguments))
             if effects is None:
-                effects = done[(call.name, call.arguments)] = _call_effects(call)
+                effects = done[(call.name, call.arguments)] = remembered_call(
+                    _SHARED_EFFECTS, call, _call_effects
+                )
             for key, path, action in effects:
                 acts = seen.get(key)
                 if acts is None:

@@ -62,6 +62,8 @@ from tinyjuice.summary.fallback import (
 from tinyjuice.summary.scan import (
     _DIGEST_RE,
     _DOT_HINT_RE,
+    _DOTFILES,
+    _EXTENSIONS,
     _PATH_KEYS,
     _PATH_RE,
     _PATH_SCAN_RE,
@@ -75,6 +77,8 @@ from tinyjuice.summary.scan import (
     _paths_in,
     _paths_many,
     _string_leaves,
+    _trie_pattern,
+    remembered_call,
 )
 from tinyjuice.tokens import RoughCounter
 
@@ -141,6 +145,9 @@ def test_error_lines_equal_the_per_text_scan(texts: list[str]) -> None:
         "exit code\n\n0 then exit code 4",
         "x" * 5000 + "Error",
         "Permission denied\npermission denied\nPermission denied",
+        "x->exit 1 -> -> exit 2 ->\t\u00a0\u2028exit 3 ->" + " " * 3000 + "exit 4 ->exit",
+        "->exit 7 at the start",
+        "Error ERRORError xERRORError EError EException ExceptionError E ERRORS_Error",
     ],
 )
 def test_error_lines_equal_on_awkward_inputs(text: str) -> None:
@@ -157,6 +164,26 @@ def test_guarded_path_pattern_has_the_same_matches(text: str) -> None:
     assert [m.span() for m in _PATH_SCAN_RE.finditer(text)] == [
         m.span() for m in _PATH_RE.finditer(text)
     ]
+
+
+_NAMES = sorted({*_EXTENSIONS, *_DOTFILES})
+_named_text = _texts_from(_PATH_BITS + _NAMES + [f".{n}" for n in _NAMES] + ["x.", "."])
+
+
+@settings(max_examples=500, deadline=None)
+@given(_named_text)
+def test_a_token_holding_a_path_holds_a_candidate(text: str) -> None:
+    """What lets :func:`_hinted_spans` read only the tokens holding a candidate."""
+    for token in text.split():
+        if _PATH_RE.search(token):
+            assert "/" in token or "\\" in token or _DOT_HINT_RE.search(token), token
+
+
+@given(st.text(alphabet="abcpyijsx.-", max_size=6))
+def test_trie_pattern_matches_exactly_its_words(text: str) -> None:
+    words = ["py", "pyi", "pyx", "js", "json", "c", "cc", "a-b", "b.c"]
+    assert (re.fullmatch(_trie_pattern(words), text) is not None) == (text in words)
+    assert all(re.fullmatch(_trie_pattern(_NAMES), n) for n in _NAMES)
 
 
 def _reference_spans(big: str) -> list[tuple[int, int]]:
@@ -328,6 +355,28 @@ def _middle(draw: st.DrawFn) -> list[Message]:
             parts = (TextPart(text),) if draw(st.booleans()) else (TextPart(text), TextPart("x"))
             out.append(Message(Role.TOOL, parts, tool_call_id="c", tool_name=name, meta=meta))
     return out
+
+
+def test_a_remembered_call_is_worked_out_once_and_the_memory_stays_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(scan_mod, "_CALL_MEMO_SIZE", 2)
+    memo: dict[tuple[str, str], str] = {}
+    worked: list[str] = []
+
+    def work(call: ToolCall) -> str:
+        worked.append(call.arguments)
+        return call.name + call.arguments
+
+    short = [ToolCall(f"c{i}", "read_file", f'{{"path": "f{i}.py"}}') for i in range(3)]
+    long = ToolCall("w", "write_file", orjson.dumps({"content": "x" * 600}).decode())
+    for call in [short[0], short[0], long, long, short[1], short[0], short[2]]:
+        assert remembered_call(memo, call, work) == call.name + call.arguments
+    # The repeated short call once; the long one each time (never kept); emptied when
+    # full before the third short call came in.
+    assert worked == [short[0].arguments, long.arguments, long.arguments, short[1].arguments,
+                      short[2].arguments]  # fmt: skip
+    assert list(memo) == [("read_file", short[2].arguments)]
 
 
 @settings(max_examples=200, deadline=None)

@@ -32,6 +32,7 @@ from tinyjuice.summary.scan import (
     _undiff_paths,
     error_head,
     error_lines,
+    remembered_call,
 )
 from tinyjuice.summary.wrapper import is_summary_message
 from tinyjuice.text import cut_end, flatten, one_line
@@ -180,14 +181,17 @@ def _one_line(text: str, limit: int, clean: Container[str] = ()) -> str:
     # the limit (the words of a prefix are never more than the whole text's).
     head = text[: 2 * limit + 64]
     flat = flatten(head)
-    if len(flat) <= limit and len(head) < len(text):
-        flat = flatten(text)
-    if len(flat) <= limit:
-        return flat
+    # When they do, the head is also the read's: its line, if the read is clean.
+    line = cut_end(flat, limit) if len(flat) > limit else None
+    if line is None:
+        if len(head) < len(text):
+            flat = flatten(text)
+        if len(flat) <= limit:
+            return flat
     # Clipped after redacting (nothing to do for a clean read), and redacted again.
     read = text[: max(_CLIP_READ, 4 * limit)]
     if read in clean:
-        return redact_text(_head_line(read, limit))
+        return redact_text(_head_line(read, limit) if line is None else line)
     return redact_clip(read, lambda r: _head_line(r, limit))
 
 
@@ -625,6 +629,13 @@ def _first_pass(messages: Sequence[Message], merged: bool = False) -> _Pass:
     return _Pass(early, marks, found, _error_lines_many(error_texts), todo)
 
 
+#: What a tool call adds (:func:`_work_out`): (rendered, URLs, commands, (named path or
+#: None, text)…).
+_CallItems = tuple[str, tuple[str, ...], tuple[str, ...], tuple[tuple[str | None, str], ...]]
+#: Each call's items, remembered across summaries (:func:`remembered_call`).
+_CALL_ITEMS: dict[tuple[str, str], _CallItems] = {}
+
+
 class _Calls:
     """Tool calls: the call itself, its tool name, paths, URLs and shell commands (a
     call repeated verbatim, same tool and arguments, is worked out once).
@@ -633,17 +644,13 @@ class _Calls:
     adds only itself, as its name, paths, URLs and commands are in already.
     """
 
-    __slots__ = ("_repeats", "_seen", "_shell", "_todo")
+    __slots__ = ("_repeats", "_seen", "_todo")
 
     def __init__(self, todo: _Pending, repeats: bool = True) -> None:
         self._todo = todo
         self._repeats = repeats
-        self._shell: dict[str, bool] = {}
-        #: (name, arguments) → (rendered, URLs, commands, (named path or None, text)…).
-        self._seen: dict[
-            tuple[str, str],
-            tuple[str, tuple[str, ...], tuple[str, ...], tuple[tuple[str | None, str], ...]],
-        ] = {}
+        #: The calls of these messages so far, by (name, arguments).
+        self._seen: dict[tuple[str, str], _CallItems] = {}
 
     def add(
         self, call: ToolCall, tools: list[str], urls: list[str], commands: list[str]
@@ -653,7 +660,7 @@ class _Calls:
         key = (call.name, call.arguments)
         seen = self._seen.get(key)
         if seen is None:
-            seen = self._seen[key] = self._work_out(call)
+            seen = self._seen[key] = remembered_call(_CALL_ITEMS, call, _work_out)
         elif not self._repeats:
             return seen[0], call.id
         rendered, call_urls, call_commands, texts = seen
@@ -669,36 +676,33 @@ class _Calls:
             path_texts.append(text)
         return rendered, call.id
 
-    def _work_out(
-        self, call: ToolCall
-    ) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[tuple[str | None, str], ...]]:
-        args = call.parsed_arguments()
-        rendered = _call_summary(call, args)
-        if args is None:
-            return rendered, (), (), ((None, call.arguments),)
-        if type(args) is dict and not any(isinstance(v, dict | list) for v in args.values()):
-            leaves: Iterable[tuple[str | None, Any]] = args.items()
-        else:
-            leaves = _string_leaves(args)
-        urls: list[str] = []
-        texts: list[tuple[str | None, str]] = []
-        for key, leaf in leaves:
-            if not isinstance(leaf, str):
-                continue
-            named = leaf.strip() if key in _PATH_KEYS and len(leaf) <= 500 else ""
-            texts.append((named or None, leaf))
-            if "://" in leaf:
-                urls += _urls(leaf)
-        commands: list[str] = []
-        is_shell = self._shell.get(call.name)
-        if is_shell is None:
-            is_shell = self._shell[call.name] = _is_shell_tool(call.name)
-        if is_shell and isinstance(args, dict):
-            for key in ("command", "cmd"):
-                cmd = _command_text(args.get(key))
-                if cmd:
-                    commands.append("`" + _one_line(cmd, _COMMAND_CHARS) + "`")
-        return rendered, tuple(urls), tuple(commands), tuple(texts)
+
+def _work_out(call: ToolCall) -> _CallItems:
+    """A tool call's items (see :data:`_CallItems`), from its name and arguments alone."""
+    args = call.parsed_arguments()
+    rendered = _call_summary(call, args)
+    if args is None:
+        return rendered, (), (), ((None, call.arguments),)
+    if type(args) is dict and not any(isinstance(v, dict | list) for v in args.values()):
+        leaves: Iterable[tuple[str | None, Any]] = args.items()
+    else:
+        leaves = _string_leaves(args)
+    urls: list[str] = []
+    texts: list[tuple[str | None, str]] = []
+    for key, leaf in leaves:
+        if not isinstance(leaf, str):
+            continue
+        named = leaf.strip() if key in _PATH_KEYS and len(leaf) <= 500 else ""
+        texts.append((named or None, leaf))
+        if "://" in leaf:
+            urls += _urls(leaf)
+    commands: list[str] = []
+    if isinstance(args, dict) and _is_shell_tool(call.name):
+        for key in ("command", "cmd"):
+            cmd = _command_text(args.get(key))
+            if cmd:
+                commands.append("`" + _one_line(cmd, _COMMAND_CHARS) + "`")
+    return rendered, tuple(urls), tuple(commands), tuple(texts)
 
 
 def _turn_line(m: Message, clean: Container[str] = ()) -> str:
