@@ -489,3 +489,40 @@ def test_remembered_blocks_equal_the_plain_ones(renders: list[tuple[str, list[st
         mine = kept.setdefault(key, [])
         mine[:] = items  # the same list, changed in place
         assert blocks(key, mine) == fb._block(key, items)
+
+
+#: Lines around the pieces a line count reads from other counts: punctuation runs at the
+#: end (after letters, digits, spaces, blanks the tokenizer does or does not call so) and
+#: numbers after a space.
+_END_TEXTS = st.lists(
+    st.one_of(
+        st.sampled_from(
+            ("a", "7", " ", "  ", "\t", "\n", "\n ", "…", ".", ")", "'", "'s", "é", "\x1c")
+        ),
+        st.sampled_from(("\u00a0", "-", "`", ":", " 12", "x 3", "\t5", "1,234", "/", "\r")),
+        st.text(alphabet=st.characters(codec="utf-8"), max_size=6),
+    ),
+    min_size=1,
+    max_size=8,
+).map("".join)
+
+
+def _counts_kept_as_when_fitting(counter: TiktokenCounter, text: str) -> None:
+    """Count what _allocate counts before a summary is: each line alone (the bullets)."""
+    for stretch in fb._stretches(text):
+        counter.count(stretch.rstrip("\n"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_END_TEXTS, st.integers(0, 3), st.booleans())
+def test_a_stretch_counted_from_kept_counts_is_the_whole_count(
+    line: str, breaks: int, kept: bool
+) -> None:
+    """A stretch's count read from its line's count (a line break joins the line's end
+    piece: :func:`fb._end_piece`) or cut before a number is its count in one piece."""
+    text = line + "\n" * breaks
+    for counter in (_exact_counter(), _o200k_pieces_counter()):
+        whole = TiktokenCounter(counter._enc, counter.name).count(text)
+        if kept:
+            _counts_kept_as_when_fitting(counter, text)
+        assert fb.line_counter(counter).count(text) == whole
