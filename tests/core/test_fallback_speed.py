@@ -526,3 +526,21 @@ def test_a_stretch_counted_from_kept_counts_is_the_whole_count(
         if kept:
             _counts_kept_as_when_fitting(counter, text)
         assert fb.line_counter(counter).count(text) == whole
+
+
+_LINES = st.lists(st.sampled_from(("a b", "x\ny", "", "\n", " - ", "é…")) | _WORDS, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_LINES)
+def test_block_is_the_items_bullets_one_a_line(items: list[str]) -> None:
+    assert fb._block("tools", items) == "\n".join(fb._bullet(i) for i in items)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_LINES)
+def test_remembered_costs_are_the_bullets_counts(items: list[str]) -> None:
+    counter = _exact_counter()
+    memo: dict[str, int] = {}
+    fb._remember_costs(items, counter, memo)
+    assert memo == {i: counter.count(fb._bullet(i)) + 1 for i in items}

@@ -755,8 +755,18 @@ def _note(
 
 
 def _block(key: str, items: Sequence[str]) -> str:
-    """A category's items as bullets, one a line."""
-    return "\n".join(_bullet(i) for i in items)
+    """A category's items as bullets, one a line (``_bullet`` of each, joined in C when
+    no item holds a line break, as few do)."""
+    if not items:
+        return ""
+    if _one_lines(items):
+        return "- " + "\n- ".join(items)
+    return "\n".join([_bullet(i) for i in items])
+
+
+def _one_lines(items: Iterable[str]) -> bool:
+    """Whether no item holds a line break (each is its bullet's one line)."""
+    return not any(map(str.__contains__, items, itertools.repeat("\n")))
 
 
 class _Blocks:
@@ -1078,8 +1088,10 @@ def _remember_costs(lines: Iterable[str], counter: TokenCounter, memo: dict[str,
     tokens and its line break's."""
     new = [i for i in dict.fromkeys(lines) if i not in memo]
     if new:
-        for i, c in zip(new, counter.count_many([_bullet(i) for i in new]), strict=True):
-            memo[i] = c + 1
+        # _bullet of each item, made in C when none holds a line break (as _block).
+        one_lines = _one_lines(new)
+        bullets = ("- " + "\n- ".join(new)).split("\n") if one_lines else list(map(_bullet, new))
+        memo.update(zip(new, map((1).__add__, counter.count_many(bullets)), strict=True))
 
 
 # Long on purpose: the two passes (share_out, leftovers) and the costing they trigger
