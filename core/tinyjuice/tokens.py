@@ -169,6 +169,12 @@ class TiktokenCounter:
         key (:meth:`count` finds those)."""
         return list(map(self._cache.get, texts))
 
+    def remember(self, text: str, n: int) -> None:
+        """Keep ``n`` as ``text``'s count, worked out from other counts (a line counter's
+        sums): read back like a count of its own."""
+        if text:
+            self._cache[self._key(text)] = n
+
     def clear_cache(self) -> None:
         self._cache.clear()
 

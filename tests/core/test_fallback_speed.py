@@ -526,6 +526,8 @@ def test_a_stretch_counted_from_kept_counts_is_the_whole_count(
         if kept:
             _counts_kept_as_when_fitting(counter, text)
         assert fb.line_counter(counter).count(text) == whole
+        # Read again from what the first count kept (a derived stretch's count).
+        assert fb.line_counter(counter).count(text) == whole
 
 
 _LINES = st.lists(st.sampled_from(("a b", "x\ny", "", "\n", " - ", "é…")) | _WORDS, max_size=8)

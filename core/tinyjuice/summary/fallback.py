@@ -1044,7 +1044,8 @@ class LineCounter:
         return sum(self._stretch(s) if n is None else n for s, n in pairs)
 
     def _stretch(self, stretch: str) -> int:
-        """The count of a stretch not counted yet, from counts kept where it can.
+        """The count of a stretch not counted yet, from counts kept where it can (and
+        then kept too: a draft is rendered again and again).
 
         A bullet ending in punctuation is counted alone by :func:`_allocate`, and a
         rendered summary holds it with its line break (or two, the last of a section):
@@ -1058,14 +1059,18 @@ class LineCounter:
             piece = _end_piece(line)
             if alone is not None and piece is not None:
                 breaks = stretch[len(line) :]
-                return alone - inner.count(piece) + inner.count(piece + breaks)
+                n = alone - inner.count(piece) + inner.count(piece + breaks)
+                inner.remember(stretch, n)
+                return n
         # Python's blanks hold the tokenizer's: a character not blank here is not there.
         starts = (m.start() for m in _NUMBER_RE.finditer(stretch))
         cuts = [i for i in starts if i and not stretch[i - 1].isspace()]
         if not cuts:
             return inner.count(stretch)
         bounds = itertools.pairwise((0, *cuts, len(stretch)))
-        return sum(inner.count(stretch[a:b]) for a, b in bounds)
+        n = sum(inner.count(stretch[a:b]) for a, b in bounds)
+        inner.remember(stretch, n)
+        return n
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         return [self.count(t) for t in texts]
