@@ -971,8 +971,8 @@ _PUNCTUATION = string.punctuation + "…"
 
 def _end_piece(text: str) -> str | None:
     """The last pre-tokenizer piece of ``text`` under a :func:`_floors` encoding when
-    ``text`` ends in ASCII punctuation: that run, with the space before it, if any (the
-    punctuation piece's optional lead); line breaks appended join that piece and no
+    ``text`` ends in :data:`_PUNCTUATION`: that run, with the space before it, if any
+    (the punctuation piece's optional lead); line breaks appended join that piece and no
     other, so ``count(text + breaks) == count(text) - count(piece) + count(piece +
     breaks)``. None when the text does not end so, or when the run follows a character
     other than an ASCII letter or digit, a space, a tab or a line break (one that may
@@ -988,9 +988,9 @@ def _end_piece(text: str) -> str | None:
     return None
 
 
-#: A space before an ASCII digit: under a :func:`_floors` encoding a piece of its own
-#: when a character neither blank nor a space comes before it (no number takes a space,
-#: and no blank run ends before a non-blank), so a text may be cut there too. Numbers
+#: A space before an ASCII digit: after a character not blank, a piece of its own under
+#: a :func:`_floors` encoding (no number takes the space before it, and no piece runs on
+#: from a non-blank character into a space), so a text may be cut before it too. Numbers
 #: vary between notes ("of 12 earlier message(s)"), the words between them recur.
 _NUMBER_RE = re.compile(r" (?=[0-9])")
 
@@ -1094,8 +1094,7 @@ def _remember_costs(lines: Iterable[str], counter: TokenCounter, memo: dict[str,
     new = [i for i in dict.fromkeys(lines) if i not in memo]
     if new:
         # _bullet of each item, made in C when none holds a line break (as _block).
-        one_lines = _one_lines(new)
-        bullets = ("- " + "\n- ".join(new)).split("\n") if one_lines else list(map(_bullet, new))
+        bullets = _block("", new).split("\n") if _one_lines(new) else list(map(_bullet, new))
         memo.update(zip(new, map((1).__add__, counter.count_many(bullets)), strict=True))
 
 
