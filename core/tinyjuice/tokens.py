@@ -163,6 +163,18 @@ class TiktokenCounter:
             append(n)
         return out
 
+    def cached(self, texts: Iterable[str]) -> list[int | None]:
+        """Each text's count as remembered, read in C without encoding anything; None
+        for a text not counted yet, empty, or longer than the texts kept by their own
+        key (:meth:`count` finds those)."""
+        return list(map(self._cache.get, texts))
+
+    def remember(self, text: str, n: int) -> None:
+        """Keep ``n`` as ``text``'s count, worked out from other counts (a line counter's
+        sums): read back like a count of its own."""
+        if text:
+            self._cache[self._key(text)] = n
+
     def clear_cache(self) -> None:
         self._cache.clear()
 

@@ -489,3 +489,60 @@ def test_remembered_blocks_equal_the_plain_ones(renders: list[tuple[str, list[st
         mine = kept.setdefault(key, [])
         mine[:] = items  # the same list, changed in place
         assert blocks(key, mine) == fb._block(key, items)
+
+
+#: Lines around the pieces a line count reads from other counts: punctuation runs at the
+#: end (after letters, digits, spaces, blanks the tokenizer does or does not call so) and
+#: numbers after a space.
+_END_TEXTS = st.lists(
+    st.one_of(
+        st.sampled_from(
+            ("a", "7", " ", "  ", "\t", "\n", "\n ", "…", ".", ")", "'", "'s", "é", "\x1c")
+        ),
+        st.sampled_from(("\u00a0", "-", "`", ":", " 12", "x 3", "\t5", "1,234", "/", "\r")),
+        st.text(alphabet=st.characters(codec="utf-8"), max_size=6),
+    ),
+    min_size=1,
+    max_size=8,
+).map("".join)
+
+
+def _counts_kept_as_when_fitting(counter: TiktokenCounter, text: str) -> None:
+    """Count what _allocate counts before a summary is: each line alone (the bullets)."""
+    for stretch in fb._stretches(text):
+        counter.count(stretch.rstrip("\n"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_END_TEXTS, st.integers(0, 3), st.booleans())
+def test_a_stretch_counted_from_kept_counts_is_the_whole_count(
+    line: str, breaks: int, kept: bool
+) -> None:
+    """A stretch's count read from its line's count (a line break joins the line's end
+    piece: :func:`fb._end_piece`) or cut before a number is its count in one piece."""
+    text = line + "\n" * breaks
+    for counter in (_exact_counter(), _o200k_pieces_counter()):
+        whole = TiktokenCounter(counter._enc, counter.name).count(text)
+        if kept:
+            _counts_kept_as_when_fitting(counter, text)
+        assert fb.line_counter(counter).count(text) == whole
+        # Read again from what the first count kept (a derived stretch's count).
+        assert fb.line_counter(counter).count(text) == whole
+
+
+_LINES = st.lists(st.sampled_from(("a b", "x\ny", "", "\n", " - ", "é…")) | _WORDS, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_LINES)
+def test_block_is_the_items_bullets_one_a_line(items: list[str]) -> None:
+    assert fb._block("tools", items) == "\n".join(fb._bullet(i) for i in items)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_LINES)
+def test_remembered_costs_are_the_bullets_counts(items: list[str]) -> None:
+    counter = _exact_counter()
+    memo: dict[str, int] = {}
+    fb._remember_costs(items, counter, memo)
+    assert memo == {i: counter.count(fb._bullet(i)) + 1 for i in items}

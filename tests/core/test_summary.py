@@ -272,6 +272,18 @@ def test_structured_summary_render_parse_round_trip(values: list[str]) -> None:
         assert StructuredSummary.parse(render_summary_message(rendered, redact=False).text) == s
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        _section_text | st.sampled_from(("", " \n ")), min_size=len(_FIELDS), max_size=len(_FIELDS)
+    )
+)
+def test_structured_summary_render_is_a_heading_per_section_with_text(values: list[str]) -> None:
+    s = StructuredSummary(**dict(zip(_FIELDS, values, strict=True)))
+    parts = [f"## {title}\n{text.strip()}" for title, text in s.sections() if text.strip()]
+    assert s.render() == "\n\n".join(parts)
+
+
 def test_parse_accepts_seed_003_headings_and_preface() -> None:
     text = (
         "Some preface.\n"

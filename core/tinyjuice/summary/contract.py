@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -59,6 +60,11 @@ _SECTIONS: tuple[tuple[str, str, str], ...] = (
 SECTION_TITLES: tuple[str, ...] = tuple(title for _, title, _ in _SECTIONS)
 
 _NOTES_TITLE = "Notes"
+
+#: Every section's text, in order, the notes last (StructuredSummary.render).
+_FIELDS = operator.attrgetter(*(name for name, _, _ in _SECTIONS), "notes")
+#: Every section's heading line, likewise.
+_HEADS: tuple[str, ...] = tuple(f"## {title}\n" for title in (*SECTION_TITLES, _NOTES_TITLE))
 
 #: Heading spellings (normalised) accepted by :meth:`StructuredSummary.parse`.
 _ALIASES: dict[str, str] = {
@@ -141,8 +147,8 @@ class StructuredSummary:
 
     def render(self) -> str:
         """Markdown with one ``## Title`` heading per non-empty section."""
-        blocks = [f"## {title}\n{text.strip()}" for title, text in self.sections() if text.strip()]
-        return "\n\n".join(blocks)
+        texts = map(str.strip, _FIELDS(self))
+        return "\n\n".join([head + text for head, text in zip(_HEADS, texts, strict=True) if text])
 
     @classmethod
     def parse(cls, text: str) -> StructuredSummary:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import itertools
 import operator
 import re
+import string
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeGuard, cast
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.markers import strip_summary_wrappers
@@ -36,7 +37,7 @@ from tinyjuice.summary.scan import (
 )
 from tinyjuice.summary.wrapper import is_summary_message
 from tinyjuice.text import cut_end, flatten, one_line
-from tinyjuice.tokens import TokenCounter, default_counter
+from tinyjuice.tokens import TiktokenCounter, TokenCounter, default_counter
 
 if TYPE_CHECKING:
     from tinyjuice.facts import EffectsMemo
@@ -758,8 +759,18 @@ def _note(
 
 
 def _block(key: str, items: Sequence[str]) -> str:
-    """A category's items as bullets, one a line."""
-    return "\n".join(_bullet(i) for i in items)
+    """A category's items as bullets, one a line (``_bullet`` of each, joined in C when
+    no item holds a line break, as few do)."""
+    if not items:
+        return ""
+    if _one_lines(items):
+        return "- " + "\n- ".join(items)
+    return "\n".join([_bullet(i) for i in items])
+
+
+def _one_lines(items: Iterable[str]) -> bool:
+    """Whether no item holds a line break (each is its bullet's one line)."""
+    return not any(map(str.__contains__, items, itertools.repeat("\n")))
 
 
 class _Blocks:
@@ -915,11 +926,9 @@ _MIN_COST = 2
 _FLOORS_OVER = 8
 
 
-def _floors(counter: TokenCounter) -> bool:
+def _floors(counter: TokenCounter) -> TypeGuard[TiktokenCounter]:
     """Whether :func:`_cost_floor` bounds ``counter``'s costs (an exact tiktoken counter
     with a known pre-tokenizer); any other counter counts every item."""
-    from tinyjuice.tokens import TiktokenCounter
-
     if type(counter) is not TiktokenCounter:
         return False
     pattern = getattr(getattr(counter, "_enc", None), "_pat_str", None)
@@ -959,6 +968,36 @@ def _stretches(text: str) -> list[str]:
     return out
 
 
+#: ASCII punctuation and the ellipsis clipped items end with: characters neither blank,
+#: letters nor digits for the tokenizer (:func:`_end_piece`).
+_PUNCTUATION = string.punctuation + "…"
+
+
+def _end_piece(text: str) -> str | None:
+    """The last pre-tokenizer piece of ``text`` under a :func:`_floors` encoding when
+    ``text`` ends in :data:`_PUNCTUATION`: that run, with the space before it, if any
+    (the punctuation piece's optional lead); line breaks appended join that piece and no
+    other, so ``count(text + breaks) == count(text) - count(piece) + count(piece +
+    breaks)``. None when the text does not end so, or when the run follows a character
+    other than an ASCII letter or digit, a space, a tab or a line break (one that may
+    belong to the run's piece)."""
+    head = text.rstrip(_PUNCTUATION)
+    if len(head) == len(text):
+        return None
+    before = head[-1:]
+    if before == " ":
+        return text[len(head) - 1 :]
+    if not before or before in _ASCII_ALNUM or before in "\t\n":
+        return text[len(head) :]
+    return None
+
+
+#: A space before an ASCII digit: after a character not blank, a piece of its own under
+#: a :func:`_floors` encoding (no number takes the space before it, and no piece runs on
+#: from a non-blank character into a space), so a text may be cut before it too. Numbers
+#: vary between notes ("of 12 earlier message(s)"), the words between them recur.
+_NUMBER_RE = re.compile(r" (?=[0-9])")
+
 #: Where two sections of a rendered summary meet (a :data:`_LINE_CUT_RE` cut before
 #: the ``#``; a bullet's continuation lines are indented, so no item holds it).
 _SECTION_BREAK = "\n\n## "
@@ -968,21 +1007,20 @@ class LineCounter:
     """``counter`` counting a text as the sum of its stretches between
     :data:`_LINE_CUT_RE` cuts, each counted (and kept) by ``counter``: the same counts
     under a :func:`_floors` encoding, for texts that mostly repeat lines counted before
-    (a summary counted again and again with a few lines changed, then wrapped).
+    (a summary counted again and again with a few lines changed, then wrapped; its
+    bullets counted one by one as it was allocated: :meth:`_stretch`).
 
     A text of several sections (split at :data:`_SECTION_BREAK`, one of those cuts) is
     summed section by section, each section's sum remembered by its text: one summary's
     renders mostly change one section. Keep one instance for one summary's counts."""
 
-    def __init__(self, counter: TokenCounter) -> None:
+    def __init__(self, counter: TiktokenCounter) -> None:
         self.inner = counter
         self.name = counter.name
         self.kind = counter.kind
         self.message_overhead = counter.message_overhead
         #: Each section's count, by (its text between breaks, first, last).
         self.sections: dict[tuple[str, bool, bool], int] = {}
-        #: Each stretch's count (read back in C, not through the counter's method).
-        self.stretches: dict[str, int] = {}
 
     def count(self, text: str) -> int:
         pieces = text.split(_SECTION_BREAK)
@@ -1001,11 +1039,42 @@ class LineCounter:
         return total
 
     def _sum(self, text: str) -> int:
-        known = self.stretches
+        # The counter keeps each stretch's count (read back in C).
         stretches = _stretches(text)
-        for stretch in set(stretches).difference(known):
-            known[stretch] = self.inner.count(stretch)
-        return sum(map(known.__getitem__, stretches))
+        counts = self.inner.cached(stretches)
+        if None not in counts:
+            return sum(cast("list[int]", counts))
+        pairs = zip(stretches, counts, strict=True)
+        return sum(self._stretch(s) if n is None else n for s, n in pairs)
+
+    def _stretch(self, stretch: str) -> int:
+        """The count of a stretch not counted yet, from counts kept where it can (and
+        then kept too: a draft is rendered again and again).
+
+        A bullet ending in punctuation is counted alone by :func:`_allocate`, and a
+        rendered summary holds it with its line break (or two, the last of a section):
+        that count follows from the bullet's (:func:`_end_piece`). Else the stretch is
+        cut before the spaces :data:`_NUMBER_RE` finds (a note's words are counted
+        once, its numbers apart)."""
+        inner = self.inner
+        line = stretch.rstrip("\n")
+        if line != stretch and line[-1:] in _PUNCTUATION:
+            (alone,) = inner.cached((line,))
+            piece = _end_piece(line)
+            if alone is not None and piece is not None:
+                breaks = stretch[len(line) :]
+                n = alone - inner.count(piece) + inner.count(piece + breaks)
+                inner.remember(stretch, n)
+                return n
+        # Python's blanks hold the tokenizer's: a character not blank here is not there.
+        starts = (m.start() for m in _NUMBER_RE.finditer(stretch))
+        cuts = [i for i in starts if i and not stretch[i - 1].isspace()]
+        if not cuts:
+            return inner.count(stretch)
+        bounds = itertools.pairwise((0, *cuts, len(stretch)))
+        n = sum(inner.count(stretch[a:b]) for a, b in bounds)
+        inner.remember(stretch, n)
+        return n
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         return [self.count(t) for t in texts]
@@ -1028,8 +1097,9 @@ def _remember_costs(lines: Iterable[str], counter: TokenCounter, memo: dict[str,
     tokens and its line break's."""
     new = [i for i in dict.fromkeys(lines) if i not in memo]
     if new:
-        for i, c in zip(new, counter.count_many([_bullet(i) for i in new]), strict=True):
-            memo[i] = c + 1
+        # _bullet of each item, made in C when none holds a line break (as _block).
+        bullets = _block("", new).split("\n") if _one_lines(new) else list(map(_bullet, new))
+        memo.update(zip(new, map((1).__add__, counter.count_many(bullets)), strict=True))
 
 
 # Long on purpose: the two passes (share_out, leftovers) and the costing they trigger
