@@ -979,15 +979,17 @@ def _end_piece(text: str) -> str | None:
     (the punctuation piece's optional lead); line breaks appended join that piece and no
     other, so ``count(text + breaks) == count(text) - count(piece) + count(piece +
     breaks)``. None when the text does not end so, or when the run follows a character
-    other than an ASCII letter or digit, a space, a tab or a line break (one that may
-    belong to the run's piece)."""
+    other than an ASCII letter or digit, a space or a tab (one that may belong to the
+    run's piece). Not a line break: under o200k a punctuation piece runs on over the
+    line breaks and slashes after it, so in ``x.\n/-`` the piece ``.\n/`` takes the
+    run's slash."""
     head = text.rstrip(_PUNCTUATION)
     if len(head) == len(text):
         return None
     before = head[-1:]
     if before == " ":
         return text[len(head) - 1 :]
-    if not before or before in _ASCII_ALNUM or before in "\t\n":
+    if not before or before in _ASCII_ALNUM or before == "\t":
         return text[len(head) :]
     return None
 
