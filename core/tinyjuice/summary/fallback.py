@@ -1099,8 +1099,7 @@ def _remember_costs(lines: Iterable[str], counter: TokenCounter, memo: dict[str,
     tokens and its line break's."""
     new = [i for i in dict.fromkeys(lines) if i not in memo]
     if new:
-        # _bullet of each item, made in C when none holds a line break (as _block).
-        bullets = _block("", new).split("\n") if _one_lines(new) else list(map(_bullet, new))
+        bullets = list(map(_bullet, new))
         memo.update(zip(new, map((1).__add__, counter.count_many(bullets)), strict=True))
 
 
