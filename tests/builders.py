@@ -49,7 +49,7 @@ from tinyjuice.summary import (
     SummaryText,
     render_summary_message,
 )
-from tinyjuice.tokens import CountKind, RoughCounter
+from tinyjuice.tokens import CountKind, RoughCounter, TiktokenCounter
 
 __all__ = [
     "DEFAULT_SYSTEM",
@@ -571,6 +571,24 @@ class SpyCounter(RoughCounter):
     def count_many(self, texts):  # type: ignore[no-untyped-def]
         self.seen.extend(texts)
         return super().count_many(texts)
+
+
+def o200k_pieces_counter(base: TiktokenCounter) -> TiktokenCounter:
+    """A counter with o200k's pre-tokenizer and ``base``'s merges: the pieces alone
+    decide whether counts add up over stretches or stay above a floor (every piece is at
+    least one token either way), and no o200k file is needed."""
+    import tiktoken
+
+    from tinyjuice.tokens import SPACE_SPLIT_PATTERNS
+
+    pattern = next(p for p in SPACE_SPLIT_PATTERNS if p.startswith("[^\\r\\n"))
+    enc = tiktoken.Encoding(
+        "o200k-pieces",
+        pat_str=pattern,
+        mergeable_ranks=base._enc._mergeable_ranks,  # type: ignore[attr-defined]
+        special_tokens={},
+    )
+    return TiktokenCounter(enc, "o200k-pieces")
 
 
 @contextmanager

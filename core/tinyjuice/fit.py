@@ -38,6 +38,8 @@ from tinyjuice.tokens import (
     count_span,
     count_transcript,
     default_counter,
+    floor_over,
+    has_piece_floor,
     message_tokens,
     tools_in_text,
 )
@@ -416,7 +418,9 @@ def count_for_target(
 
     Counted exactly: the system prompt and tools, the protected head (:func:`head_end`),
     the verbatim tail (:func:`tail_start`) and the messages before it back to where the
-    head and what is counted from the end hold more than ``target``. Everything is
+    head and what is counted from the end hold more than ``target`` (the last of those,
+    under a known pre-tokenizer, only when its :func:`~tinyjuice.tokens.floor_over`
+    does not already prove it: :func:`_count_back`). Everything is
     counted when the rough estimate puts the whole under the target, or when the head,
     the tail and ``reserve`` exceed it (the whole middle would go).
 
@@ -455,32 +459,49 @@ def _count_for_target(
         return count_transcript(transcript, counter), idx  # the tools would count elsewhere
     front = count_transcript(front_part, counter)
     kept = front.total
-    i = _rough_start(rough, head, tail, target - kept)
-    back = count_span(transcript, i, len(msgs), counter)
-    suffix = sum(back)
-    if kept + sum(back[tail - i :]) + reserve > target:
-        between = list(count_span(transcript, head, i, counter))  # cannot keep any middle
-        i = head
+    back = count_span(transcript, tail, len(msgs), counter)
+    room = target - kept - sum(back)
+    if room < reserve:
+        between = list(count_span(transcript, head, tail, counter))  # cannot keep any middle
+        i, bounded = head, False
     else:
-        between = []
-        while i > head and kept + suffix <= target:
-            i -= 1
-            between.append(message_tokens(msgs[i], counter))
-            suffix += between[-1]
-        between.reverse()
-    kind = CountKind.ESTIMATED if i > head else counter.kind
+        between, i, bounded = _count_back(msgs, head, tail, room, counter, rough.per_message)
+    kind = CountKind.ESTIMATED if i > head or bounded else counter.kind
     return front.extended((*rough.per_message[head:i], *between, *back), kind), idx
 
 
-def _rough_start(rough: TranscriptTokens, head: int, tail: int, over: int) -> int:
-    """The latest start at or before ``tail`` (not before ``head``) whose messages to
-    the end hold more than ``over`` rough tokens: where the exact count from the end
-    starts (the rough estimate is a guess; the exact count goes on when it falls short)."""
-    total = rough.prefix[-1]
-    i = tail
-    while i > head and total - rough.prefix[i] <= over:
-        i -= 1
-    return i
+def _count_back(
+    msgs: Sequence[Message],
+    head: int,
+    end: int,
+    room: int,
+    counter: TokenCounter,
+    rough: Sequence[int],
+) -> tuple[list[int], int, bool]:
+    """Counts of the messages before ``end`` (not before ``head``), from the last back,
+    while they fit in ``room``: the first one over it ends them.
+
+    Returns ``(counts, start, bounded)``: ``counts`` for ``msgs[start:end]``. Under a
+    :func:`has_piece_floor` counter a message whose :func:`message_floor` alone exceeds
+    the room left is not encoded: its figure is that floor or its rough estimate,
+    whichever is more (``bounded``; it leaves more than the room kept whatever its
+    exact count). A long tool output before the kept messages is mostly that one."""
+    floors = has_piece_floor(counter)
+    counts: list[int] = []
+    start = end
+    while start > head and room >= 0:
+        start -= 1
+        m = msgs[start]
+        least = floor_over(m, counter, room) if floors else None
+        if least is not None:
+            counts.append(max(least, rough[start]))
+            counts.reverse()
+            return counts, start, True
+        n = message_tokens(m, counter)
+        counts.append(n)
+        room -= n
+    counts.reverse()
+    return counts, start, False
 
 
 # ----------------------------------------------------------------------------- compress

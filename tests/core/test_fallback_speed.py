@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from builders import o200k_pieces_counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -396,19 +397,7 @@ def test_line_count_sums_to_the_whole_count(texts: list[str]) -> None:
 
 
 def _o200k_pieces_counter() -> TiktokenCounter:
-    """A counter with o200k's pre-tokenizer (and the default's merges: the pieces alone
-    decide whether counts add up over stretches)."""
-    import tiktoken
-
-    base = _exact_counter()
-    o200k = next(p for p in fb._SPACE_SPLIT_PATTERNS if p.startswith("[^\\r\\n"))
-    enc = tiktoken.Encoding(
-        "o200k-pieces",
-        pat_str=o200k,
-        mergeable_ranks=base._enc._mergeable_ranks,  # type: ignore[attr-defined]
-        special_tokens={},
-    )
-    return TiktokenCounter(enc, "o200k-pieces")
+    return o200k_pieces_counter(_exact_counter())
 
 
 @settings(max_examples=300, deadline=None)

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 from tinyjuice.budget import SummaryKind
 from tinyjuice.markers import strip_summary_wrappers
@@ -38,6 +38,7 @@ from tinyjuice.summary.scan import (
 from tinyjuice.summary.wrapper import is_summary_message
 from tinyjuice.text import cut_end, flatten, one_line
 from tinyjuice.tokens import TiktokenCounter, TokenCounter, default_counter
+from tinyjuice.tokens import has_piece_floor as _floors
 
 if TYPE_CHECKING:
     from tinyjuice.facts import EffectsMemo
@@ -868,32 +869,9 @@ _SHARES: dict[str, float] = {
 }
 
 
-#: The pre-tokenizer patterns (tiktoken ``Encoding._pat_str``: cl100k_base and its offline
-#: copy, o200k_base) under which a space never lies inside a piece after a non-space
-#: character: every alternative holding a non-whitespace character takes whitespace only
-#: as its first character or as trailing ``\r``/``\n``. So the non-blank runs of a text
-#: split at spaces lie in distinct pieces, each at least one token: :func:`_cost_floor`.
-_SPACE_SPLIT_PATTERNS = frozenset(
-    (
-        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
-        "|".join(
-            (
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-                r"""\p{N}{1,3}""",
-                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-                r"""\s*[\r\n]+""",
-                r"""\s+(?!\S)""",
-                r"""\s+""",
-            )
-        ),
-    )
-)
-
-
 def _cost_floor(item: str) -> int:
     """A lower bound of an item's bullet cost (``count(_bullet(item)) + 1``) under a
-    :data:`_SPACE_SPLIT_PATTERNS` encoding: one token per piece the pre-tokenizer must
+    :data:`~tinyjuice.tokens.SPACE_SPLIT_PATTERNS` encoding: one token per piece the pre-tokenizer must
     make, here the item's runs split at spaces that hold a non-blank character (Python's
     blanks include every ``\\s`` of the tokenizer) and the bullet's dash; plus the line
     break. Cheap enough for every item; :func:`_piece_floor` is finer."""
@@ -924,15 +902,6 @@ _MIN_COST = 2
 
 #: Characters of items per token of room above which :func:`_allocate` uses floors.
 _FLOORS_OVER = 8
-
-
-def _floors(counter: TokenCounter) -> TypeGuard[TiktokenCounter]:
-    """Whether :func:`_cost_floor` bounds ``counter``'s costs (an exact tiktoken counter
-    with a known pre-tokenizer); any other counter counts every item."""
-    if type(counter) is not TiktokenCounter:
-        return False
-    pattern = getattr(getattr(counter, "_enc", None), "_pat_str", None)
-    return pattern in _SPACE_SPLIT_PATTERNS
 
 
 #: Where a text may be cut for counting under a :func:`_floors` encoding: after a line
