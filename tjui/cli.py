@@ -154,6 +154,17 @@ class _DefaultToOpen(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """The command, ending quietly with status 141 (128 + SIGPIPE, as a shell
+        reports ``seq 9 | head -1``) when whatever reads its output stops early:
+        click's own handling exits 1, which this tool reserves for a failed summary or a
+        refused commit."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _quiet_closed_stdout()
+            sys.exit(EXIT_CLOSED_PIPE)
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         known = args and (args[0] in self.commands or args[0] in _LAZY)
         if not args or (not known and args[0] not in _GROUP_FLAGS):
@@ -188,6 +199,20 @@ def _not_terminals() -> list[str]:
 
 def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+
+
+#: The status of a command whose reader closed its output early (128 + SIGPIPE).
+EXIT_CLOSED_PIPE = 141
+
+
+def _quiet_closed_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's final flush of
+    what could not be written does not fail again on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 @click.group(cls=_DefaultToOpen, context_settings={"help_option_names": ["-h", "--help"]})

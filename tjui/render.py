@@ -6,6 +6,7 @@ The console parses no markup: transcript text, paths and notes such as
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -33,11 +34,21 @@ KIND_LABELS = {
 SUGGESTED_MODES = {"in_place_archive": "in-place", "child_continuation": "child"}
 
 
+class PipeConsole(Console):
+    """A Rich console that reports a reader closing its output (``tjui inspect | head``)
+    as :class:`BrokenPipeError`, for the command line to end with its own status: Rich
+    itself would exit with status 1 (a failed summary, for tjui)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the reader of the output closed it")
+
+
 def console() -> Console:
     # Piped into a file or another program, tables keep their natural width (ids and
     # paths on one line) instead of Rich's 80-column default.
     width = None if sys.stdout.isatty() else 240
-    return Console(highlight=False, soft_wrap=False, markup=False, width=width)
+    return PipeConsole(highlight=False, soft_wrap=False, markup=False, width=width)
 
 
 def _n(value: int | None) -> str:

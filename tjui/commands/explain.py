@@ -27,6 +27,7 @@ from tjui.clikit import (
     lenient_option,
     session_option,
 )
+from tjui.render import PipeConsole
 
 __all__ = ["explain_cmd", "print_explanation"]
 
@@ -47,7 +48,7 @@ def _usage_counts(series: UsageSeries) -> str:
 
 def print_explanation(result: Explanation, out: Console | None = None) -> None:
     """The explanation as rich tables (what ``tjui explain`` prints)."""
-    out = out or Console(highlight=False, soft_wrap=False, markup=False)
+    out = out or PipeConsole(highlight=False, soft_wrap=False, markup=False)
     thr = result.threshold
     head = Table(box=None, show_header=False, padding=(0, 2))
     head.add_column("key", style="bold")
