@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
-from tinyjuice.formats import FORMAT_NAMES, WRITABLE_FORMATS, LoadError
+from tinyjuice.formats import WRITABLE_FORMATS, LoadError
 from tjui.clikit import (
     boundary_options,
     check_policy,
@@ -222,8 +222,8 @@ def main() -> None:
 
     Run `tjui [FILE]` to open the inspector on a transcript, or `tjui` alone for a
     browser of every agent session on this machine (`tjui demo`: the bundled demo).
-    Formats: openai, anthropic, hermes, claude-code, codex,
-    sharegpt, swe-agent — detected automatically.
+    Formats: openai, anthropic, hermes, claude-code, codex, sharegpt, swe-agent,
+    gemini-cli, cline, opencode, aider — detected automatically.
     """
     _check_tokenizer_env()
 
@@ -411,7 +411,7 @@ def inspect_cmd(
 @click.option(
     "--to",
     "to_format",
-    type=click.Choice(FORMAT_NAMES),
+    type=click.Choice(WRITABLE_FORMATS),
     default=None,
     help="Output format (default: the input's, when writable).",
 )

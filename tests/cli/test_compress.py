@@ -226,3 +226,22 @@ def test_rules_dry_run_says_its_projection_is_an_upper_bound(session: Path) -> N
     assert json.loads(out)["projection"] == "upper_bound"
     code, out, _ = run("compress", str(session), "--keep-last", "3", "--dry-run", "--json")
     assert json.loads(out)["projection"] == "estimate"
+
+
+def test_help_names_every_format_and_to_offers_only_writable_ones() -> None:
+    """`tjui --help` names every format it reads; `compress --to` lists (and accepts)
+    only the formats it can write, refused as a usage error like any bad choice."""
+    from tinyjuice.formats import FORMAT_NAMES, WRITABLE_FORMATS
+
+    code, out, _ = run("--help")
+    assert code == 0
+    flat = "".join(out.split())  # wrapped lines may break a name at its hyphen
+    assert all(name in flat for name in FORMAT_NAMES)
+    code, out, _ = run("compress", "--help")
+    assert code == 0
+    offered = out.split("--to [", 1)[1].split("]", 1)[0]
+    assert offered.split("|") == list(WRITABLE_FORMATS)
+    demo = Path(__file__).resolve().parents[2] / "sessions" / "demo.json"
+    code, out, err = run("compress", "--to", "codex", "-o", "x.jsonl", str(demo))
+    assert code == 2
+    assert "'codex' is not one of" in out + err
