@@ -474,6 +474,9 @@ def compress_cmd(
         "focus": focus,
         "exact": exact,
         "whole_file": whole_file,
+        # The plan's shape: a plan remembered before it said whether compress would cut
+        # now ("decision") is not read back.
+        "shape": 2,
     }
     if not do_commit:
         source = CachedSource(file, fmt, session=session, lenient=lenient)
@@ -643,19 +646,40 @@ def _dry_run(
     stored = _live_tokens(source.stored_tokens(counter), split) if source is not None else None
     if stored is None and not exact and counter.kind is CountKind.EXACT:
         decisive = plan_counting_what_decides(transcript, options, counter)
-        return {**plan_to_dict(decisive.plan), "counts": decisive.kinds(counter)}
-    if stored is not None:
-        tokens = stored
-    elif source is not None:
-        tokens = _live_tokens(source.tokens(counter), split)
+        counts = decisive.kinds(counter)
+        plan = decisive.plan
     else:
-        tokens = None
-    plan = plan_boundary(transcript, options, tokens, counter=counter)
-    kind = counter.kind.value
+        if stored is not None:
+            tokens = stored
+        elif source is not None:
+            tokens = _live_tokens(source.tokens(counter), split)
+        else:
+            tokens = None
+        plan = plan_boundary(transcript, options, tokens, counter=counter)
+        kind = counter.kind.value
+        counts = {"head": kind, "middle": kind, "tail": kind, "total": kind}
     return {
         **plan_to_dict(plan),
-        "counts": {"head": kind, "middle": kind, "tail": kind, "total": kind},
+        "counts": counts,
+        "decision": _decision(transcript, options, plan, CountKind(counts["total"])),
     }
+
+
+def _decision(transcript: Any, options: Any, plan: Any, kind: Any) -> dict[str, Any] | None:
+    """Whether ``compress`` would go on to cut now, and why, as it would say it (the
+    threshold check on the prompt it decides on); None with a chosen boundary (``--at``,
+    ``--keep-last``), which skips the check. A fresh state: the cooldown and back-off
+    that the store may hold are the real run's to apply."""
+    if options.manual:
+        return None
+    import time
+
+    from tinyjuice.budget import should_compress
+    from tinyjuice.pipeline import prompt_now
+
+    prompt = prompt_now(transcript, plan.total_tokens, kind)
+    decision = should_compress(prompt, plan.budget, None, force=options.force, now=time.time())
+    return {"fires": decision.fire, "code": decision.code.value, "reason": decision.reason}
 
 
 def _emit_plan(data: dict[str, Any], as_json: bool) -> None:

@@ -223,13 +223,23 @@ def _print_live(data: dict[str, Any], out: Console) -> None:
 def print_plan(plan: dict[str, Any], out: Console | None = None) -> None:
     out = out or console()
     b = plan["boundary"]
+    decision = plan.get("decision") or {"fires": True}
+    held = not decision["fires"]
+    if held:
+        out.print(
+            Text(
+                f"Would not compress now: {decision['reason']} (--force compacts anyway)",
+                style="yellow",
+            )
+        )
     if plan["status"] == "noop":
         reason = str(plan["reason"])
         if "nothing to compress" not in reason.lower():
             reason = f"nothing to compress: {reason}"
-        out.print(Text(reason[:1].upper() + reason[1:], style="yellow"))
+        out.print(Text(reason[:1].upper() + reason[1:], style="dim" if held else "yellow"))
     else:
-        out.print(Text(f"Would compress messages {b['start']}–{b['end'] - 1}", style="bold"))
+        what = f"Would compress messages {b['start']}–{b['end'] - 1}"
+        out.print(Text(what + (" once over the threshold" if held else ""), style="bold"))
     _print_live(plan, out)
     if b["snap_reason"]:
         out.print(Text(f"boundary: {b['snap_reason']}", style="dim"))

@@ -109,7 +109,7 @@ if TYPE_CHECKING:
     from tinyjuice.analysis import TranscriptAnalysis
     from tinyjuice.decisive import DecisivePlan
 
-__all__ = ["BoundaryPlan", "compress", "plan_boundary"]
+__all__ = ["BoundaryPlan", "compress", "plan_boundary", "prompt_now"]
 
 #: Automatic compaction needs more than head + this many messages (Hermes).
 _MIN_MIDDLE = 4
@@ -398,11 +398,16 @@ def _rule6_reason(turns: int, asks: int, tail_start: int) -> str:
 def _too_short(opts: CompactionOptions, n: int, start: int, end: int) -> tuple[int, str]:
     """``(end, no-op reason)`` when the middle is empty or too short to compress."""
     if end <= start:
-        reason = (
-            f"nothing to compress: the boundary ({end}) is inside the protected head "
-            f"(messages before {start})"
-        )
-        return max(end, start), reason
+        if opts.manual:
+            where = f"the boundary ({end}) is inside the protected head (messages before {start})"
+        elif start == 0:
+            where = "the kept tail holds the whole session"
+        else:
+            where = (
+                f"the kept tail (from message {end}) leaves nothing between it and the "
+                f"protected head (messages before {start})"
+            )
+        return max(end, start), f"nothing to compress: {where}"
     if not opts.manual and not opts.force and (n <= start + _MIN_MIDDLE or end - start < 1):
         return end, f"too short to compress: {n} messages, head {start} + {_MIN_MIDDLE} needed"
     return end, ""
@@ -443,12 +448,19 @@ class _Run:
 
 def _prompt_tokens(transcript: Transcript, tokens: TranscriptTokens) -> PromptTokens:
     """The prompt size: measured usage when it is the latest reading, else the count."""
+    return prompt_now(transcript, tokens.total, counted_kind(transcript.messages, tokens.kind))
+
+
+def prompt_now(transcript: Transcript, total: int, kind: CountKind) -> PromptTokens:
+    """The prompt size :func:`compress` decides on: the transcript's measured usage when
+    it is the latest reading (within the last three messages), else ``total`` counted
+    as ``kind``."""
     if transcript.usage:
         last = transcript.usage[-1]
         at = last.message_index
         if at is None or at >= len(transcript.messages) - 3:
             return PromptTokens(last.prompt_tokens, CountKind.MEASURED)
-    return PromptTokens(tokens.total, counted_kind(transcript.messages, tokens.kind))
+    return PromptTokens(total, kind)
 
 
 @dataclass(frozen=True, slots=True)

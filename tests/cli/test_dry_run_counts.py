@@ -68,3 +68,36 @@ def test_step_figures_carry_their_kind(tmp_path: Path) -> None:
     table = CliRunner().invoke(main, [*args, "--exact"]).stdout
     prune = next(line for line in table.splitlines() if line.strip().startswith("prune"))
     assert "~" not in prune and f"{exact['steps'][0]['tokens_saved']:,}" in prune
+
+
+def run_env(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), env=env)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_dry_run_says_compress_would_not_cut_below_the_threshold(tmp_path: Path) -> None:
+    """`compress --dry-run` says what `compress` would decide before cutting (a session
+    below its threshold is left alone, for the same reason), then where the boundary
+    falls; `--force` and a chosen boundary go ahead."""
+    from builders import write_openai_session
+
+    session = write_openai_session(tmp_path / "small.json", 6, passed_lines=5)
+    env = {"TJUI_NO_CACHE": "1"}
+    code, out, err = run_env(env, "compress", "--dry-run", "--json", str(session))
+    assert code == 0, err
+    decision = json.loads(out)["decision"]
+    assert decision["fires"] is False
+    assert decision["code"] == "below_threshold"
+    assert "is below threshold" in decision["reason"]
+    code, out, _ = run_env(env, "compress", "--dry-run", str(session))
+    assert out.startswith("Would not compress now: prompt ")
+    assert "(--force compacts anyway)" in out
+    # The real run says the same.
+    code, _, err = run_env(env, "compress", str(session), "-o", str(tmp_path / "o.json"))
+    assert code == 0 and "below_threshold" in err
+    forced = json.loads(run_env(env, "compress", "--dry-run", "--json", "--force", str(session))[1])
+    assert forced["decision"]["fires"] is True
+    chosen = json.loads(
+        run_env(env, "compress", "--dry-run", "--json", "--keep-last", "1", str(session))[1]
+    )
+    assert chosen["decision"] is None

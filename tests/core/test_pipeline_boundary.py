@@ -335,3 +335,24 @@ def test_keep_last_covering_everything_is_noop() -> None:
     assert r.report.status is Status.NOOP
     assert "nothing to compress" in r.report.reason
     assert_unchanged(r, t)
+
+
+def test_no_op_reasons_say_which_side_left_nothing() -> None:
+    """A policy tail that keeps everything, or reaches the protected head, is said so;
+    a chosen boundary inside the head is named as one."""
+    from tinyjuice.model import Message, Role, TextPart, Transcript
+    from tinyjuice.options import CompactionOptions
+    from tinyjuice.pipeline import plan_boundary
+
+    msgs = [Message(role=Role.SYSTEM, parts=(TextPart("rules"),))]
+    for k in range(6):
+        msgs.append(Message(role=Role.USER, parts=(TextPart(f"ask {k}"),)))
+        msgs.append(Message(role=Role.ASSISTANT, parts=(TextPart(f"done {k}"),)))
+    t = Transcript(messages=tuple(msgs), format="openai")
+    budget_plan = plan_boundary(t, CompactionOptions())
+    assert budget_plan.no_op
+    assert "kept tail" in budget_plan.reason
+    assert "the boundary (" not in budget_plan.reason
+    chosen = plan_boundary(t, CompactionOptions(boundary=1))
+    assert chosen.no_op
+    assert chosen.reason.startswith("nothing to compress: the boundary (")
