@@ -19,6 +19,7 @@ from tinyjuice.tokens import (
     TokenCounter,
     TranscriptTokens,
     count_transcript,
+    counted_kind,
     default_counter,
 )
 
@@ -220,7 +221,8 @@ def compute_stats(
         images=sum(len(m.media) for m in transcript.messages),
         tokens_total=tokens.total,
         tokens_counter=tokens.counter,
-        tokens_kind=tokens.kind,
+        # Images are counted with a flat estimate: a total holding one is an estimate.
+        tokens_kind=counted_kind(transcript.messages, tokens.kind),
         tokens_system_prompt=tokens.system_prompt,
         tokens_tools=tokens.tools + in_prompt,
         tokens_by_role=by_role,

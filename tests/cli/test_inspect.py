@@ -221,3 +221,16 @@ def test_window_used_after_a_compaction_is_the_live_contexts() -> None:
     assert "[live context, counted]" in row
     assert "8.2%" not in row
     assert "none measured since the last compaction" in out
+
+
+@pytest.mark.skipif(not _exact_counter_available(), reason="no tokenizer loads here")
+def test_a_total_with_images_is_labelled_estimated() -> None:
+    """demo.json holds two images counted with a flat estimate: its total is an estimate
+    in `inspect` as in `explain` and the inspector, not "exact"."""
+    code, out, err = run("inspect", str(SESSIONS / "demo.json"), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["images"] > 0
+    assert data["tokens"]["kind"] == "estimated"
+    code, out, _ = run("inspect", str(SESSIONS / "demo.json"))
+    assert "tokens (estimated)" in out
