@@ -611,6 +611,18 @@ class AnalysisCache:
 
     # ------------------------------------------------------------------ management
 
+    def problem(self) -> str | None:
+        """Why the cache cannot be kept where it is (its directory is a file, or cannot
+        be written), else None. Every run works without it; this only says so."""
+        d = self.directory
+        while not d.exists() and d.parent != d:
+            d = d.parent  # the nearest existing ancestor is where it would be created
+        if not d.is_dir():
+            return f"{d} is not a directory"
+        if not os.access(d, os.W_OK | os.X_OK):
+            return f"{d} cannot be written"
+        return None
+
     def info(self) -> dict[str, Any]:
         """Where the cache is, how big, how many entries (and how many are stale)."""
         out: dict[str, Any] = {
@@ -622,6 +634,7 @@ class AnalysisCache:
             "files": 0,
             "results": 0,
             "stale": 0,
+            "problem": self.problem(),
         }
         if not self.path.exists():
             return out

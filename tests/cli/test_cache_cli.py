@@ -72,3 +72,21 @@ def test_cache_info_and_clear(file: Path) -> None:
     cleared = json.loads(run("cache", "clear", "--json"))
     assert cleared["removed"] == 1
     assert _info()["files"] == 0
+
+
+def test_info_says_when_the_cache_cannot_be_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TJUI_CACHE_DIR naming a file: every command still works, and `cache info` says
+    the cache is off and why instead of "enabled yes"."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("TJUI_CACHE_DIR", str(blocker / "sub"))
+    monkeypatch.delenv("TJUI_NO_CACHE", raising=False)
+    data = _info()
+    assert data["enabled"] is False
+    assert data["problem"] == f"{blocker} is not a directory"
+    assert f"no: {blocker} is not a directory" in run("cache", "info")
+    run("inspect", str(SESSIONS / "openai-chat.json"))
+    monkeypatch.setenv("TJUI_CACHE_DIR", str(tmp_path / "fresh"))
+    assert _info()["enabled"] is True and _info()["problem"] is None

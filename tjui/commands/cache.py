@@ -27,14 +27,21 @@ def cache_group() -> None:
 def info_cmd(as_json: bool) -> None:
     """Where the cache is, its size and how many files and results it holds."""
     cache = _cache()
-    data = {**cache.info(), "enabled": not cache_disabled()}
+    data = cache.info()
+    data["enabled"] = not cache_disabled() and data["problem"] is None
     cache.close()
     if as_json:
         emit_json(data)
         return
     mb = 1024 * 1024
     click.echo(f"cache      {data['path']}")
-    click.echo(f"enabled    {'yes' if data['enabled'] else 'no (TJUI_NO_CACHE)'}")
+    if data["enabled"]:
+        enabled = "yes"
+    elif cache_disabled():
+        enabled = "no (TJUI_NO_CACHE)"
+    else:
+        enabled = f"no: {data['problem']} (every command works without it)"
+    click.echo(f"enabled    {enabled}")
     click.echo(f"version    {data['version']}")
     click.echo(
         f"size       {data['file_bytes'] / mb:.1f} MB on disk,"
