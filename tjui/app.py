@@ -13,6 +13,7 @@ from textual.worker import Worker
 
 from tinyjuice.formats import LoadError
 from tjui import firstpaint
+from tjui.clikit import EXIT_USAGE
 from tjui.screens.browser import BrowserScreen
 from tjui.screens.commit import CommitDialog
 from tjui.screens.error import ErrorDialog
@@ -69,13 +70,15 @@ class TjuiApp(App[None]):
         self.sub_title = str(request.path)
         self.push_screen(MainScreen(request, first_paint=self.first_paint))
 
-    def show_error(self, title: str, message: str) -> None:
+    def show_error(self, title: str, message: str, *, code: int = 1) -> None:
+        """The error dialog; quitting it exits with status ``code``."""
+
         def _after(path: Path | None) -> None:
             if path is None and self.has_browser():
                 self.call_later(self.pop_screen)  # back to the browser
                 return
             if path is None:
-                self.exit(return_code=1, message=f"tjui: error: {message}")
+                self.exit(return_code=code, message=f"tjui: error: {message}")
                 return
             # The dialog is popped after this callback returns; replace the failed
             # screen once it has gone.
@@ -90,7 +93,10 @@ class TjuiApp(App[None]):
         if isinstance(node, ShowsFailures) and node.show_failure(worker):
             return
         if worker.group == "load":
-            self.show_error("Could not open the transcript", failure_text(worker.error, LoadError))
+            # An unreadable file is bad input: status 2, as `tjui inspect` exits on it.
+            code = EXIT_USAGE if isinstance(worker.error, LoadError) else 1
+            text = failure_text(worker.error, LoadError)
+            self.show_error("Could not open the transcript", text, code=code)
         else:
             self.show_error(f"Background task failed ({worker.group})", failure_text(worker.error))
 

@@ -105,3 +105,33 @@ def test_path_like_arguments_still_open(
         code, _, err = run(arg)
         assert code == 0, err
     assert opened == [Path("nope.json"), Path("sub/nope"), Path("inspectt")]
+
+
+def test_an_unreadable_file_exits_2_once_the_error_is_dismissed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, terminal: None
+) -> None:
+    # The real app, headless: the load fails, its dialog opens, Esc quits it.
+    from textual.pilot import Pilot
+
+    from tjui.screens.error import ErrorDialog
+
+    truncated = tmp_path / "trunc.jsonl"
+    truncated.write_bytes((SESSIONS / "claude-code.jsonl").read_bytes()[:3000])
+
+    async def dismiss_the_error(pilot: Pilot[None]) -> None:
+        for _ in range(200):
+            if isinstance(pilot.app.screen, ErrorDialog):
+                break
+            await pilot.pause(0.05)
+        await pilot.press("escape")
+
+    real_run = tjui.app.TjuiApp.run
+
+    def headless_run(self: tjui.app.TjuiApp, **kwargs: object) -> None:
+        real_run(self, headless=True, size=(100, 30), auto_pilot=dismiss_the_error)
+
+    monkeypatch.setattr(tjui.app.TjuiApp, "run", headless_run)
+    code, _, err = run(str(truncated))
+    assert code == 2
+    # Textual prints the message folded at the console's width.
+    assert err.startswith("tjui: error: ") and "trunc.jsonl, line 5" in " ".join(err.split())

@@ -269,3 +269,18 @@ async def test_bar_labels_a_measured_prompt_and_the_counted_figure_with_their_ki
         counted = f"(counted {bd.estimated_total_tokens:,} {bd.counted_kind.value})"
         assert counted in text, text
         assert "estimate " not in text
+
+
+async def test_a_keep_last_no_op_gives_its_reason_once(tmp_path: Path) -> None:
+    path = tmp_path / "cc.jsonl"
+    path.write_bytes((SESSIONS / "claude-code.jsonl").read_bytes())
+    app = make_app(path)
+    async with app.run_test(size=(140, 45)) as pilot:
+        screen = await wait_loaded(pilot)
+        await pilot.press("number_sign")
+        await pilot.press("2", "enter")
+        plan = screen.session.plan
+        assert plan.no_op and plan.reason.startswith("keeping the last 2 exchanges")
+        status = str(screen.query_one("#boundary-status").render())
+        assert status.count(plan.reason) == 1
+        assert f"no-op: {plan.reason}" in status

@@ -36,6 +36,7 @@ from tjui.sessionlist import (
     filter_rows,
     find_rows,
 )
+from tjui.widgets.lazy_text import visible
 
 if TYPE_CHECKING:
     from textual import getters
@@ -76,10 +77,11 @@ def _sort_key(column: str) -> Callable[[SessionRow], Any]:
     return key
 
 
-def _cells(row: SessionRow, now: float) -> list[str | Text]:
-    """The row's cells, figures right-aligned."""
+def _cells(row: SessionRow, now: float) -> list[Text]:
+    """The row's cells, figures right-aligned; text as it is (a title's ``[`` is not
+    markup) with control characters made visible."""
     return [
-        Text(value, justify="right") if key in NUMERIC else value
+        Text(value, justify="right") if key in NUMERIC else Text(visible(value))
         for (key, _), value in zip(COLUMNS, cells(row, now), strict=True)
     ]
 

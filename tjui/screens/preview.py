@@ -32,6 +32,7 @@ from tinyjuice.pipeline import compress
 from tinyjuice.report import CompactionReport, CompactionResult
 from tinyjuice.review import CATEGORIES, SummaryReview
 from tjui.session import InspectorSession
+from tjui.widgets.lazy_text import visible
 from tjui.widgets.message_list import preview_text
 from tjui.workers import ForwardWorkerErrors, failure_text
 
@@ -221,9 +222,9 @@ class PreviewView(ScrollView, can_focus=True):
                 )
             )
         segments = [
-            Segment(left.expandtabs(4)[:col].ljust(col), left_style),
+            Segment(visible(left, 4)[:col].ljust(col), left_style),
             Segment(" │ ", base + self._style("divider")),
-            Segment(right.expandtabs(4)[:col].ljust(col), right_style),
+            Segment(visible(right, 4)[:col].ljust(col), right_style),
         ]
         return Strip(segments).crop_extend(0, width, base)
 
@@ -258,6 +259,7 @@ ROW_CHARS = 44
 
 
 def _one_row(text: str) -> str:
+    text = visible(text)
     return text if len(text) <= ROW_CHARS else text[: ROW_CHARS - 1] + "…"
 
 

@@ -10,6 +10,7 @@ from textual.widgets import Footer, Label, OptionList
 from textual.widgets.option_list import Option
 
 from tinyjuice.formats.catalog import SessionEntry
+from tjui.widgets.lazy_text import visible
 
 
 class SessionPicker(ModalScreen[str | None]):
@@ -30,8 +31,10 @@ class SessionPicker(ModalScreen[str | None]):
             yield OptionList(
                 *(
                     Option(
-                        f"{'▶' if i == self._current else ' '} {i + 1:>3}. {e.label}"
-                        f" · {e.messages:,} msgs{f' · {e.detail}' if e.detail else ''}",
+                        visible(
+                            f"{'▶' if i == self._current else ' '} {i + 1:>3}. {e.label}"
+                            f" · {e.messages:,} msgs{f' · {e.detail}' if e.detail else ''}"
+                        ),
                         id=f"session-{i}",
                     )
                     for i, e in enumerate(self._entries)

@@ -41,11 +41,19 @@ def _picture(match: re.Match[str]) -> str:
     return "\u2421" if code == 0x7F else chr(0x2400 + code)
 
 
+def visible(text: str, tabsize: int = 8) -> str:
+    """``text`` safe to draw: tabs expanded, control characters made visible (an escape
+    code shows as ``␛[2m`` instead of styling the terminal). Measure and cut the result,
+    not ``text``: it is what is drawn. The one-line previews (list rows, the preview's
+    columns, session titles) use it as it is."""
+    if "\t" in text:
+        text = text.expandtabs(tabsize)
+    return _CONTROLS.sub(_picture, text)
+
+
 def text_lines(text: str) -> list[str]:
     """``text`` as display lines: tabs expanded, control characters made visible."""
-    if "\t" in text:
-        text = text.expandtabs(8)
-    return _CONTROLS.sub(_picture, text).splitlines() or [""]
+    return visible(text).splitlines() or [""]
 
 
 def _offsets(line: str, width: int, fold: bool) -> list[int]:

@@ -18,6 +18,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tinyjuice.model import Message, Role, Transcript
+from tjui.widgets.lazy_text import visible
 
 GLYPHS = {
     Role.SYSTEM: "⚙",
@@ -370,7 +371,7 @@ class MessageList(ScrollView, can_focus=True):
             approx = "~" if self._estimated else " "
             text = (
                 f" {row:>6} {GLYPHS[face.role]} {face.role.value[:9]:<9} {approx}{tokens:>7,}"
-                f" {'':>10}  [already compacted] {face.preview}"
+                f" {'':>10}  [already compacted] {visible(face.preview)}"
             )
         strip = Strip([Segment(text, style)]).crop_extend(0, width, style)
         self._cache[key] = strip
@@ -435,7 +436,7 @@ class MessageList(ScrollView, can_focus=True):
             Segment(f"{approx}{tokens:>7,} ", base + tok_style),
             Segment(f"{approx}{cumulative:>9,}  ", base + tok_style),
             Segment(face.marker, base + role_style),
-            Segment(face.preview, base),
+            Segment(visible(face.preview), base),
         ]
         return Strip(segments).crop_extend(0, width, base)
 
