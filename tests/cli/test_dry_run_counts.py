@@ -101,3 +101,12 @@ def test_dry_run_says_compress_would_not_cut_below_the_threshold(tmp_path: Path)
         run_env(env, "compress", "--dry-run", "--json", "--keep-last", "1", str(session))[1]
     )
     assert chosen["decision"] is None
+
+
+def test_a_no_op_dry_run_gives_its_reason_once() -> None:
+    sample = Path(__file__).resolve().parents[2] / "sessions" / "claude-code.jsonl"
+    code, out, err = run_env(
+        {"TJUI_NO_CACHE": "1"}, "compress", "--keep-last", "2", "--dry-run", str(sample)
+    )
+    assert code == 0, err
+    assert out.lower().count("leaves nothing to compress") == 1
