@@ -118,3 +118,23 @@ def test_config_lists_the_session_stores(fake_home: Path) -> None:
     assert roots["codex"]["source"] == "TJUI_CODEX_HOME" and roots["codex"]["exists"] is True
     text = CliRunner().invoke(main, ["config"]).stdout
     assert "session stores" in text and "$TJUI_GEMINI_HOME" in text
+
+
+def test_ls_shows_an_escape_code_in_a_title_instead_of_sending_it() -> None:
+    """A title holding a terminal escape (a session that began with command output)
+    is printed with the escape shown, as the inspector's browser shows it."""
+    from tjui.commands.ls import _fit
+
+    cell = _fit("<local-command-stdout>\x1b[2mCompacted\x1b[22m", 48, right=False)
+    assert "\x1b" not in cell
+    assert "␛[2mCompacted" in cell
+    assert len(cell) == 48
+
+
+def test_visible_needs_no_textual() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, tjui.visible; print('textual' in sys.modules, 'rich' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "False"]

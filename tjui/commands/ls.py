@@ -7,6 +7,7 @@ import click
 from tinyjuice.discovery import AGENTS, RowCache, SessionRow
 from tjui.clikit import emit_json
 from tjui.sessionlist import COLUMNS, cells, fill_rows, filter_rows, find_rows
+from tjui.visible import visible
 
 __all__ = ["ls_cmd", "rows_with_figures"]
 
@@ -68,7 +69,8 @@ def _print_table(rows: list[SessionRow]) -> None:
 
 
 def _fit(text: str, width: int, *, right: bool) -> str:
-    text = " ".join(text.split())
+    # Titles come from the sessions: an escape code in one is shown, not obeyed.
+    text = visible(" ".join(text.split()))
     if len(text) > width:
         text = text[: width - 1] + "…"
     return text.rjust(width) if right else text.ljust(width)

@@ -36,7 +36,7 @@ from tjui.sessionlist import (
     filter_rows,
     find_rows,
 )
-from tjui.widgets.lazy_text import visible
+from tjui.visible import visible
 
 if TYPE_CHECKING:
     from textual import getters

@@ -32,7 +32,7 @@ from tinyjuice.pipeline import compress
 from tinyjuice.report import CompactionReport, CompactionResult
 from tinyjuice.review import CATEGORIES, SummaryReview
 from tjui.session import InspectorSession
-from tjui.widgets.lazy_text import visible
+from tjui.visible import visible
 from tjui.widgets.message_list import preview_text
 from tjui.workers import ForwardWorkerErrors, failure_text
 

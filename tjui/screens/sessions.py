@@ -10,7 +10,7 @@ from textual.widgets import Footer, Label, OptionList
 from textual.widgets.option_list import Option
 
 from tinyjuice.formats.catalog import SessionEntry
-from tjui.widgets.lazy_text import visible
+from tjui.visible import visible
 
 
 class SessionPicker(ModalScreen[str | None]):

@@ -10,7 +10,6 @@ short one.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,28 +26,11 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tjui.visible import visible
+
 #: Logical lines longer than this are shown without syntax colours (lexing one 270 KB
 #: JSON line takes longer than a frame; its rows still paint lazily).
 HIGHLIGHT_MAX_CHARS = 4000
-
-#: C0 controls and DEL (terminal output carries escapes), shown as control pictures;
-#: tabs are expanded first, and line breaks split lines.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
-def _picture(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return "\u2421" if code == 0x7F else chr(0x2400 + code)
-
-
-def visible(text: str, tabsize: int = 8) -> str:
-    """``text`` safe to draw: tabs expanded, control characters made visible (an escape
-    code shows as ``␛[2m`` instead of styling the terminal). Measure and cut the result,
-    not ``text``: it is what is drawn. The one-line previews (list rows, the preview's
-    columns, session titles) use it as it is."""
-    if "\t" in text:
-        text = text.expandtabs(tabsize)
-    return _CONTROLS.sub(_picture, text)
 
 
 def text_lines(text: str) -> list[str]:

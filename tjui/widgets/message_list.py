@@ -18,7 +18,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tinyjuice.model import Message, Role, Transcript
-from tjui.widgets.lazy_text import visible
+from tjui.visible import visible
 
 GLYPHS = {
     Role.SYSTEM: "⚙",
