@@ -367,6 +367,9 @@ def _run_chunk(chunk: _Chunk) -> list[LineResult | None]:
             )
         else:
             assert isinstance(payload, str)
+            if _no_content(payload):  # no trajectory, and not a bad one: copied through
+                out.append(None)
+                continue
             out.append(
                 process_file(
                     payload,
@@ -381,6 +384,16 @@ def _run_chunk(chunk: _Chunk) -> list[LineResult | None]:
         _trim_cache(state.counter)
         state.since_reset = 0
     return out
+
+
+def _no_content(path: str) -> bool:
+    """Whether the file is empty or holds only whitespace (read until the first other
+    byte: one block for any real transcript)."""
+    with Path(path).open("rb") as fh:
+        while block := fh.read(_IO_BUFFER):
+            if not block.isspace():
+                return False
+    return True
 
 
 def _trim_cache(counter: TokenCounter) -> None:
@@ -469,7 +482,8 @@ class _LinesWriter:
             self.fh.close()
 
 
-#: Called for every processed line or file: (job, metrics or None for a blank line, bytes read).
+#: Called for every processed line or file: (job, metrics or None for a blank line or an
+#: empty file, bytes read).
 ItemCallback = Callable[[Job, TrajectoryMetrics | None, int], None]
 
 
@@ -529,8 +543,7 @@ def run_batch(
                     outputs.append(str(writer.job.target))
                     writer = None
                 if kind == _FILE:
-                    assert res is not None
-                    _atomic_write(job.target, res.output, job.source)
+                    _atomic_write(job.target, None if res is None else res.output, job.source)
                     outputs.append(str(job.target))
                     consumed = job.size
                 else:

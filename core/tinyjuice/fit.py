@@ -84,12 +84,13 @@ _SYSTEM_ROLES = (Role.SYSTEM, Role.DEVELOPER)
 class TrajectoryStatus(StrEnum):
     """What happened to one trajectory (or one input line)."""
 
-    #: Over the target before; under or at it after.
+    #: Over the target before; under or at it after (always rewritten: ``compacted``).
     COMPRESSED = "compressed"
     #: Already at or under the target: written through unchanged.
     SKIPPED_UNDER_TARGET = "skipped_under_target"
-    #: Over the target and still over it after compressing all that may be compressed
-    #: (possibly nothing: the protected head and tail alone are over the target).
+    #: Over the target and still over it after compressing all that may be compressed:
+    #: rewritten (``compacted``) or unchanged when nothing could be cut (the protected
+    #: head and tail alone are over the target, or no summary was smaller than its region).
     STILL_OVER_LIMIT = "still_over_limit"
     #: The summary provider failed with a class that forbids dropping anything (auth,
     #: network): the trajectory is written through unchanged.
@@ -225,6 +226,13 @@ class TrajectoryMetrics(_Savings):
         return self.turns_before - self.turns_after
 
     @property
+    def compacted(self) -> bool:
+        """The trajectory was rewritten: a region was replaced (by a summary or the rules'
+        rewrite). True for every ``compressed`` one, and for a ``still_over_limit`` one
+        that lost tokens without reaching the target."""
+        return self.region_start is not None
+
+    @property
     def skipped_under_target(self) -> bool:
         return self.status is TrajectoryStatus.SKIPPED_UNDER_TARGET
 
@@ -257,6 +265,7 @@ class TrajectoryMetrics(_Savings):
             "rules_applied": self.rules_applied,
             "skipped_under_target": self.skipped_under_target,
             "still_over_limit": self.still_over_limit,
+            "compacted": self.compacted,
             "counter": self.counter,
             "error": self.error,
             "failure_class": self.failure_class,
@@ -1117,6 +1126,17 @@ class BatchSummary(_Savings):
     #: (:attr:`TrajectoryMetrics.tokens_before_kind`, ``tokens_after_kind``).
     estimated_before: int = 0
     estimated_after: int = 0
+    #: Trajectories rewritten (:attr:`TrajectoryMetrics.compacted`): every ``compressed``
+    #: one, and ``compacted_still_over_limit`` of the ``still_over_limit`` ones.
+    compacted: int = 0
+    compacted_still_over_limit: int = 0
+    #: Bad inputs that are whole files (no line number), out of ``bad_inputs``.
+    bad_files: int = 0
+
+    @property
+    def unchanged_over_limit(self) -> int:
+        """``still_over_limit`` trajectories left unchanged: nothing could be cut."""
+        return self.still_over_limit - self.compacted_still_over_limit
 
     @property
     def tokens_before_kind(self) -> str:
@@ -1136,6 +1156,10 @@ class BatchSummary(_Savings):
             "still_over_limit": self.still_over_limit,
             "summary_failed": self.summary_failed,
             "bad_inputs": self.bad_inputs,
+            "bad_files": self.bad_files,
+            "compacted": self.compacted,
+            "compacted_still_over_limit": self.compacted_still_over_limit,
+            "unchanged_over_limit": self.unchanged_over_limit,
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "tokens_saved": self.tokens_saved,
@@ -1186,6 +1210,9 @@ class BatchAggregator:
                 "rules_applied",
                 "estimated_before",
                 "estimated_after",
+                "compacted",
+                "compacted_still_over_limit",
+                "bad_files",
             )
         }
         self._duration = 0.0
@@ -1204,8 +1231,14 @@ class BatchAggregator:
         s["rules_applied"] += metrics.rules_applied
         s["estimated_before"] += metrics.tokens_before_kind == _ESTIMATED
         s["estimated_after"] += metrics.tokens_after_kind == _ESTIMATED
+        s["compacted"] += metrics.compacted
+        s["compacted_still_over_limit"] += (
+            metrics.compacted and metrics.status is TrajectoryStatus.STILL_OVER_LIMIT
+        )
+        bad = metrics.status is TrajectoryStatus.BAD_INPUT
+        s["bad_files"] += bad and metrics.line is None
         self._duration += metrics.duration_s
-        if metrics.status is TrajectoryStatus.BAD_INPUT and len(self._bad) < self._KEEP_BAD:
+        if bad and len(self._bad) < self._KEEP_BAD:
             self._bad.append((source, metrics.line, metrics.error or "unreadable"))
 
     @property

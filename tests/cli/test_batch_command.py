@@ -187,6 +187,48 @@ def test_human_summary_and_no_progress_by_default(tmp_path: Path) -> None:
     assert "ETA" not in stderr  # stderr is not a terminal here
 
 
+def test_summary_counts_trajectories_rewritten_but_still_over(tmp_path: Path) -> None:
+    # At 300 tokens no trajectory fits, yet most are rewritten: not "compressed 0".
+    src = dataset(tmp_path / "ds.jsonl", 12)
+    out, metrics = tmp_path / "o.jsonl", tmp_path / "m.jsonl"
+    args = [str(src), "--target-tokens", "300", "-o", str(out), "--workers", "1"]
+    code, stdout, stderr = run(*args, "--json", "--metrics", str(metrics))
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    changed = sum(
+        a != b
+        for a, b in zip(src.read_bytes().splitlines(), out.read_bytes().splitlines(), strict=True)
+    )
+    records = [json.loads(x) for x in metrics.read_text().splitlines()]
+    assert 0 < changed < 12 and sum(r["compacted"] for r in records) == changed
+    assert report["compressed"] == 0 and report["still_over_limit"] == 12
+    assert report["compacted"] == report["compacted_still_over_limit"] == changed
+    assert report["unchanged_over_limit"] == 12 - changed
+    code, stdout, _ = run(*args)
+    assert stdout.splitlines()[0] == (
+        f"compacted {changed} of 12 trajectories (none fits the target: {changed} still over"
+        f" it); 0 already under the target; {12 - changed} over the target and left unchanged"
+        " (nothing could be cut)"
+    )
+
+
+def test_empty_file_is_no_trajectory_and_bad_files_are_not_lines(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    code, stdout, stderr = run(str(empty), "--target-tokens", "300", "-o", str(tmp_path / "e"))
+    assert code == 0 and stderr == ""
+    assert stdout.splitlines()[0] == "no trajectories"
+    assert stdout.splitlines()[1].startswith("tokens 0 → 0; ")  # no "(−0%)"
+    assert (tmp_path / "e").read_bytes() == b""
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "notes.txt").write_text("not a transcript\n")
+    dataset(src / "ds.jsonl", 3, {1: b"{broken\n"})
+    code, stdout, _ = run(str(src), "--target-tokens", "2500", "-o", str(tmp_path / "out"))
+    assert code == 0
+    assert "; 1 bad line(s) written through unchanged; 1 bad file(s) written through" in stdout
+
+
 def test_refuses_to_overwrite_the_input(tmp_path: Path) -> None:
     src = dataset(tmp_path / "ds.jsonl", 2)
     code, _, stderr = run(str(src), "--target-tokens", "100", "-o", str(src))

@@ -244,6 +244,29 @@ def test_nothing_compressible_is_still_over_limit_and_unchanged() -> None:
     assert r.metrics.tokens_after == r.metrics.tokens_before
 
 
+def test_aggregate_tells_compacted_apart_from_unchanged() -> None:
+    # One of each: rewritten but still over, over and untouched, fitted, under the target.
+    over = [msg(S, 5), msg(U, 5), msg(A, 5), *[msg(U, 40), msg(A, 40)] * 3, msg(U, 900, "ask")]
+    cases = [
+        (over, BatchOptions(target_tokens=500, keep_last=1, summary_tokens=64)),
+        ([msg(S, 300), msg(U, 300, "ask"), msg(A, 300)], BatchOptions(target_tokens=100)),
+        (PLAIN, BatchOptions(target_tokens=300, keep_last=2, summary_tokens=50)),
+        (PLAIN, BatchOptions(target_tokens=10_000)),
+    ]
+    agg = BatchAggregator()
+    for messages, options in cases:
+        r = compress_trajectory(transcript(messages), options, counter=WordCounter())
+        assert r.metrics.compacted == r.changed
+        assert r.metrics.to_dict()["compacted"] == r.changed
+        agg.add(r.metrics)
+    s = agg.summary()
+    assert (s.compressed, s.still_over_limit, s.skipped_under_target) == (1, 2, 1)
+    assert (s.compacted, s.compacted_still_over_limit, s.unchanged_over_limit) == (2, 1, 1)
+    d = s.to_dict()
+    assert (d["compressed"], d["still_over_limit"]) == (1, 2)  # the old keys keep their meaning
+    assert (d["compacted"], d["compacted_still_over_limit"], d["unchanged_over_limit"]) == (2, 1, 1)
+
+
 class FailingProvider:
     def __init__(self, failure: FailureClass) -> None:
         self.failure = failure
@@ -648,6 +671,28 @@ def test_run_batch_bad_and_blank_lines_pass_through_in_order(tmp_path: Path, wor
         if a != b:
             assert orjson.loads(b)["id"] == orjson.loads(a)["id"]
     assert not (tmp_path / f"out{workers}.jsonl.partial").exists()
+
+
+def test_run_batch_empty_files_are_no_trajectories_and_bad_files_are_not_lines(
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "empty.json").write_bytes(b"")
+    (src / "blank.jsonl").write_bytes(b"\n  \n")
+    (src / "notes.txt").write_bytes(b"not a transcript\n")
+    _dataset(src / "ds.jsonl", 3, {1: b"{oops\n"})
+    out = tmp_path / "out"
+    run = run_batch(plan_jobs([src], out), BatchOptions(target_tokens=2500))
+    s = run.summary
+    assert s.trajectories == 3 and s.bad_inputs == 2 and s.bad_files == 1
+    bad = {(Path(where).name, line) for where, line, _ in s.bad}
+    assert bad == {("notes.txt", None), ("ds.jsonl", 2)}
+    for name in ("empty.json", "blank.jsonl", "notes.txt"):
+        assert (out / name).read_bytes() == (src / name).read_bytes()
+    empty = run_batch(plan_jobs([src / "empty.json"], tmp_path / "e.json"), BatchOptions(10))
+    assert (empty.summary.trajectories, empty.summary.bad_inputs, empty.items) == (0, 0, 1)
+    assert (tmp_path / "e.json").read_bytes() == b""
 
 
 def test_run_batch_stops_when_asked_and_leaves_a_valid_partial(tmp_path: Path) -> None:

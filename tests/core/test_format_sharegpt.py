@@ -523,6 +523,24 @@ def test_wrong_types_name_the_json_path() -> None:
     assert "'human'" in (err.expected or "") and "line 3" in str(err)
 
 
+def test_a_missing_key_is_not_called_null() -> None:
+    with pytest.raises(LoadError) as info:
+        _load({"foo": 1})
+    assert info.value.problem == "'conversations' is missing"
+    assert info.value.json_path == "$.conversations"
+    with pytest.raises(LoadError) as info:
+        _load({"conversations": None})
+    assert info.value.problem == "'conversations' is a JSON null"
+    doc = trajectory()
+    del doc["conversations"][1]["value"]
+    with pytest.raises(LoadError) as info:
+        _load(doc)
+    assert (info.value.problem, info.value.json_path) == (
+        "value is missing",
+        "$.conversations[1].value",
+    )
+
+
 def test_invalid_json_tool_call_is_kept_verbatim() -> None:
     doc = trajectory()
     broken = '<tool_call>\n{"name": "terminal", "arguments": {"command": "pytest -q"\n</tool_call>'

@@ -162,22 +162,44 @@ def _warn(message: str) -> None:
     click.echo(f"tjui: warning: {message}", err=True)
 
 
+def _compacted_part(data: dict[str, Any]) -> str:
+    """How many trajectories were rewritten, and whether they now fit the target."""
+    compacted, over = data["compacted"], data["compacted_still_over_limit"]
+    part = f"compacted {compacted:,} of {data['trajectories']:,} trajectories"
+    if over == compacted > 0:
+        return part + f" (none fits the target: {over:,} still over it)"
+    if over:
+        return part + f" ({over:,} still over the target)"
+    return part + (" (all fit the target)" if compacted else "")
+
+
 def _summary_line(data: dict[str, Any]) -> str:
     before, after = data["tokens_before"], data["tokens_after"]
-    parts = [
-        f"compressed {data['compressed']:,} of {data['trajectories']:,} trajectories",
-        f"{data['skipped_under_target']:,} already under the target",
-        f"{data['still_over_limit']:,} still over the limit",
-    ]
+    if data["trajectories"]:
+        parts = [
+            _compacted_part(data),
+            f"{data['skipped_under_target']:,} already under the target",
+        ]
+    else:
+        parts = ["no trajectories"]
+    if data["unchanged_over_limit"]:
+        parts.append(
+            f"{data['unchanged_over_limit']:,} over the target and left unchanged"
+            " (nothing could be cut)"
+        )
     if data["summary_failed"]:
         parts.append(f"{data['summary_failed']:,} left unchanged after a summary failure")
-    if data["bad_inputs"]:
-        parts.append(f"{data['bad_inputs']:,} bad line(s) written through unchanged")
-    pct = f"{100 * (before - after) / before:.1f}%" if before else "0%"
+    bad_lines = data["bad_inputs"] - data["bad_files"]
+    if bad_lines:
+        parts.append(f"{bad_lines:,} bad line(s) written through unchanged")
+    if data["bad_files"]:
+        parts.append(f"{data['bad_files']:,} bad file(s) written through unchanged")
     # ~ marks an estimate: figures counted only where they decided the compression.
     est_before = "~" if data["tokens_before_kind"] == "estimated" else ""
     est_after = "~" if data["tokens_after_kind"] == "estimated" else ""
-    tokens = f"tokens {est_before}{before:,} → {est_after}{after:,} ({est_before}−{pct})"
+    tokens = f"tokens {est_before}{before:,} → {est_after}{after:,}"
+    if before:  # no percentage of nothing
+        tokens += f" ({est_before}−{100 * (before - after) / before:.1f}%)"
     rate = data.get("trajectories_per_s")
     speed = f"{data.get('wall_s', 0):.1f} s" + (f", {rate:,.0f} trajectories/s" if rate else "")
     return "; ".join(parts) + f"\n{tokens}; {speed} on {data['workers']} worker(s)"
@@ -454,7 +476,7 @@ class _ItemReport:
         if self.metrics is not None:
             self.metrics.close()
         if self.bad_seen > _SHOWN_BAD:
-            _warn(f"{self.bad_seen - _SHOWN_BAD:,} more bad line(s) not shown")
+            _warn(f"{self.bad_seen - _SHOWN_BAD:,} more bad line(s) or file(s) not shown")
 
 
 def _interrupted(run: Any) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -356,6 +356,12 @@ def _json_type(value: Any) -> str:
 def json_type(value: Any) -> str:
     """The JSON name of a Python value's type, for error messages."""
     return _json_type(value)
+
+
+def key_state(obj: Mapping[str, Any], key: str) -> str:
+    """What ``obj`` holds at ``key``, for error messages: ``missing`` when the key is
+    absent, else ``a JSON <type>`` (``a JSON null`` for a present null)."""
+    return f"a JSON {_json_type(obj[key])}" if key in obj else "missing"
 
 
 def expect(

@@ -25,6 +25,7 @@ from tinyjuice.formats._io import (
     clip,
     dump_document,
     json_type,
+    key_state,
     parse_json,
     read_bytes,
 )
@@ -401,7 +402,9 @@ def _turns(source: Source, obj: dict[str, Any], jp: str, line: int | None) -> li
     conv = obj.get("conversations")
     if not isinstance(conv, list):
         raise fail(
-            f"'conversations' is a JSON {json_type(conv)}", f"{jp}.conversations", "a list of turns"
+            f"'conversations' is {key_state(obj, 'conversations')}",
+            f"{jp}.conversations",
+            "a list of turns",
         )
     turns: list[_Turn] = []
     for i, raw in enumerate(conv):
@@ -422,7 +425,7 @@ def _turns(source: Source, obj: dict[str, Any], jp: str, line: int | None) -> li
         value = raw.get("value")
         if not isinstance(value, str):
             raise fail(
-                f"value is a JSON {json_type(value)}", f"{jp}.conversations[{i}].value", "a string"
+                f"value is {key_state(raw, 'value')}", f"{jp}.conversations[{i}].value", "a string"
             )
         from_hint = sender if sender != _ROLE_FROM[role] else None
         extra = EMPTY if len(raw) == 2 else rest(raw, ("from", "value"))
