@@ -402,3 +402,12 @@ def test_one_result_for_several_calls_is_paired_to_the_first() -> None:
     assert t.messages[4].tool_call_id == "call_1"
     assert t.messages[4].hints["tool_call_ids"] == ("call_1", "call_2")
     assert any("answer several calls" in w for w in t.warnings)
+
+
+def test_a_missing_role_is_called_missing_and_a_null_one_null() -> None:
+    for raw, said in (
+        (b'{"trajectory": [], "history": [{"content": "x"}]}', "role is missing"),
+        (b'{"trajectory": [], "history": [{"role": null, "content": "x"}]}', "role is a JSON null"),
+    ):
+        with pytest.raises(LoadError, match=said):
+            load_bytes(raw, "s.traj", "swe-agent")

@@ -10,7 +10,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tinyjuice.formats._io import LoadError, LoadOptions, Source, bad_line_warnings, json_type
+from tinyjuice.formats._io import (
+    LoadError,
+    LoadOptions,
+    Source,
+    bad_line_warnings,
+    json_type,
+    key_state,
+)
 from tinyjuice.formats._messages import finish, media_from_url
 from tinyjuice.formats._records import (
     count,
@@ -147,7 +154,7 @@ def _fold_document(source: Source) -> _Fold:
     if not isinstance(raw, list):
         raise LoadError(
             source.path,
-            f"'messages' is a JSON {json_type(raw)}",
+            f"'messages' is {key_state(doc, 'messages')}",
             json_path="$.messages",
             expected="a list of Gemini CLI message records",
         )

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from tinyjuice.formats._io import LoadError, LoadOptions, Source, expect, json_type
+from tinyjuice.formats._io import LoadError, LoadOptions, Source, expect, json_type, key_state
 from tinyjuice.formats._messages import fast_paths, finish, meta_for_text, rest, with_meta
 from tinyjuice.formats.openai import fast_message, known_keys, message_from_dict
 from tinyjuice.model import (
@@ -120,7 +120,7 @@ def _message(
     if not isinstance(raw.get("role"), str):
         raise LoadError(
             source.path,
-            f"role is a JSON {json_type(raw.get('role'))}",
+            f"role is {key_state(raw, 'role')}",
             json_path=f"{jp}.role",
             expected="system, user, assistant or tool",
         )
