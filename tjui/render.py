@@ -255,8 +255,7 @@ def print_plan(plan: dict[str, Any], out: Console | None = None) -> None:
         what = f"Would compress messages {b['start']}–{b['end'] - 1}"
         out.print(Text(what + (" once over the threshold" if held else ""), style="bold"))
     _print_live(plan, out)
-    # A no-op's boundary reason is often its headline already: said once.
-    if b["snap_reason"] and b["snap_reason"].lower() not in str(plan["reason"]).lower():
+    if b["snap_reason"]:
         out.print(Text(f"boundary: {b['snap_reason']}", style="dim"))
     out.print(_zones_table(plan["zones"]))
     budget = plan["budget"]

@@ -316,13 +316,13 @@ def _tail_start(
         split = split_for_partial_compaction(
             msgs, opts.keep_last, protect_system=opts.protect_system, prepared=idx
         )
+        if split.no_op:
+            return split.tail_start, split.tail_start, split.reason  # the no-op says why
         reasons.append(
-            split.reason
-            if split.no_op
-            else f"keeping the last {split.exchanges_kept} of {split.exchanges_total} user "
+            f"keeping the last {split.exchanges_kept} of {split.exchanges_total} user "
             f"exchanges verbatim (from message {split.tail_start})"
         )
-        return split.tail_start, split.tail_start, split.reason if split.no_op else ""
+        return split.tail_start, split.tail_start, ""
     if opts.boundary is not None:
         snap = idx.snap(opts.boundary, "nearest")
         reasons.append(snap.reason)

@@ -356,3 +356,19 @@ def test_no_op_reasons_say_which_side_left_nothing() -> None:
     chosen = plan_boundary(t, CompactionOptions(boundary=1))
     assert chosen.no_op
     assert chosen.reason.startswith("nothing to compress: the boundary (")
+
+
+def test_a_keep_last_no_op_gives_its_reason_once_in_the_plan() -> None:
+    """The reason a keep-last count leaves nothing is the plan's no-op reason, not also
+    its boundary's (every view printing both said it twice)."""
+    from tinyjuice.model import Message, Role, TextPart, Transcript
+    from tinyjuice.options import CompactionOptions
+    from tinyjuice.pipeline import plan_boundary
+
+    msgs = (
+        Message(role=Role.USER, parts=(TextPart("fix the test"),)),
+        Message(role=Role.ASSISTANT, parts=(TextPart("fixed"),)),
+    )
+    plan = plan_boundary(Transcript(messages=msgs, format="openai"), CompactionOptions(keep_last=2))
+    assert plan.no_op and "leaves nothing to compress" in plan.reason
+    assert "leaves nothing to compress" not in plan.snap_reason

@@ -171,12 +171,8 @@ def boundary_status(s: InspectorSession) -> str:
     """The line under the list: where the boundary is, why, and whether it does anything."""
     plan = s.plan
     status = f"boundary {plan.end + s.live_from}"
-    # A keep-last count that leaves nothing to compress gives its no-op reason as the
-    # boundary's reason too: said once, after "no-op:".
-    said = plan.reason if plan.no_op else ""
-    snapped = "; ".join(r for r in plan.snap_reason.split("; ") if r and r != said)
-    if snapped:
-        status += f" · {snapped}"
+    if plan.snap_reason:
+        status += f" · {plan.snap_reason}"
     result = s.current_result
     if plan.no_op:
         status += f" · no-op: {plan.reason}"
