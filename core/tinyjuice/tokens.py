@@ -374,8 +374,8 @@ _SPLIT_NOT_BLANK_RE = re.compile("[\x1c-\x1f]")
 def text_floor(text: str) -> int | None:
     """At most ``text``'s token count under a :func:`has_piece_floor` counter, counted
     in C about ten times faster than encoding it: its runs between whitespace, less the
-    runs after a line break that o200k's punctuation piece may swallow (``x.\n/``; at
-    most one per ``\n/`` or ``\r/``). None when ``text`` holds a character that Python
+    runs after a line break that o200k's punctuation piece may swallow (``x.\\n/``; at
+    most one per ``\\n/`` or ``\\r/``). None when ``text`` holds a character that Python
     counts as whitespace and the tokenizer does not."""
     if _SPLIT_NOT_BLANK_RE.search(text):
         return None

@@ -871,10 +871,11 @@ _SHARES: dict[str, float] = {
 
 def _cost_floor(item: str) -> int:
     """A lower bound of an item's bullet cost (``count(_bullet(item)) + 1``) under a
-    :data:`~tinyjuice.tokens.SPACE_SPLIT_PATTERNS` encoding: one token per piece the pre-tokenizer must
-    make, here the item's runs split at spaces that hold a non-blank character (Python's
-    blanks include every ``\\s`` of the tokenizer) and the bullet's dash; plus the line
-    break. Cheap enough for every item; :func:`_piece_floor` is finer."""
+    :data:`~tinyjuice.tokens.SPACE_SPLIT_PATTERNS` encoding: one token per piece the
+    pre-tokenizer must make, here the item's runs split at spaces that hold a non-blank
+    character (Python's blanks include every ``\\s`` of the tokenizer) and the bullet's
+    dash; plus the line break. Cheap enough for every item; :func:`_piece_floor` is
+    finer."""
     if item.isprintable():
         # No blank but the space: every non-empty run counts.
         runs = item.split(" ")
@@ -950,7 +951,7 @@ def _end_piece(text: str) -> str | None:
     breaks)``. None when the text does not end so, or when the run follows a character
     other than an ASCII letter or digit, a space or a tab (one that may belong to the
     run's piece). Not a line break: under o200k a punctuation piece runs on over the
-    line breaks and slashes after it, so in ``x.\n/-`` the piece ``.\n/`` takes the
+    line breaks and slashes after it, so in ``x.\\n/-`` the piece ``.\\n/`` takes the
     run's slash."""
     head = text.rstrip(_PUNCTUATION)
     if len(head) == len(text):
